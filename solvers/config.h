@@ -1,0 +1,61 @@
+// Shared configuration for the header-only solver layer.
+//
+// Everything in solvers/ is plain C++17 that compiles both for the host and,
+// under nvcc, for the device. This is the only header of solvers/ that knows
+// about CUDA: it defines IMPULSE_HD, which expands to
+// `__host__ __device__ __forceinline__` under nvcc and to `inline` otherwise.
+#pragma once
+
+#if defined(__CUDACC__)
+#define IMPULSE_HD __host__ __device__ __forceinline__
+#define IMPULSE_HD_NOINLINE __host__ __device__
+#else
+#define IMPULSE_HD inline
+#define IMPULSE_HD_NOINLINE inline
+#endif
+
+#if defined(__CUDA_ARCH__)
+#define IMPULSE_DEVICE_PASS 1
+#else
+#define IMPULSE_DEVICE_PASS 0
+#endif
+
+// Debug-only check for internal invariants (never for user input: user input is
+// validated by the host layer, which reports errors with context).
+#if !defined(NDEBUG) && !IMPULSE_DEVICE_PASS
+#include <cassert>
+#define IMPULSE_DEBUG_ASSERT(cond) assert(cond)
+#else
+#define IMPULSE_DEBUG_ASSERT(cond) ((void)0)
+#endif
+
+namespace impulse {
+
+// Math helpers usable on both sides without <cmath> overload surprises on the
+// device.
+template <class T>
+IMPULSE_HD T max_of(T a, T b) { return a > b ? a : b; }
+template <class T>
+IMPULSE_HD T min_of(T a, T b) { return a < b ? a : b; }
+template <class T>
+IMPULSE_HD T abs_of(T a) { return a < T(0) ? -a : a; }
+
+}  // namespace impulse
+
+#if defined(__CUDACC__)
+#include <cmath>
+namespace impulse {
+IMPULSE_HD float sqrt_of(float v) { return ::sqrtf(v); }
+IMPULSE_HD double sqrt_of(double v) { return ::sqrt(v); }
+IMPULSE_HD bool is_finite(float v) { return ::isfinite(v); }
+IMPULSE_HD bool is_finite(double v) { return ::isfinite(v); }
+}  // namespace impulse
+#else
+#include <cmath>
+namespace impulse {
+inline float sqrt_of(float v) { return std::sqrt(v); }
+inline double sqrt_of(double v) { return std::sqrt(v); }
+inline bool is_finite(float v) { return std::isfinite(v); }
+inline bool is_finite(double v) { return std::isfinite(v); }
+}  // namespace impulse
+#endif

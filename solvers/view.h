@@ -1,0 +1,41 @@
+// Strided views: how one problem's arrays are addressed inside a batch.
+//
+// A batch stores B problems structure-of-arrays. Element e of problem k lives
+// at base[e * stride + k * offset]. On the GPU (batch index fastest) the stride
+// is B and the offset 1; on the CPU each problem is contiguous (stride 1,
+// compile-time) so loops vectorize. The solvers take views and never see the
+// layout.
+#pragma once
+
+#include "solvers/config.h"
+
+namespace impulse {
+
+// Compile-time unit stride (contiguous per problem).
+struct UnitStride {
+  IMPULSE_HD int operator()(int i) const { return i; }
+};
+
+// Runtime stride (batch index fastest: stride = batch size).
+struct RunStride {
+  int s;
+  IMPULSE_HD int operator()(int i) const { return i * s; }
+};
+
+template <class T, class S>
+struct View {
+  T* p;
+  S stride;
+  IMPULSE_HD T& operator[](int i) const { return p[stride(i)]; }
+};
+
+template <class T>
+IMPULSE_HD View<T, UnitStride> unit_view(T* p) {
+  return View<T, UnitStride>{p, UnitStride{}};
+}
+template <class T>
+IMPULSE_HD View<T, RunStride> strided_view(T* p, int s) {
+  return View<T, RunStride>{p, RunStride{s}};
+}
+
+}  // namespace impulse
