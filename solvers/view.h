@@ -27,6 +27,10 @@ struct View {
   T* p;
   S stride;
   IMPULSE_HD T& operator[](int i) const { return p[stride(i)]; }
+  // the view of the elements from `offset` on (a sub-array of one problem).
+  IMPULSE_HD View slice(int offset) const { return View{p + stride(offset), stride}; }
+  // the same elements, read-only.
+  IMPULSE_HD View<const T, S> as_const() const { return View<const T, S>{p, stride}; }
 };
 
 template <class T>
@@ -37,5 +41,17 @@ template <class T>
 IMPULSE_HD View<T, RunStride> strided_view(T* p, int s) {
   return View<T, RunStride>{p, RunStride{s}};
 }
+
+// Vectorization hint for a reduction loop on the host (needs -fopenmp-simd;
+// order of operations is fixed by the compiler, so results stay bitwise
+// reproducible for one binary). Expands to nothing under nvcc.
+#if defined(__CUDACC__)
+#define IMPULSE_SIMD_REDUCE(var)
+#define IMPULSE_SIMD
+#else
+#define IMPULSE_PRAGMA(x) _Pragma(#x)
+#define IMPULSE_SIMD_REDUCE(var) IMPULSE_PRAGMA(omp simd reduction(+ : var))
+#define IMPULSE_SIMD IMPULSE_PRAGMA(omp simd)
+#endif
 
 }  // namespace impulse

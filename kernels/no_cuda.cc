@@ -1,0 +1,52 @@
+// The twin of kernels/*.cu for builds without the CUDA toolkit: the same API,
+// reporting "CUDA not available" (Drake's no_osqp.cc habit).
+#include "io/error.h"
+#include "kernels/qp_kernels.h"
+
+namespace impulse {
+namespace cuda {
+
+DeviceInfo device_info() {
+  DeviceInfo info;
+  info.built = false;
+  info.reason = "impulse was built without CUDA kernels (IMPULSE_CUDA=OFF or no toolkit)";
+  return info;
+}
+
+bool available() { return false; }
+
+template <class T>
+struct DeviceQpBatch<T>::Impl {};
+
+template <class T>
+DeviceQpBatch<T>::DeviceQpBatch() {
+  throw Error("CUDA not available: " + device_info().reason);
+}
+template <class T>
+DeviceQpBatch<T>::~DeviceQpBatch() = default;
+template <class T>
+void DeviceQpBatch<T>::upload(const HostQpArrays<T>&) {
+  throw Error("CUDA not available");
+}
+template <class T>
+void DeviceQpBatch<T>::upload_warm_start(const HostQpResults<T>&) {
+  throw Error("CUDA not available");
+}
+template <class T>
+double DeviceQpBatch<T>::solve(const QpSettings<T>&, bool) {
+  throw Error("CUDA not available");
+}
+template <class T>
+void DeviceQpBatch<T>::download(HostQpResults<T>&) const {
+  throw Error("CUDA not available");
+}
+template <class T>
+int DeviceQpBatch<T>::batch() const {
+  return 0;
+}
+
+template class DeviceQpBatch<float>;
+template class DeviceQpBatch<double>;
+
+}  // namespace cuda
+}  // namespace impulse

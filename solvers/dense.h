@@ -1,0 +1,109 @@
+// Small dense linear algebra on views: Cholesky, triangular solves, products.
+// Matrices are n x n row-major inside one problem's storage.
+#pragma once
+
+#include "solvers/view.h"
+
+namespace impulse {
+
+// factor K (row-major, n x n, lower triangle read) in place: K = L L^T.
+// Storage after the call: the strict lower triangle holds L, the strict upper
+// triangle holds L^T (so that both triangular solves read rows contiguously),
+// and the diagonal holds 1 / L_ii (no divisions in the solves).
+// Returns false when a pivot is not positive (K not positive definite).
+template <class T, class S>
+IMPULSE_HD bool cholesky_in_place(int n, View<T, S> K) {
+  for (int j = 0; j < n; ++j) {
+    // diagonal pivot
+    T d = K[j * n + j];
+    IMPULSE_SIMD_REDUCE(d)
+    for (int k = 0; k < j; ++k) d -= K[j * n + k] * K[j * n + k];
+    if (!(d > T(0)) || !is_finite(d)) return false;
+    const T inv = T(1) / sqrt_of(d);
+    K[j * n + j] = inv;
+    // column below the pivot: row i dotted with row j over the first j entries
+    for (int i = j + 1; i < n; ++i) {
+      T acc = K[i * n + j];
+      IMPULSE_SIMD_REDUCE(acc)
+      for (int k = 0; k < j; ++k) acc -= K[i * n + k] * K[j * n + k];
+      K[i * n + j] = acc * inv;
+    }
+  }
+  // mirror L into the upper triangle
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < i; ++j) K[j * n + i] = K[i * n + j];
+  return true;
+}
+
+// solve L L^T x = r in place (r becomes x), with the factor from
+// cholesky_in_place. Both sweeps are column-oriented (axpy on contiguous rows).
+template <class T, class S, class SV>
+IMPULSE_HD void cholesky_solve_in_place(int n, View<const T, S> L, View<T, SV> r) {
+  // forward: L y = r; column i of L is row i of the upper mirror
+  for (int i = 0; i < n; ++i) {
+    const T yi = r[i] * L[i * n + i];
+    r[i] = yi;
+    IMPULSE_SIMD
+    for (int k = i + 1; k < n; ++k) r[k] -= L[i * n + k] * yi;
+  }
+  // backward: L^T x = y; row i of L holds column i of L^T
+  for (int i = n - 1; i >= 0; --i) {
+    const T xi = r[i] * L[i * n + i];
+    r[i] = xi;
+    IMPULSE_SIMD
+    for (int k = 0; k < i; ++k) r[k] -= L[i * n + k] * xi;
+  }
+}
+
+// out = M v (M dense n x n row-major).
+template <class T, class S, class SV, class SO>
+IMPULSE_HD void dense_matvec(int n, View<const T, S> M, View<const T, SV> v, View<T, SO> out) {
+  for (int i = 0; i < n; ++i) {
+    T acc = T(0);
+    IMPULSE_SIMD_REDUCE(acc)
+    for (int j = 0; j < n; ++j) acc += M[i * n + j] * v[j];
+    out[i] = acc;
+  }
+}
+
+// Sparse pattern shared by every problem of a batch (CSR): row r holds the
+// entries row_ptr[r] .. row_ptr[r+1]-1 with columns col[k]; values live per
+// problem. A dense m x n matrix is the full pattern.
+struct CsrPattern {
+  int rows = 0;
+  int cols = 0;
+  int nnz = 0;
+  const int* row_ptr = nullptr;
+  const int* col = nullptr;
+};
+
+// out = A v.
+template <class T, class S, class SV, class SO>
+IMPULSE_HD void csr_matvec(const CsrPattern& a, View<const T, S> val, View<const T, SV> v,
+                           View<T, SO> out) {
+  for (int r = 0; r < a.rows; ++r) {
+    T acc = T(0);
+    for (int k = a.row_ptr[r]; k < a.row_ptr[r + 1]; ++k) acc += val[k] * v[a.col[k]];
+    out[r] = acc;
+  }
+}
+
+// out = A^T v (out has a.cols entries, overwritten).
+template <class T, class S, class SV, class SO>
+IMPULSE_HD void csr_matvec_t(const CsrPattern& a, View<const T, S> val, View<const T, SV> v,
+                             View<T, SO> out) {
+  for (int j = 0; j < a.cols; ++j) out[j] = T(0);
+  for (int r = 0; r < a.rows; ++r) {
+    const T vr = v[r];
+    for (int k = a.row_ptr[r]; k < a.row_ptr[r + 1]; ++k) out[a.col[k]] += val[k] * vr;
+  }
+}
+
+template <class T, class S>
+IMPULSE_HD T norm_inf(int n, View<const T, S> v) {
+  T r = T(0);
+  for (int i = 0; i < n; ++i) r = max_of(r, abs_of(v[i]));
+  return r;
+}
+
+}  // namespace impulse

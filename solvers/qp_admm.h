@@ -1,0 +1,397 @@
+// Conic QP by ADMM (OSQP/SCS family), one problem, host or device.
+//
+//   minimize ½ xᵀPx + qᵀx   subject to  Ax + s = b,  s ∈ K
+//
+// K is a ConeSpec (zero, nonnegative, 3-D second-order cones, in that row
+// order). With z = Ax = b − s the iteration is OSQP's over the set C = b − K:
+//   (P + σI + Aᵀ diag(ρ) A) x̃ = σx − q + Aᵀ(ρ∘z − y),   z̃ = A x̃
+//   x ← αx̃ + (1−α)x,  v = αz̃ + (1−α)z
+//   z ← Π_C(v + y/ρ),  y ← y + ρ∘(v − z)
+// Π_C(w) = b − Π_K(b − w) in closed form per cone. The duals satisfy, at a
+// solution, Px + q + Aᵀy = 0, y ∈ K* (y free on zero rows), sᵀy = 0, so that
+// the optimal value's gradient with respect to b is −y.
+//
+// The factorization is dense (n ≤ ~64); A is sparse with a pattern shared by
+// the whole batch. Allocation: none; the caller provides a workspace of
+// qp_work_size(n, m) elements. Determinism: the same inputs give bitwise the
+// same outputs on one backend.
+#pragma once
+
+#include "solvers/cones.h"
+#include "solvers/dense.h"
+#include "solvers/status.h"
+
+namespace impulse {
+
+// Solver settings; plain struct with documented defaults.
+template <class T>
+struct QpSettings {
+  T rho = T(0.1);             // ADMM step size for inequality / cone rows
+  T rho_eq_scale = T(1e3);    // equality rows use rho * rho_eq_scale
+  T sigma = T(1e-6);          // proximal term on x (keeps the system definite)
+  T alpha = T(1.6);           // over-relaxation, in (0, 2)
+  T eps_abs = T(1e-5);        // absolute residual tolerance
+  T eps_rel = T(1e-5);        // relative residual tolerance
+  T eps_pinf = T(1e-6);       // primal infeasibility certificate tolerance
+  T eps_dinf = T(1e-6);       // dual infeasibility certificate tolerance
+  int max_iter = 4000;        // iteration budget
+  int check_every = 5;        // residuals are checked at iteration 1 and every k-th
+  bool adaptive_rho = true;   // rescale rho from the residual ratio
+  int adaptive_rho_interval = 25;   // iterations between rho updates (multiple of check_every)
+  T adaptive_rho_tolerance = T(5);  // refactor only when rho changes by this factor
+  int max_rho_updates = 10;   // bound on refactorizations per solve
+  T rho_min = T(1e-6);
+  T rho_max = T(1e6);
+  bool check_input = true;    // reject non-finite data, asymmetric or non-PSD P
+  T psd_tol = T(1e-9);        // P + psd_tol·max(1, max|P_ii|)·I must factor
+
+  // host-only: nullptr when valid, else what is wrong.
+  const char* validate() const {
+    if (!(rho > T(0))) return "rho must be > 0";
+    if (!(rho_eq_scale >= T(1))) return "rho_eq_scale must be >= 1";
+    if (!(sigma > T(0))) return "sigma must be > 0";
+    if (!(alpha > T(0) && alpha < T(2))) return "alpha must be in (0, 2)";
+    if (!(eps_abs >= T(0)) || !(eps_rel >= T(0))) return "eps_abs and eps_rel must be >= 0";
+    if (!(eps_abs > T(0) || eps_rel > T(0))) return "eps_abs and eps_rel cannot both be 0";
+    if (!(eps_pinf > T(0)) || !(eps_dinf > T(0))) return "eps_pinf and eps_dinf must be > 0";
+    if (max_iter < 1) return "max_iter must be >= 1";
+    if (check_every < 1) return "check_every must be >= 1";
+    if (adaptive_rho && (adaptive_rho_interval < 1 || adaptive_rho_interval % check_every != 0))
+      return "adaptive_rho_interval must be a positive multiple of check_every";
+    if (!(adaptive_rho_tolerance >= T(1))) return "adaptive_rho_tolerance must be >= 1";
+    if (max_rho_updates < 0) return "max_rho_updates must be >= 0";
+    if (!(rho_min > T(0) && rho_max >= rho_min)) return "need 0 < rho_min <= rho_max";
+    if (!(psd_tol >= T(0))) return "psd_tol must be >= 0";
+    return nullptr;
+  }
+};
+
+template <class T>
+struct QpInfo {
+  SolveStatus status = SolveStatus::kNotRun;
+  InputFault fault = InputFault::kNone;
+  int iterations = 0;
+  int rho_updates = 0;
+  T objective = T(0);
+  T prim_res = T(0);  // ||Ax - z||_inf
+  T dual_res = T(0);  // ||Px + q + A^T y||_inf
+  T rho = T(0);       // final rho
+};
+
+// Shape of every problem in a batch.
+struct QpShape {
+  int n = 0;        // variables
+  ConeSpec cones;   // m = cones.rows()
+  CsrPattern a;     // pattern of A (a.rows == m, a.cols == n)
+  IMPULSE_HD int m() const { return cones.rows(); }
+};
+
+// One problem's data (P dense n x n row-major, symmetric; A values per pattern).
+template <class T, class S>
+struct QpData {
+  View<const T, S> P, q, A, b;
+};
+
+// Elements of workspace one problem needs.
+IMPULSE_HD int qp_work_size(int n, int m) { return n * n + 3 * n + 6 * m; }
+
+// Workspace slices.
+template <class T, class S>
+struct QpWork {
+  View<T, S> L, xt, x_prev, tmp_n, z, zt, y_prev, rho, rho_inv, tmp_m;
+  IMPULSE_HD static QpWork carve(View<T, S> base, int n, int m) {
+    QpWork w;
+    int o = 0;
+    w.L = base.slice(o), o += n * n;
+    w.xt = base.slice(o), o += n;
+    w.x_prev = base.slice(o), o += n;
+    w.tmp_n = base.slice(o), o += n;
+    w.z = base.slice(o), o += m;
+    w.zt = base.slice(o), o += m;
+    w.y_prev = base.slice(o), o += m;
+    w.rho = base.slice(o), o += m;
+    w.rho_inv = base.slice(o), o += m;
+    w.tmp_m = base.slice(o), o += m;
+    return w;
+  }
+};
+
+// Checks one problem's data; kNone when usable. Uses work.L as scratch for
+// the PSD test (a Cholesky of P + δI).
+template <class T, class S, class SW>
+IMPULSE_HD InputFault qp_check_input(const QpShape& sh, const QpData<T, S>& d, QpWork<T, SW>& w,
+                                     const QpSettings<T>& st) {
+  const int n = sh.n, m = sh.m();
+  for (int i = 0; i < n * n; ++i)
+    if (!is_finite(d.P[i])) return InputFault::kNonFiniteP;
+  for (int i = 0; i < n; ++i)
+    if (!is_finite(d.q[i])) return InputFault::kNonFiniteQ;
+  for (int k = 0; k < sh.a.nnz; ++k)
+    if (!is_finite(d.A[k])) return InputFault::kNonFiniteA;
+  for (int i = 0; i < m; ++i)
+    if (!is_finite(d.b[i])) return InputFault::kNonFiniteB;
+  // symmetry, relative to the largest entry
+  T scale = T(1);
+  for (int i = 0; i < n * n; ++i) scale = max_of(scale, abs_of(d.P[i]));
+  const T sym_tol = T(1e3) * scale * (sizeof(T) == 4 ? T(1.2e-7) : T(2.3e-16));
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < i; ++j)
+      if (abs_of(d.P[i * n + j] - d.P[j * n + i]) > sym_tol) return InputFault::kAsymmetricP;
+  // positive semidefinite up to psd_tol
+  T diag = T(1);
+  for (int i = 0; i < n; ++i) diag = max_of(diag, abs_of(d.P[i * n + i]));
+  const T shift = st.psd_tol * diag;
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j <= i; ++j) w.L[i * n + j] = d.P[i * n + j] + (i == j ? shift : T(0));
+  if (!cholesky_in_place(n, w.L)) return InputFault::kNotPsdP;
+  return InputFault::kNone;
+}
+
+namespace detail {
+
+// K = P + σI + Aᵀ diag(ρ) A (lower triangle) factored into w.L.
+template <class T, class S, class SW>
+IMPULSE_HD bool qp_factor(const QpShape& sh, const QpData<T, S>& d, QpWork<T, SW>& w, T sigma) {
+  const int n = sh.n;
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j <= i; ++j) w.L[i * n + j] = d.P[i * n + j] + (i == j ? sigma : T(0));
+  for (int r = 0; r < sh.a.rows; ++r) {
+    const T rr = w.rho[r];
+    const int k0 = sh.a.row_ptr[r], k1 = sh.a.row_ptr[r + 1];
+    for (int k = k0; k < k1; ++k) {
+      const int ck = sh.a.col[k];
+      const T ak = rr * d.A[k];
+      for (int l = k0; l < k1; ++l) {
+        const int cl = sh.a.col[l];
+        if (cl <= ck) w.L[ck * n + cl] += ak * d.A[l];
+      }
+    }
+  }
+  return cholesky_in_place(n, w.L);
+}
+
+// set per-row rho from the scalar rho.
+template <class T, class SW>
+IMPULSE_HD void qp_set_rho(const QpShape& sh, QpWork<T, SW>& w, T rho, T eq_scale) {
+  const int m = sh.m();
+  for (int i = 0; i < m; ++i) {
+    w.rho[i] = i < sh.cones.n_zero ? rho * eq_scale : rho;
+    w.rho_inv[i] = T(1) / w.rho[i];
+  }
+}
+
+// z = Π_C(v) with C = b − K, for every cone, in place on v.
+template <class T, class S, class SW>
+IMPULSE_HD void project_onto_c(const ConeSpec& c, View<const T, S> b, View<T, SW> v) {
+  for (int i = 0; i < c.n_zero; ++i) v[i] = b[i];
+  for (int i = c.n_zero; i < c.n_zero + c.n_nonneg; ++i) v[i] = min_of(v[i], b[i]);
+  for (int k = 0; k < c.n_soc; ++k) {
+    const int r = c.soc_begin() + 3 * k;
+    T t = b[r] - v[r], u1 = b[r + 1] - v[r + 1], u2 = b[r + 2] - v[r + 2];
+    project_soc3(t, u1, u2);
+    v[r] = b[r] - t;
+    v[r + 1] = b[r + 1] - u1;
+    v[r + 2] = b[r + 2] - u2;
+  }
+}
+
+}  // namespace detail
+
+// Solves one problem. x (n) and y (m) hold the warm start on entry when
+// `warm` is true (they are zeroed otherwise) and the answer on exit, whatever
+// the status (the best iterate is always returned).
+template <class T, class S, class SW, class SX>
+IMPULSE_HD_NOINLINE QpInfo<T> qp_admm_solve(const QpShape& sh, const QpData<T, S>& d,
+                                            View<T, SX> x, View<T, SX> y, QpWork<T, SW> w,
+                                            const QpSettings<T>& st, bool warm) {
+  QpInfo<T> info;
+  const int n = sh.n, m = sh.m();
+  const CsrPattern& a = sh.a;
+
+  // input faults stop here; the other problems of a batch are unaffected
+  if (st.check_input) {
+    info.fault = qp_check_input(sh, d, w, st);
+    if (info.fault != InputFault::kNone) {
+      info.status = SolveStatus::kInvalidInput;
+      for (int i = 0; i < n; ++i) x[i] = T(0);
+      for (int i = 0; i < m; ++i) y[i] = T(0);
+      return info;
+    }
+  }
+
+  // initial iterate: z = Ax for a warm start (OSQP's choice), zero otherwise
+  if (warm) {
+    csr_matvec(a, d.A, x.as_const(), w.z);
+  } else {
+    for (int i = 0; i < n; ++i) x[i] = T(0);
+    for (int i = 0; i < m; ++i) y[i] = T(0), w.z[i] = T(0);
+  }
+
+  T rho = st.rho;
+  detail::qp_set_rho(sh, w, rho, st.rho_eq_scale);
+  if (!detail::qp_factor(sh, d, w, st.sigma)) {
+    info.status = SolveStatus::kNumericalError;
+    return info;
+  }
+
+  const T alpha = st.alpha;
+  SolveStatus status = SolveStatus::kMaxIterations;
+  T prim_res = T(0), dual_res = T(0), eps_prim = T(0), eps_dual = T(0);
+  int it = 0;
+  for (it = 1; it <= st.max_iter; ++it) {
+    // keep the previous iterate for the infeasibility certificates
+    for (int i = 0; i < n; ++i) w.x_prev[i] = x[i];
+    for (int i = 0; i < m; ++i) w.y_prev[i] = y[i];
+
+    // x̃ = K⁻¹(σx − q + Aᵀ(ρ∘z − y))
+    for (int i = 0; i < m; ++i) w.tmp_m[i] = w.rho[i] * w.z[i] - y[i];
+    csr_matvec_t(a, d.A, w.tmp_m.as_const(), w.xt);
+    for (int i = 0; i < n; ++i) w.xt[i] += st.sigma * x[i] - d.q[i];
+    cholesky_solve_in_place(n, w.L.as_const(), w.xt);
+
+    // z̃ = A x̃; relaxed x
+    csr_matvec(a, d.A, w.xt.as_const(), w.zt);
+    for (int i = 0; i < n; ++i) x[i] = alpha * w.xt[i] + (T(1) - alpha) * x[i];
+
+    // z and y updates: v = αz̃ + (1−α)z, z ← Π_C(v + y/ρ), y ← y + ρ(v − z)
+    for (int i = 0; i < m; ++i) {
+      const T v = alpha * w.zt[i] + (T(1) - alpha) * w.z[i];
+      w.zt[i] = v;
+      w.z[i] = v + y[i] * w.rho_inv[i];
+    }
+    detail::project_onto_c(sh.cones, d.b, w.z);
+    for (int i = 0; i < m; ++i) y[i] += w.rho[i] * (w.zt[i] - w.z[i]);
+
+    const bool check = it == 1 || it % st.check_every == 0 || it == st.max_iter;
+    if (!check) continue;
+
+    // residuals: r_prim = Ax − z, r_dual = Px + q + Aᵀy
+    csr_matvec(a, d.A, x.as_const(), w.tmp_m);
+    T ax_norm = T(0), z_norm = T(0);
+    prim_res = T(0);
+    for (int i = 0; i < m; ++i) {
+      prim_res = max_of(prim_res, abs_of(w.tmp_m[i] - w.z[i]));
+      ax_norm = max_of(ax_norm, abs_of(w.tmp_m[i]));
+      z_norm = max_of(z_norm, abs_of(w.z[i]));
+    }
+    dense_matvec(n, d.P, x.as_const(), w.tmp_n);
+    csr_matvec_t(a, d.A, y.as_const(), w.xt);  // x̃ is free again
+    T px_norm = T(0), aty_norm = T(0), q_norm = T(0);
+    dual_res = T(0);
+    for (int i = 0; i < n; ++i) {
+      dual_res = max_of(dual_res, abs_of(w.tmp_n[i] + d.q[i] + w.xt[i]));
+      px_norm = max_of(px_norm, abs_of(w.tmp_n[i]));
+      aty_norm = max_of(aty_norm, abs_of(w.xt[i]));
+      q_norm = max_of(q_norm, abs_of(d.q[i]));
+    }
+    if (!is_finite(prim_res) || !is_finite(dual_res)) {
+      status = SolveStatus::kNumericalError;
+      break;
+    }
+    eps_prim = st.eps_abs + st.eps_rel * max_of(ax_norm, z_norm);
+    eps_dual = st.eps_abs + st.eps_rel * max_of(max_of(px_norm, aty_norm), q_norm);
+    if (prim_res <= eps_prim && dual_res <= eps_dual) {
+      status = SolveStatus::kSolved;
+      break;
+    }
+
+    // primal infeasibility: δy ∈ K*, Aᵀδy ≈ 0, bᵀδy < 0
+    {
+      T dy_norm = T(0);
+      for (int i = 0; i < m; ++i) {
+        w.tmp_m[i] = y[i] - w.y_prev[i];
+        dy_norm = max_of(dy_norm, abs_of(w.tmp_m[i]));
+      }
+      if (dy_norm > T(0)) {
+        const T tol = st.eps_pinf * dy_norm;
+        T bdy = T(0);
+        for (int i = 0; i < m; ++i) bdy += d.b[i] * w.tmp_m[i];
+        bool in_dual_cone = true;
+        for (int i = sh.cones.n_zero; i < sh.cones.soc_begin(); ++i)
+          if (w.tmp_m[i] < -tol) in_dual_cone = false;
+        for (int k = 0; k < sh.cones.n_soc; ++k) {
+          const int r = sh.cones.soc_begin() + 3 * k;
+          if (soc3_violation(w.tmp_m[r], w.tmp_m[r + 1], w.tmp_m[r + 2]) > tol)
+            in_dual_cone = false;
+        }
+        if (in_dual_cone && bdy < -tol) {
+          csr_matvec_t(a, d.A, w.tmp_m.as_const(), w.tmp_n);
+          if (norm_inf(n, w.tmp_n.as_const()) <= tol) {
+            status = SolveStatus::kPrimalInfeasible;
+            break;
+          }
+        }
+      }
+    }
+    // dual infeasibility: Pδx ≈ 0, qᵀδx < 0, Aδx ∈ −K
+    {
+      T dx_norm = T(0);
+      for (int i = 0; i < n; ++i) {
+        w.xt[i] = x[i] - w.x_prev[i];
+        dx_norm = max_of(dx_norm, abs_of(w.xt[i]));
+      }
+      if (dx_norm > T(0)) {
+        const T tol = st.eps_dinf * dx_norm;
+        T qdx = T(0);
+        for (int i = 0; i < n; ++i) qdx += d.q[i] * w.xt[i];
+        if (qdx < -tol) {
+          csr_matvec(a, d.A, w.xt.as_const(), w.tmp_m);
+          bool in_recession = true;
+          for (int i = 0; i < sh.cones.n_zero; ++i)
+            if (abs_of(w.tmp_m[i]) > tol) in_recession = false;
+          for (int i = sh.cones.n_zero; i < sh.cones.soc_begin(); ++i)
+            if (w.tmp_m[i] > tol) in_recession = false;
+          for (int k = 0; k < sh.cones.n_soc; ++k) {
+            const int r = sh.cones.soc_begin() + 3 * k;
+            if (soc3_violation(-w.tmp_m[r], -w.tmp_m[r + 1], -w.tmp_m[r + 2]) > tol)
+              in_recession = false;
+          }
+          if (in_recession) {
+            dense_matvec(n, d.P, w.xt.as_const(), w.tmp_n);
+            if (norm_inf(n, w.tmp_n.as_const()) <= tol) {
+              status = SolveStatus::kDualInfeasible;
+              break;
+            }
+          }
+        }
+      }
+    }
+
+    // adaptive rho: balance the normalized residuals, refactor a bounded number of times
+    if (st.adaptive_rho && it % st.adaptive_rho_interval == 0 &&
+        info.rho_updates < st.max_rho_updates) {
+      const T pn = prim_res / (max_of(ax_norm, z_norm) + T(1e-30));
+      const T dn = dual_res / (max_of(max_of(px_norm, aty_norm), q_norm) + T(1e-30));
+      T rho_new = rho * sqrt_of(pn / (dn + T(1e-30)));
+      rho_new = min_of(max_of(rho_new, st.rho_min), st.rho_max);
+      if (rho_new > rho * st.adaptive_rho_tolerance || rho_new * st.adaptive_rho_tolerance < rho) {
+        rho = rho_new;
+        detail::qp_set_rho(sh, w, rho, st.rho_eq_scale);
+        if (!detail::qp_factor(sh, d, w, st.sigma)) {
+          status = SolveStatus::kNumericalError;
+          break;
+        }
+        ++info.rho_updates;
+      }
+    }
+  }
+  if (it > st.max_iter) it = st.max_iter;
+  if (status == SolveStatus::kMaxIterations && prim_res <= T(10) * eps_prim &&
+      dual_res <= T(10) * eps_dual)
+    status = SolveStatus::kSolvedInaccurate;
+
+  // objective ½xᵀPx + qᵀx
+  dense_matvec(n, d.P, x.as_const(), w.tmp_n);
+  T obj = T(0);
+  for (int i = 0; i < n; ++i) obj += x[i] * (T(0.5) * w.tmp_n[i] + d.q[i]);
+
+  info.status = status;
+  info.iterations = it;
+  info.objective = obj;
+  info.prim_res = prim_res;
+  info.dual_res = dual_res;
+  info.rho = rho;
+  return info;
+}
+
+}  // namespace impulse
