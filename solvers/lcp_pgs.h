@@ -23,6 +23,7 @@
 // evaluate floating point the same way.
 #pragma once
 
+#include "solvers/cones.h"
 #include "solvers/config.h"
 #include "solvers/status.h"
 #include "solvers/view.h"
@@ -89,36 +90,9 @@ const char* LcpSettings<T>::validate() const {
 #endif
 
 // ---- friction-cone projection ---------------------------------------------------------
-
-// Exact Euclidean projection of (n, t1, t2) onto K_mu = {||(t1, t2)|| <= mu n}, in place.
-//   mu = 0:             K = {t = 0, n >= 0}          -> (max(n, 0), 0, 0)
-//   inside K:           unchanged
-//   in the polar cone   (mu ||t|| <= -n)              -> 0
-//   otherwise:          onto the boundary ray through t:
-//                       a = (n + mu ||t||) / (1 + mu^2), result (a, a mu t / ||t||)
-// mu must be finite and >= 0 (the input checks below enforce it).
-template <class T>
-IMPULSE_HD void project_friction_cone(T mu, T& n, T& t1, T& t2) {
-  if (!(mu > T(0))) {
-    n = max_of(n, T(0));
-    t1 = T(0);
-    t2 = T(0);
-    return;
-  }
-  const T s = sqrt_of(t1 * t1 + t2 * t2);
-  if (s <= mu * n) return;                       // inside (implies n >= 0)
-  if (mu * s <= -n) {                            // polar cone (covers s == 0, n < 0)
-    n = T(0);
-    t1 = T(0);
-    t2 = T(0);
-    return;
-  }
-  const T a = (n + mu * s) / (T(1) + mu * mu);   // s > 0 here
-  const T k = a * mu / s;
-  n = a;
-  t1 *= k;
-  t2 *= k;
-}
+// project_friction_cone(mu, n, t1, t2) comes from solvers/cones.h: the exact Euclidean
+// projection onto K_mu in place; mu = 0 gives (max(n, 0), 0, 0), points of the polar
+// cone (mu ||t|| <= -n) go to 0, others onto the boundary ray through t.
 
 // ---- input checks ----------------------------------------------------------------------
 

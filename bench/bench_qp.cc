@@ -1,0 +1,115 @@
+// Problems per second of the batched conic-QP solver on the shapes the
+// learning and simulation layers solve: the cube's ContactNets loss QP (exact
+// friction cones and the octagon) and an Anitescu step; batch sizes 1..1e6
+// (args; 1e5 on the CPU, where 1e6 double problems need 12 GB), 1 and 2 threads, cold and warm-started, double and float; the CUDA
+// backend when a device is present. Problems are generated once per shape and
+// reused (a batch of size B cycles through a pool of generated problems).
+#include <benchmark/benchmark.h>
+
+#include <map>
+#include <mutex>
+
+#include "host/generate.h"
+#include "host/qp_batch.h"
+
+namespace impulse {
+namespace {
+
+enum Shape { kCubeCone = 0, kCubeOctagon = 1, kAnitescu = 2 };
+constexpr int kPool = 4096;
+
+const QpBatch<double>& pool(Shape s) {
+  static std::map<int, QpBatch<double>> cache;
+  static std::mutex mu;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = cache.find(s);
+  if (it == cache.end()) {
+    GeneratedQps g = s == kCubeCone      ? cube_loss_batch(kPool, FrictionModel::kCone, 1)
+                     : s == kCubeOctagon ? cube_loss_batch(kPool, FrictionModel::kOctagon, 1)
+                                         : anitescu_step_batch(kPool, 1);
+    it = cache.emplace(s, std::move(g.batch)).first;
+  }
+  return it->second;
+}
+
+// a batch of `size` problems drawn cyclically from the pool
+template <class T>
+QpBatch<T> make_batch(Shape s, int size) {
+  const QpBatch<double>& p = pool(s);
+  QpBatch<T> b = QpBatch<T>::with_pattern(size, p.n, p.cones, p.a_row_ptr, p.a_col);
+  const int n = p.n, m = p.m(), nnz = p.nnz();
+  for (int k = 0; k < size; ++k) {
+    const int src = k % kPool;
+    std::copy_n(p.P.begin() + size_t(src) * n * n, n * n, b.P.begin() + size_t(k) * n * n);
+    std::copy_n(p.q.begin() + size_t(src) * n, n, b.q.begin() + size_t(k) * n);
+    std::copy_n(p.A.begin() + size_t(src) * nnz, nnz, b.A.begin() + size_t(k) * nnz);
+    std::copy_n(p.b.begin() + size_t(src) * m, m, b.b.begin() + size_t(k) * m);
+  }
+  return b;
+}
+
+template <class T>
+void BM_Qp(benchmark::State& state, Shape shape, Backend backend, bool warm) {
+  const int size = static_cast<int>(state.range(0));
+  const int threads = static_cast<int>(state.range(1));
+  if (backend == Backend::kCuda && !cuda::available()) {
+    state.SkipWithError("no CUDA device");
+    return;
+  }
+  const QpBatch<T> batch = make_batch<T>(shape, size);
+  QpSettings<T> st;
+  BatchOptions opt;
+  opt.backend = backend;
+  opt.threads = threads;
+  QpSolutions<T> sol;
+  solve_batch(batch, st, opt, sol);  // warm-up, and the warm start's source
+  const std::vector<T> x0 = sol.x, y0 = sol.y;
+  opt.warm_start = warm;
+  long iters = 0;
+  for (auto _ : state) {
+    if (warm) {
+      state.PauseTiming();
+      sol.x = x0;
+      sol.y = y0;
+      state.ResumeTiming();
+    }
+    solve_batch(batch, st, opt, sol);
+    for (int k : sol.iterations) iters += k;
+  }
+  state.SetItemsProcessed(state.iterations() * size);
+  state.counters["iters"] = double(iters) / (double(state.iterations()) * size);
+  state.counters["us_per_problem_thread"] = benchmark::Counter(
+      double(size) * state.iterations() / threads, benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+
+void cpu_args(benchmark::internal::Benchmark* b) {
+  for (int threads : {1, 2})
+    for (int size : {1, 100, 10000, 100000}) b->Args({size, threads});
+  b->Unit(benchmark::kMillisecond)->UseRealTime();
+}
+void gpu_args(benchmark::internal::Benchmark* b) {
+  for (int size : {1, 10000, 1000000}) b->Args({size, 1});
+  b->Unit(benchmark::kMillisecond)->UseRealTime();
+}
+
+void BM_QpDouble(benchmark::State& st, Shape s, Backend b, bool warm) { BM_Qp<double>(st, s, b, warm); }
+void BM_QpFloat(benchmark::State& st, Shape s, Backend b, bool warm) { BM_Qp<float>(st, s, b, warm); }
+
+#define IMPULSE_QP_BENCH(name, T, shape, backend, warm, args) \
+  BENCHMARK_CAPTURE(BM_Qp##T, name, shape, backend, warm)->Apply(args)
+
+IMPULSE_QP_BENCH(cube_cone_double_cold, Double, kCubeCone, Backend::kCpu, false, cpu_args);
+IMPULSE_QP_BENCH(cube_cone_double_warm, Double, kCubeCone, Backend::kCpu, true, cpu_args);
+IMPULSE_QP_BENCH(cube_cone_float_cold, Float, kCubeCone, Backend::kCpu, false, cpu_args);
+IMPULSE_QP_BENCH(cube_octagon_double_cold, Double, kCubeOctagon, Backend::kCpu, false, cpu_args);
+IMPULSE_QP_BENCH(cube_octagon_float_cold, Float, kCubeOctagon, Backend::kCpu, false, cpu_args);
+IMPULSE_QP_BENCH(anitescu_double_cold, Double, kAnitescu, Backend::kCpu, false, cpu_args);
+IMPULSE_QP_BENCH(anitescu_float_cold, Float, kAnitescu, Backend::kCpu, false, cpu_args);
+IMPULSE_QP_BENCH(gpu_cube_cone_float_cold, Float, kCubeCone, Backend::kCuda, false, gpu_args);
+IMPULSE_QP_BENCH(gpu_cube_cone_float_warm, Float, kCubeCone, Backend::kCuda, true, gpu_args);
+IMPULSE_QP_BENCH(gpu_anitescu_float_cold, Float, kAnitescu, Backend::kCuda, false, gpu_args);
+
+}  // namespace
+}  // namespace impulse
+
+BENCHMARK_MAIN();

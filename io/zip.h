@@ -1,0 +1,43 @@
+// A minimal ZIP archive reader and writer, enough for NumPy .npz files and
+// PyTorch zip checkpoints, plus the whole-file read and atomic write they use.
+//
+// encode_zip stores entries uncompressed (method 0) with CRC-32 and no zip64,
+// the layout np.savez produces. decode_zip finds entries through the end of
+// central directory record and the central directory, reads stored (0) and
+// deflated (8) entries, honours zip64 sizes and offsets, and verifies every
+// CRC-32. Every bad input throws impulse::Error naming the archive.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "io/error.h"
+
+namespace impulse {
+
+struct ZipEntry {
+  std::string name;           // path inside the archive, e.g. "P.npy"
+  std::vector<uint8_t> data;  // uncompressed contents
+};
+
+// The complete archive. Throws impulse::Error for an empty or duplicate name,
+// or when an entry, offset or the entry count exceeds what a zip without zip64
+// can record (4 GiB, 65535 entries).
+std::vector<uint8_t> encode_zip(const std::vector<ZipEntry>& entries);
+
+// The entries of a complete archive held in memory, in central directory
+// order. name_for_errors starts every error message (usually the path).
+// Rejects encrypted, multi-disk, corrupt, duplicate-named and CRC-failing
+// entries, and compression methods other than stored and deflate.
+std::vector<ZipEntry> decode_zip(const std::vector<uint8_t>& bytes, const std::string& name_for_errors);
+
+// The whole contents of a regular file; errors name the path.
+std::vector<uint8_t> read_file_bytes(const std::string& path);
+
+// Writes path + ".tmp.<pid>", fsyncs it, renames it over path and syncs the
+// directory, so readers see the old file or the new one, never a partial one.
+// The temporary file is removed on failure.
+void write_file_atomic(const std::string& path, const std::vector<uint8_t>& bytes);
+
+}  // namespace impulse

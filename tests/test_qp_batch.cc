@@ -1,0 +1,220 @@
+// The batch API: misuse errors, per-problem input faults, batch files, and the
+// GPU backend (skipped with a message when no device is present).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <limits>
+
+#include "host/generate.h"
+#include "host/qp_batch.h"
+#include "host/qp_file.h"
+#include "tests/test_util.h"
+
+namespace impulse {
+namespace {
+
+ConeSpec mixed() {
+  ConeSpec c;
+  c.n_zero = 1;
+  c.n_nonneg = 6;
+  c.n_soc = 2;
+  return c;
+}
+
+template <class F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(QpBatch, BadProblemsAreReportedAndTheRestSolve) {
+  GeneratedQps g = random_qp_batch(10, 6, mixed(), 5);
+  QpBatch<double>& bt = g.batch;
+  const int n = bt.n, m = bt.m();
+  bt.P[size_t(2) * n * n + 7] = std::numeric_limits<double>::quiet_NaN();
+  bt.q[size_t(3) * n + 1] = std::numeric_limits<double>::infinity();
+  bt.A[size_t(4) * bt.nnz() + 5] = std::numeric_limits<double>::quiet_NaN();
+  bt.b[size_t(5) * m + 2] = -std::numeric_limits<double>::infinity();
+  bt.P[size_t(6) * n * n + 0] = -10.0;  // negative diagonal: not PSD
+  bt.P[size_t(7) * n * n + 1] += 1.0;   // asymmetric
+  QpSolutions<double> sol;
+  solve_batch(bt, QpSettings<double>{}, BatchOptions{}, sol);
+  const InputFault want[] = {InputFault::kNone,        InputFault::kNone,
+                             InputFault::kNonFiniteP,  InputFault::kNonFiniteQ,
+                             InputFault::kNonFiniteA,  InputFault::kNonFiniteB,
+                             InputFault::kNotPsdP,     InputFault::kAsymmetricP,
+                             InputFault::kNone,        InputFault::kNone};
+  for (int k = 0; k < 10; ++k) {
+    EXPECT_EQ(sol.fault[k], want[k]) << "problem " << k;
+    if (want[k] == InputFault::kNone) {
+      EXPECT_EQ(sol.status[k], SolveStatus::kSolved) << "problem " << k;
+      EXPECT_NEAR(sol.objective[k], g.obj_opt[k], 1e-3 * (1 + std::abs(g.obj_opt[k])));
+    } else {
+      EXPECT_EQ(sol.status[k], SolveStatus::kInvalidInput) << "problem " << k;
+    }
+  }
+  const auto lines = sol.problems_not_solved();
+  ASSERT_EQ(lines.size(), 6u);
+  EXPECT_EQ(lines[0], "problem 2: invalid_input (P has a NaN or Inf entry)");
+  EXPECT_EQ(lines[4], "problem 6: invalid_input (P is not positive semidefinite)");
+}
+
+TEST(QpBatch, MisuseThrowsClearErrors) {
+  QpSolutions<double> sol;
+  QpBatch<double> empty = QpBatch<double>::dense(0, 3, mixed());
+  EXPECT_NE(error_of([&] { solve_batch(empty, QpSettings<double>{}, BatchOptions{}, sol); })
+                .find("empty batch"),
+            std::string::npos);
+
+  GeneratedQps g = random_qp_batch(4, 5, mixed(), 1);
+  g.batch.q.pop_back();
+  EXPECT_EQ(error_of([&] { solve_batch(g.batch, QpSettings<double>{}, BatchOptions{}, sol); }),
+            "q: expected 20 entries (4 x 5), got 19");
+
+  g = random_qp_batch(4, 5, mixed(), 1);
+  QpSettings<double> bad;
+  bad.alpha = 2.5;
+  EXPECT_NE(error_of([&] { solve_batch(g.batch, bad, BatchOptions{}, sol); }).find("alpha"),
+            std::string::npos);
+
+  BatchOptions warm;
+  warm.warm_start = true;
+  QpSolutions<double> wrong;
+  wrong.x.assign(3, 0.0);
+  EXPECT_NE(error_of([&] { solve_batch(g.batch, QpSettings<double>{}, warm, wrong); })
+                .find("warm start: expected x of 20"),
+            std::string::npos);
+
+  // an entry outside the pattern
+  QpBatch<double> sparse = QpBatch<double>::with_pattern(1, 2, ConeSpec{0, 1, 0}, {0, 1}, {0});
+  const double dense_row[] = {1.0, 2.0};
+  EXPECT_NE(error_of([&] { sparse.set_A_dense(0, dense_row); }).find("outside the batch's pattern"),
+            std::string::npos);
+}
+
+TEST(QpBatch, CudaBackendIsAnErrorWithoutDevice) {
+  if (cuda::available()) GTEST_SKIP() << "a CUDA device is present; covered by the GPU tests";
+  GeneratedQps g = random_qp_batch(4, 5, mixed(), 1);
+  BatchOptions opt;
+  opt.backend = Backend::kCuda;
+  QpSolutions<double> sol;
+  EXPECT_NE(error_of([&] { solve_batch(g.batch, QpSettings<double>{}, opt, sol); })
+                .find("CUDA not available"),
+            std::string::npos);
+}
+
+std::string temp_path(const char* name) {
+  return ::testing::TempDir() + "/impulse_" + std::to_string(::getpid()) + "_" + name;
+}
+
+TEST(QpFile, RoundTripsProblemsAndSolutions) {
+  const GeneratedQps g = cube_loss_batch(5, FrictionModel::kOctagon, 2);
+  const std::string p = temp_path("batch.npz"), s = temp_path("sol.npz");
+  write_qp_file(p, g.batch);
+  const QpFile f = read_qp_file(p);
+  EXPECT_EQ(f.batch.size, 5);
+  EXPECT_EQ(f.batch.cones.n_nonneg, g.batch.cones.n_nonneg);
+  EXPECT_EQ(f.batch.P, g.batch.P);
+  EXPECT_EQ(f.batch.b, g.batch.b);
+  for (int k = 0; k < 5; ++k) EXPECT_EQ(f.batch.A_dense(k), g.batch.A_dense(k));
+  QpSolutions<double> sol;
+  solve_batch(f.batch, QpSettings<double>{}, BatchOptions{}, sol);
+  write_solution_file(s, sol);
+  const QpSolutions<double> back = read_solution_file(s);
+  EXPECT_EQ(back.x, sol.x);
+  EXPECT_EQ(back.y, sol.y);
+  EXPECT_EQ(back.status, sol.status);
+  EXPECT_EQ(back.iterations, sol.iterations);
+  std::remove(p.c_str());
+  std::remove(s.c_str());
+}
+
+TEST(QpFile, CorruptFilesAreRejectedWithTheirName) {
+  const std::string p = temp_path("corrupt.npz");
+  {
+    std::ofstream o(p, std::ios::binary);
+    o << "PK\x03\x04 this is not really a zip archive";
+  }
+  const std::string e = error_of([&] { read_qp_file(p); });
+  EXPECT_NE(e.find(p), std::string::npos) << e;
+  std::remove(p.c_str());
+  EXPECT_NE(error_of([&] { read_qp_file(temp_path("missing.npz")); }).find("missing.npz"),
+            std::string::npos);
+}
+
+// ---- GPU ---------------------------------------------------------------------------
+
+class Gpu : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const cuda::DeviceInfo d = cuda::device_info();
+    if (!d.built) GTEST_SKIP() << "CUDA kernels not built: " << d.reason;
+    if (d.count == 0) GTEST_SKIP() << "no CUDA device: " << d.reason;
+  }
+};
+
+template <class T>
+void expect_gpu_matches_cpu(const QpBatch<T>& bt, const QpSettings<T>& st, double tol) {
+  QpSolutions<T> cpu, gpu;
+  solve_batch(bt, st, BatchOptions{}, cpu);
+  BatchOptions g;
+  g.backend = Backend::kCuda;
+  solve_batch(bt, st, g, gpu);
+  for (int k = 0; k < bt.size; ++k) {
+    ASSERT_EQ(cpu.status[k], gpu.status[k]) << "problem " << k;
+    EXPECT_NEAR(cpu.objective[k], gpu.objective[k], tol * (1 + std::abs(double(cpu.objective[k]))))
+        << "problem " << k;
+    for (int j = 0; j < bt.n; ++j)
+      EXPECT_NEAR(cpu.x[size_t(k) * bt.n + j], gpu.x[size_t(k) * bt.n + j], 50 * tol);
+  }
+}
+
+TEST_F(Gpu, RandomBatchMatchesCpuDouble) {
+  QpSettings<double> st;
+  st.eps_abs = st.eps_rel = 1e-8;
+  st.max_iter = 20000;
+  expect_gpu_matches_cpu(random_qp_batch(257, 8, mixed(), 3).batch, st, 1e-6);
+}
+
+TEST_F(Gpu, CubeBatchMatchesCpuFloat) {
+  QpSettings<float> st;
+  st.eps_abs = st.eps_rel = 1e-5f;
+  expect_gpu_matches_cpu(cube_loss_batch(1000, FrictionModel::kCone, 4).batch.cast<float>(), st,
+                         1e-3);
+}
+
+TEST_F(Gpu, BadProblemsAreReportedOnDevice) {
+  GeneratedQps g = random_qp_batch(8, 6, mixed(), 5);
+  g.batch.P[size_t(2) * 36 + 7] = std::numeric_limits<double>::quiet_NaN();
+  QpSolutions<double> sol;
+  BatchOptions opt;
+  opt.backend = Backend::kCuda;
+  solve_batch(g.batch, QpSettings<double>{}, opt, sol);
+  EXPECT_EQ(sol.status[2], SolveStatus::kInvalidInput);
+  EXPECT_EQ(sol.fault[2], InputFault::kNonFiniteP);
+  EXPECT_EQ(sol.status[3], SolveStatus::kSolved);
+}
+
+TEST_F(Gpu, WarmStartOnDevice) {
+  const GeneratedQps g = random_qp_batch(64, 10, mixed(), 8);
+  QpSettings<double> st;
+  st.eps_abs = st.eps_rel = 1e-9;
+  st.max_iter = 50000;
+  BatchOptions opt;
+  opt.backend = Backend::kCuda;
+  QpSolutions<double> sol;
+  solve_batch(g.batch, st, opt, sol);
+  opt.warm_start = true;
+  st.eps_abs = st.eps_rel = 1e-7;
+  solve_batch(g.batch, st, opt, sol);
+  for (int k = 0; k < 64; ++k) EXPECT_LE(sol.iterations[k], 2);
+}
+
+}  // namespace
+}  // namespace impulse

@@ -1,0 +1,56 @@
+// Helpers shared by the tests: independent KKT checks with Eigen.
+#pragma once
+
+#include <Eigen/Dense>
+#include <algorithm>
+#include <cmath>
+
+#include "host/qp_batch.h"
+
+namespace impulse {
+namespace testing {
+
+struct Kkt {
+  double stationarity = 0;   // ||Px + q + A^T y||_inf
+  double primal = 0;         // distance of s = b - Ax from K (inf-norm style)
+  double dual = 0;           // distance of y from K*
+  double complementarity = 0;  // |s^T y|
+  double objective = 0;
+};
+
+// recomputes the KKT residuals of problem k from the data alone.
+template <class T>
+Kkt kkt_residuals(const QpBatch<T>& bt, int k, const T* x_, const T* y_) {
+  const int n = bt.n, m = bt.m();
+  using Mat = Eigen::MatrixXd;
+  using Vec = Eigen::VectorXd;
+  Mat P(n, n), A(m, n);
+  Vec q(n), b(m), x(n), y(m);
+  const std::vector<T> Ad = bt.A_dense(k);
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < n; ++j) P(i, j) = bt.P[size_t(k) * n * n + i * n + j];
+  for (int i = 0; i < m; ++i)
+    for (int j = 0; j < n; ++j) A(i, j) = Ad[size_t(i) * n + j];
+  for (int i = 0; i < n; ++i) q(i) = bt.q[size_t(k) * n + i], x(i) = x_[i];
+  for (int i = 0; i < m; ++i) b(i) = bt.b[size_t(k) * m + i], y(i) = y_[i];
+  Kkt r;
+  r.stationarity = (P * x + q + A.transpose() * y).lpNorm<Eigen::Infinity>();
+  const Vec s = b - A * x;
+  const ConeSpec& c = bt.cones;
+  for (int i = 0; i < c.n_zero; ++i) r.primal = std::max(r.primal, std::abs(s(i)));
+  for (int i = c.n_zero; i < c.soc_begin(); ++i) {
+    r.primal = std::max(r.primal, -s(i));
+    r.dual = std::max(r.dual, -y(i));
+  }
+  for (int j = 0; j < c.n_soc; ++j) {
+    const int o = c.soc_begin() + 3 * j;
+    r.primal = std::max(r.primal, std::hypot(s(o + 1), s(o + 2)) - s(o));
+    r.dual = std::max(r.dual, std::hypot(y(o + 1), y(o + 2)) - y(o));
+  }
+  r.complementarity = std::abs(s.dot(y));
+  r.objective = 0.5 * x.dot(P * x) + q.dot(x);
+  return r;
+}
+
+}  // namespace testing
+}  // namespace impulse
