@@ -45,6 +45,13 @@ int DeviceQpBatch<T>::batch() const {
   return 0;
 }
 
+template <class T>
+void solve_lcp_batch(HostLcpArrays<T>&, const LcpSettings<T>&) {
+  throw Error("CUDA not available: " + device_info().reason);
+}
+template void solve_lcp_batch(HostLcpArrays<float>&, const LcpSettings<float>&);
+template void solve_lcp_batch(HostLcpArrays<double>&, const LcpSettings<double>&);
+
 template class DeviceQpBatch<float>;
 template class DeviceQpBatch<double>;
 

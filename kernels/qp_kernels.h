@@ -12,6 +12,7 @@
 #include <memory>
 #include <string>
 
+#include "solvers/lcp_pgs.h"
 #include "solvers/qp_admm.h"
 
 namespace impulse {
@@ -86,6 +87,26 @@ class DeviceQpBatch {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+// A batch of LCPs (mu == nullptr) or contact cone complementarity problems
+// (n = 3 * contacts, mu per contact), problem-contiguous host arrays. z holds
+// the warm start (zeros for cold) on entry and the answer on exit. Uploads,
+// solves one problem per thread with solvers/lcp_pgs.h, downloads.
+template <class T>
+struct HostLcpArrays {
+  int batch = 0, n = 0;
+  const T* M = nullptr;   // batch * n * n
+  const T* q = nullptr;   // batch * n
+  const T* mu = nullptr;  // batch * n / 3, or nullptr for a plain LCP
+  T* z = nullptr;         // batch * n
+  T* w = nullptr;         // batch * n
+  int* status = nullptr;  // batch
+  int* fault = nullptr;
+  int* iterations = nullptr;
+  T* residual = nullptr;
+};
+template <class T>
+void solve_lcp_batch(HostLcpArrays<T>& h, const LcpSettings<T>& st);
 
 extern template class DeviceQpBatch<float>;
 extern template class DeviceQpBatch<double>;

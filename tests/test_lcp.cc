@@ -968,10 +968,14 @@ void check_run_stride_matches_unit() {
                                        unit_view(z.data()), unit_view(w.data()), s);
     EXPECT_EQ(u.status, strided[b].status);
     EXPECT_EQ(u.iterations, strided[b].iterations);
-    EXPECT_EQ(0, std::memcmp(&u.residual, &strided[b].residual, sizeof(T)));
+    // z must match bit for bit; w = Mz + q and the residual are recomputed by a
+    // dot product that the compiler vectorizes for unit stride only (another
+    // summation order), so they match to rounding
+    const T wt = std::numeric_limits<T>::epsilon() * T(64);
+    EXPECT_NEAR(u.residual, strided[b].residual, wt * (T(1) + std::abs(u.residual)));
     for (int e = 0; e < n; ++e) {
       EXPECT_EQ(0, std::memcmp(&z[e], &z3[e * B + b], sizeof(T))) << "b=" << b << " e=" << e;
-      EXPECT_EQ(0, std::memcmp(&w[e], &w3[e * B + b], sizeof(T))) << "b=" << b << " e=" << e;
+      EXPECT_NEAR(w[e], w3[e * B + b], wt * (T(1) + std::abs(w[e]))) << "b=" << b << " e=" << e;
     }
 
     std::vector<T> C(nk * nk), c(nk), mu(k), l(nk, T(0)), v(nk);
