@@ -4,7 +4,7 @@
 
 #include <vector>
 
-#include "io/error.h"
+#include "kernels/device_util.cuh"
 #include "kernels/qp_kernels.h"
 
 namespace impulse {
@@ -12,10 +12,7 @@ namespace cuda {
 
 namespace {
 
-void check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess)
-    throw Error(std::string("CUDA error in ") + what + ": " + cudaGetErrorString(e));
-}
+using detail::check;
 
 template <class T>
 __global__ void lcp_pgs_kernel(int batch, int n, const T* M, const T* q, const T* mu, T* z, T* w,
@@ -49,17 +46,15 @@ struct Buf {
 // problem-contiguous host -> batch-fastest device
 template <class T>
 void put(Buf<T>& d, const T* h, int batch, int len) {
-  std::vector<T> t(size_t(batch) * len);
-  for (int k = 0; k < batch; ++k)
-    for (int e = 0; e < len; ++e) t[size_t(e) * batch + k] = h[size_t(k) * len + e];
+  std::vector<T> t;
+  detail::to_batch_fastest(h, batch, len, t);
   check(cudaMemcpy(d.p, t.data(), sizeof(T) * t.size(), cudaMemcpyHostToDevice), "upload");
 }
 template <class T>
 void get(const Buf<T>& d, T* h, int batch, int len) {
   std::vector<T> t(size_t(batch) * len);
   check(cudaMemcpy(t.data(), d.p, sizeof(T) * t.size(), cudaMemcpyDeviceToHost), "download");
-  for (int k = 0; k < batch; ++k)
-    for (int e = 0; e < len; ++e) h[size_t(k) * len + e] = t[size_t(e) * batch + k];
+  detail::from_batch_fastest(t, batch, len, h);
 }
 
 }  // namespace

@@ -12,7 +12,7 @@
 #include <cstdio>
 #include <vector>
 
-#include "io/error.h"
+#include "kernels/device_util.cuh"
 #include "kernels/qp_kernels.h"
 
 namespace impulse {
@@ -20,10 +20,9 @@ namespace cuda {
 
 namespace {
 
-void check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess)
-    throw Error(std::string("CUDA error in ") + what + ": " + cudaGetErrorString(e));
-}
+using detail::check;
+using detail::from_batch_fastest;
+using detail::to_batch_fastest;
 
 template <class T>
 struct DevBuf {
@@ -62,19 +61,6 @@ __global__ void qp_admm_kernel(int batch, QpShape shape, const T* __restrict__ P
   fault[k] = static_cast<int>(info.fault);
   iterations[k] = info.iterations;
   rho_updates[k] = info.rho_updates;
-}
-
-// problem-contiguous (batch x len) -> batch-fastest (len x batch), on the host.
-template <class T>
-void to_batch_fastest(const T* src, int batch, int len, std::vector<T>& dst) {
-  dst.resize(size_t(batch) * len);
-  for (int k = 0; k < batch; ++k)
-    for (int e = 0; e < len; ++e) dst[size_t(e) * batch + k] = src[size_t(k) * len + e];
-}
-template <class T>
-void from_batch_fastest(const std::vector<T>& src, int batch, int len, T* dst) {
-  for (int k = 0; k < batch; ++k)
-    for (int e = 0; e < len; ++e) dst[size_t(k) * len + e] = src[size_t(e) * batch + k];
 }
 
 }  // namespace

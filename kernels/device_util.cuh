@@ -1,0 +1,38 @@
+// Helpers shared by the .cu files: error checks and the host-side layout
+// transposes between problem-contiguous and batch-fastest arrays.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <string>
+#include <vector>
+
+#include "io/error.h"
+
+namespace impulse {
+namespace cuda {
+namespace detail {
+
+inline void check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess)
+    throw Error(std::string("CUDA error in ") + what + ": " + cudaGetErrorString(e));
+}
+
+// problem-contiguous (batch x len) -> batch-fastest (len x batch).
+template <class T>
+void to_batch_fastest(const T* src, int batch, int len, std::vector<T>& dst) {
+  dst.resize(size_t(batch) * len);
+  for (int k = 0; k < batch; ++k)
+    for (int e = 0; e < len; ++e) dst[size_t(e) * batch + k] = src[size_t(k) * len + e];
+}
+
+// batch-fastest (len x batch) -> problem-contiguous (batch x len).
+template <class T>
+void from_batch_fastest(const std::vector<T>& src, int batch, int len, T* dst) {
+  for (int k = 0; k < batch; ++k)
+    for (int e = 0; e < len; ++e) dst[size_t(k) * len + e] = src[size_t(e) * batch + k];
+}
+
+}  // namespace detail
+}  // namespace cuda
+}  // namespace impulse
