@@ -3,6 +3,8 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <atomic>
+#include <exception>
 #include <chrono>
 #include <cmath>
 #include <sstream>
@@ -33,12 +35,26 @@ void parallel_for(int count, int threads,
     for (int c = 0; c < n_chunks; ++c) body(0, c * chunk, std::min(count, (c + 1) * chunk));
     return;
   }
+  // an exception must not leave an OpenMP region: the first one is kept and
+  // rethrown on the calling thread once every worker has stopped.
+  std::exception_ptr first;
+  std::atomic<bool> failed{false};
 #pragma omp parallel num_threads(t)
   {
     const int worker = omp_get_thread_num();
 #pragma omp for schedule(dynamic, 1)
-    for (int c = 0; c < n_chunks; ++c) body(worker, c * chunk, std::min(count, (c + 1) * chunk));
+    for (int c = 0; c < n_chunks; ++c) {
+      if (failed.load(std::memory_order_relaxed)) continue;
+      try {
+        body(worker, c * chunk, std::min(count, (c + 1) * chunk));
+      } catch (...) {
+#pragma omp critical(impulse_parallel_for_error)
+        if (!first) first = std::current_exception();
+        failed = true;
+      }
+    }
   }
+  if (first) std::rethrow_exception(first);
 }
 
 // ---- QpBatch -------------------------------------------------------------------

@@ -1,0 +1,62 @@
+// Learnable contact models for the ContactNets loss: a ContactModel whose
+// parameters live in one flat vector, with the chain rule from the loss's frame
+// gradient (host/contactnets_loss.h) into those parameters.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "host/contact_model.h"
+#include "host/contactnets_loss.h"
+#include "host/polytope.h"
+
+namespace impulse {
+
+class LearnableContactModel : public ContactModel {
+ public:
+  virtual std::string method() const = 0;
+  virtual int parameter_count() const = 0;
+  virtual std::vector<double> parameters() const = 0;  // SI
+  virtual void set_parameters(const std::vector<double>& theta) = 0;
+  // the natural size of each parameter (lengths: length_unit, others 1): the
+  // optimizer works on θ / scale, as the reference implementation did in
+  // block half-widths.
+  virtual std::vector<double> parameter_scale(double length_unit) const = 0;
+  // grad += dL/dθ for one transition (x, x') given dL/d(frame at x, φ at x').
+  virtual void backprop(const State& x, const State& x_next, const FrameGradient& g,
+                        double* grad) const = 0;
+  virtual nlohmann::json to_json() const = 0;  // readable, SI
+};
+
+class PolytopeContactModel : public LearnableContactModel {
+ public:
+  explicit PolytopeContactModel(const PolytopeParams& p) : model_(p) {}
+  std::string method() const override { return "contactnets-polytope"; }
+  int contacts() const override { return PolytopeParams::kVertices; }
+  void evaluate(const State& x, ContactFrame& out) const override { model_.evaluate(x, out); }
+  int parameter_count() const override { return PolytopeParams::kSize; }
+  std::vector<double> parameters() const override { return model_.params().pack(); }
+  void set_parameters(const std::vector<double>& theta) override;
+  std::vector<double> parameter_scale(double length_unit) const override;
+  void backprop(const State& x, const State& x_next, const FrameGradient& g,
+                double* grad) const override;
+  nlohmann::json to_json() const override;
+  const PolytopeParams& params() const { return model_.params(); }
+
+ private:
+  PolytopeModel model_;
+};
+
+// readable JSON of polytope parameters (normal, tangent, friction = row norms of
+// T, vertices in metres) and back.
+nlohmann::json polytope_to_json(const PolytopeParams& p);
+PolytopeParams polytope_from_json(const nlohmann::json& j);
+
+// The paper's initialization: the true value plus Gaussian noise of std
+// `fraction` × (RMS of the true values of that parameter group), seeded.
+PolytopeParams perturb_polytope(const PolytopeParams& truth, double fraction, uint64_t seed);
+
+}  // namespace impulse

@@ -1,0 +1,83 @@
+// Cube-toss data sets: trajectories of one rigid body, read from the formats
+// users of ContactNets / CCN have, and the project's own synthetic format.
+// Everything is converted to SI on reading; the input is never modified.
+//
+// Row layout in memory (13 doubles, SI), the same as host/rigid_body.h's State:
+//   p (3, m, world) | quaternion w,x,y,z (body -> world) | v (3, m/s, world) |
+//   ω (3, rad/s, body)
+//
+// Formats, detected automatically by load_tosses(path):
+//  (a) ContactNets: a folder holding N.pt files (PyTorch legacy serialization of
+//      one float64 tensor (1, T, 19): p [BHW], quat wxyz, v [BHW/s], ω body,
+//      6 inputs) and experiment.json beside them or in ../params_processed/
+//      (dt, g [BHW/s²], mass, inertia [kg BHW²], mu, vertices). The length unit
+//      (one block half-width) is 9.81 / g metres.
+//  (b) CCN: a folder of N.pt files in PyTorch's zip serialization, each one
+//      float64 tensor (T, 13): quat wxyz, p [m], ω body, v world [m/s] (Drake's
+//      floating-base order). No metadata; dt defaults to 0.0068 s.
+//  (c) impulse: one .npz file (numpy reads it) with arrays
+//      states (R, 13) float64 in the in-memory layout above, offsets (N+1,)
+//      int64 (toss j is rows offsets[j] .. offsets[j+1]), and meta (9,) float64:
+//      dt, mass, Ixx, Iyy, Izz, gravity, half_width, mu, restitution(0 if n/a).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace impulse {
+
+using StateRow = std::array<double, 13>;
+
+struct Toss {
+  std::string name;              // file stem, e.g. "17"
+  std::vector<StateRow> states;  // SI
+};
+
+struct TossMeta {
+  double dt = 1.0 / 148.0;
+  double mass = 0.37;
+  std::array<double, 3> inertia{0.00081, 0.00081, 0.00081};  // principal, kg m²
+  double gravity = 9.81;
+  double half_width = 0.0524;  // m
+  double mu = 0.18;            // nominal friction (metadata; not learned from here)
+  double restitution = 0.0;
+};
+
+struct TossSet {
+  std::string format;  // "contactnets" | "ccn" | "impulse"
+  TossMeta meta;
+  std::vector<Toss> tosses;
+  std::size_t rows() const;
+};
+
+// Detects the format and reads every toss (sorted by numeric file stem for the
+// folder formats). Throws impulse::Error naming the file and the problem on a
+// missing, corrupt or inconsistent file (wrong element count, non-finite value,
+// quaternion far from unit norm, a toss shorter than 2 rows, ...).
+TossSet load_tosses(const std::string& path);
+
+// Writes format (c) atomically (temporary file + rename).
+void write_tosses(const std::string& path, const TossSet& set);
+
+struct TossSplit {
+  std::vector<int> train, valid, test;  // toss indices
+};
+
+// Seeded shuffle of the tosses, then fractions (train, valid, test) of the
+// count (rounded; every part of a set of >= 3 tosses gets at least one).
+// train_limit > 0 keeps only the first train_limit training tosses (the data-set
+// size N of the paper's Fig. 5); valid and test stay as split.
+// Details: the fractions are divided by their sum; train and valid get
+// round(f * n), test the rest (train does when test's fraction is 0); a part
+// whose fraction is 0 stays empty. The shuffle is Fisher-Yates over
+// std::mt19937_64(seed), the same with every standard library; each part lists
+// indices in shuffled order, so the train_limit prefixes of one seed are nested.
+// A train_limit above the training count keeps them all (no error). Throws
+// impulse::Error for n_tosses < 0, train_limit < 0, or a negative, non-finite
+// or all-zero fraction.
+TossSplit split_tosses(int n_tosses, uint64_t seed, std::array<double, 3> fractions = {0.5, 0.3, 0.2},
+                       int train_limit = 0);
+
+}  // namespace impulse

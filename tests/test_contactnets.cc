@@ -1,0 +1,186 @@
+// ContactNets loss: the assembled QP against the loss terms written out
+// directly, and the envelope gradient against central finite differences of the
+// solved loss, for every parameter group of the polytope model.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "host/contactnets_loss.h"
+#include "host/contactnets_model.h"
+
+namespace impulse {
+namespace {
+
+// A cube near the table with a random pose and velocity, and its next state
+// from a short free-flight step plus a random velocity change (an "observed"
+// transition, not necessarily physical).
+std::vector<TransitionFrame> random_transitions(const PolytopeContactModel& model, int count,
+                                                uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> N(0.0, 1.0);
+  std::vector<TransitionFrame> out(count);
+  const double dt = 1.0 / 148.0;
+  for (auto& t : out) {
+    Eigen::Quaterniond q(N(rng), N(rng), N(rng), N(rng));
+    q.normalize();
+    const Eigen::Vector3d p(0.01 * N(rng), 0.01 * N(rng), 0.06 + 0.02 * N(rng));
+    const Eigen::Vector3d v(0.3 * N(rng), 0.3 * N(rng), -0.5 + 0.3 * N(rng));
+    const Eigen::Vector3d w(3 * N(rng), 3 * N(rng), 3 * N(rng));
+    t.x = make_state(p, q, v, w);
+    Vec6 nu_next;
+    nu_next << v + Eigen::Vector3d(0.1 * N(rng), 0.1 * N(rng), 0.4 + 0.2 * N(rng)),
+        w + Eigen::Vector3d(N(rng), N(rng), N(rng));
+    t.x_next = integrate(t.x, nu_next, dt);
+  }
+  for (auto& t : out) {
+    model.evaluate(t.x, t.frame);
+    ContactFrame next;
+    model.evaluate(t.x_next, next);
+    t.phi_next = next.phi;
+  }
+  return out;
+}
+
+QpSettings<double> tight() {
+  QpSettings<double> s;
+  s.eps_abs = 1e-12;
+  s.eps_rel = 1e-12;
+  s.max_iter = 200000;
+  s.max_rho_updates = 50;
+  return s;
+}
+
+double total_loss(ContactNetsLoss& loss, const PolytopeContactModel& m,
+                  std::vector<TransitionFrame> frames, std::vector<double>* grad) {
+  for (auto& t : frames) {
+    m.evaluate(t.x, t.frame);
+    ContactFrame next;
+    m.evaluate(t.x_next, next);
+    t.phi_next = next.phi;
+  }
+  LossBatchResult r;
+  loss.evaluate(frames, grad != nullptr, r);
+  EXPECT_EQ(r.not_solved, 0);
+  double L = 0;
+  for (size_t i = 0; i < frames.size(); ++i) L += r.qp_loss[i] + r.reg_loss[i];
+  if (grad) {
+    grad->assign(m.parameter_count(), 0.0);
+    for (size_t i = 0; i < frames.size(); ++i)
+      m.backprop(frames[i].x, frames[i].x_next, r.grad[i], grad->data());
+  }
+  return L;
+}
+
+class ContactNetsGradient : public ::testing::TestWithParam<FrictionModel> {};
+
+TEST_P(ContactNetsGradient, EnvelopeGradientMatchesFiniteDifferences) {
+  ContactNetsLossConfig cfg;
+  cfg.friction = GetParam();
+  BatchOptions opt;
+  opt.threads = 1;
+  ContactNetsLoss loss(cfg, tight(), opt);
+  PolytopeContactModel model(perturb_polytope(PolytopeParams::cube(0.0524, 0.18), 0.4, 3));
+  const auto frames = random_transitions(model, 6, 11);
+  std::vector<double> g;
+  const double L0 = total_loss(loss, model, frames, &g);
+  ASSERT_GT(L0, 0);
+  const std::vector<double> theta = model.parameters();
+  const std::vector<double> scale = model.parameter_scale(cfg.length_unit);
+  const char* group[] = {"normal", "tangent", "normal vertices", "tangent vertices"};
+  const int bounds[] = {0, 3, 9, 33, 57};
+  for (int gi = 0; gi < 4; ++gi) {
+    double worst = 0, gnorm = 0;
+    for (int i = bounds[gi]; i < bounds[gi + 1]; ++i) {
+      const double h = 1e-6 * scale[i];
+      std::vector<double> tp = theta, tm = theta;
+      tp[i] += h;
+      tm[i] -= h;
+      PolytopeContactModel mp(model.params()), mm(model.params());
+      mp.set_parameters(tp);
+      mm.set_parameters(tm);
+      const double fd = (total_loss(loss, mp, frames, nullptr) - total_loss(loss, mm, frames, nullptr)) / (2 * h);
+      worst = std::max(worst, std::abs(fd - g[i]) * scale[i]);
+      gnorm = std::max(gnorm, std::abs(g[i]) * scale[i]);
+    }
+    EXPECT_LT(worst, 1e-5 * std::max(1.0, gnorm)) << group[gi] << ": largest |fd - analytic| "
+                                                  << worst << " (scaled), max |grad| " << gnorm;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Friction, ContactNetsGradient,
+                         ::testing::Values(FrictionModel::kCone, FrictionModel::kOctagon),
+                         [](const auto& info) {
+                           return info.param == FrictionModel::kCone ? std::string("Cone")
+                                                                     : std::string("Octagon");
+                         });
+
+// The QP's value equals the loss terms of the paper written out directly at its
+// solution, and no other feasible λ does better (checked on random feasible
+// perturbations).
+TEST(ContactNetsLoss, QpValueEqualsTermsWrittenOut) {
+  ContactNetsLossConfig cfg;
+  BatchOptions opt;
+  opt.threads = 1;
+  ContactNetsLoss loss(cfg, tight(), opt);
+  PolytopeContactModel model(perturb_polytope(PolytopeParams::cube(0.0524, 0.18), 0.4, 5));
+  auto frames = random_transitions(model, 4, 21);
+  LossBatchResult r;
+  loss.evaluate(frames, false, r);
+  const double L = cfg.length_unit;
+  const ContactNetsWeights& w = cfg.weights;
+  for (size_t t = 0; t < frames.size(); ++t) {
+    LossQp qp;
+    assemble_loss_qp(cfg, frames[t], qp);
+    // re-solve alone to get λ
+    QpBatch<double> b = make_loss_batch(cfg, 8, 1);
+    store_loss_qp(qp, 0, b);
+    QpSolutions<double> s;
+    solve_batch(b, tight(), opt, s);
+    const int k = 8;
+    Eigen::Map<const Eigen::VectorXd> ln(s.x.data(), k), lt(s.x.data() + k, 2 * k),
+        sl(s.x.data() + 3 * k, k);
+    // terms in scaled units
+    const auto& f = frames[t];
+    Eigen::MatrixXd Jn = f.frame.Jn, Jt = f.frame.Jt;
+    Jn.rightCols<3>() /= L;
+    Jt.rightCols<3>() /= L;
+    Vec6 nu = velocity(f.x), nun = velocity(f.x_next);
+    nu.head<3>() /= L;
+    nun.head<3>() /= L;
+    BodyParams body = cfg.body;
+    body.inertia /= L * L;
+    Vec6 Fs = smooth_impulse(f.x, cfg.body, cfg.dt);
+    Fs.head<3>() /= L;
+    Fs.tail<3>() /= L * L;
+    const Mat6 M = body.mass_matrix(), Mi = body.mass_matrix_inverse();
+    const Vec6 Fdata = M * (nun - nu) - Fs;
+    const Vec6 Jl = Jn.transpose() * ln + Jt.transpose() * lt;
+    double val = w.match * (Mi * (Jl - Fdata)).squaredNorm();
+    for (int i = 0; i < k; ++i) {
+      const double pn = f.phi_next(i) / L;
+      val += pn * pn * (w.comp_n * ln(i) * ln(i) + w.comp_t * lt.segment<2>(2 * i).squaredNorm());
+      const Eigen::Vector2d c = Jt.middleRows(2 * i, 2) * nun;
+      val += w.cone * (c.norm() * lt.segment<2>(2 * i) + ln(i) * c).squaredNorm();
+      // the slack equals the predicted penetration (l_3 = min(0, φ̃)²)
+      const double phit = f.frame.phi(i) / L + cfg.dt * Jn.row(i).dot(nu + Mi * (Fs + Jl));
+      EXPECT_NEAR(sl(i), std::max(0.0, -phit), 1e-6) << "transition " << t << " contact " << i;
+      val += w.slack * std::min(0.0, phit) * std::min(0.0, phit);
+      EXPECT_LE(lt.segment<2>(2 * i).norm(), ln(i) + 1e-8);
+    }
+    EXPECT_NEAR(r.qp_loss[t], val, 1e-7 * std::max(1.0, val)) << "transition " << t;
+  }
+}
+
+TEST(ContactNetsLoss, RejectsMismatchedFrames) {
+  ContactNetsLoss loss(ContactNetsLossConfig{});
+  PolytopeContactModel model(PolytopeParams::cube(0.0524, 0.18));
+  auto frames = random_transitions(model, 2, 1);
+  frames[1].phi_next.resize(3);
+  LossBatchResult r;
+  EXPECT_THROW(loss.evaluate(frames, true, r), Error);
+  std::vector<TransitionFrame> none;
+  EXPECT_THROW(loss.evaluate(none, true, r), Error);
+}
+
+}  // namespace
+}  // namespace impulse
