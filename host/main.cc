@@ -6,7 +6,13 @@
 #include <cstdio>
 #include <iostream>
 
+#include <fstream>
+
+#include "host/evaluate.h"
 #include "host/generate.h"
+#include "host/synthetic.h"
+#include "host/trainer.h"
+#include "io/zip.h"
 #include "host/qp_batch.h"
 #include "host/qp_file.h"
 
@@ -25,6 +31,20 @@ std::string capabilities() {
   }
   s += "\ncpu threads: " + std::to_string(resolve_threads(0));
   return s;
+}
+
+// the built-in data set: data/synthetic_cube.npz of the source tree (or of the
+// working directory when the binary has moved).
+std::string default_data_path() {
+#ifdef IMPULSE_SOURCE_DIR
+  const std::string p = std::string(IMPULSE_SOURCE_DIR) + "/data/synthetic_cube.npz";
+  if (std::ifstream(p).good()) return p;
+#endif
+  return "data/synthetic_cube.npz";
+}
+
+void write_text_file(const std::string& path, const std::string& text) {
+  write_file_atomic(path, std::vector<uint8_t>(text.begin(), text.end()));
 }
 
 struct SolveArgs {
@@ -156,6 +176,59 @@ int main(int argc, char** argv) {
   bench->add_option("--backend", b_backend, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
   bench->add_option("--seed", seed, "random seed");
 
+  TrainConfig tc;
+  tc.data = default_data_path();
+  auto* tr = app.add_subcommand("train", "learn a contact model from cube tosses (resumes RUN_DIR if it holds a checkpoint)");
+  tr->add_option("--method", tc.method, "contactnets-polytope | contactnets-deep | end-to-end")
+      ->check(CLI::IsMember({"contactnets-polytope", "contactnets-deep", "end-to-end"}));
+  tr->add_option("--data", tc.data, "data set: a ContactNets or CCN folder, or an impulse .npz (default: the built-in synthetic set)");
+  tr->add_option("--tosses", tc.tosses, "training tosses N (0 = the whole 50% training split)");
+  tr->add_option("--seed", tc.seed, "seed of the split, initialization and batch order");
+  tr->add_option("--out", tc.out, "run directory")->required();
+  tr->add_option("--epochs", tc.max_epochs, "most epochs");
+  tr->add_option("--patience", tc.patience, "early stop after this many epochs without a better validation loss");
+  tr->add_option("--batch", tc.batch_size, "transitions per Adam step");
+  tr->add_option("--lr", tc.lr, "learning rate (0 = the method's default)");
+  tr->add_option("--weight-decay", tc.weight_decay, "AdamW weight decay (< 0 = the method's default)");
+  tr->add_option("--init-noise", tc.init_noise, "ContactNets: initial error, fraction of the true values");
+  tr->add_option("--friction", tc.friction, "cone (exact) | octagon (reference implementation)")
+      ->check(CLI::IsMember({"cone", "octagon"}));
+  tr->add_option("--eps", tc.eps, "QP tolerance");
+  tr->add_option("--threads", tc.threads, "CPU threads (0 = all cores)");
+  tr->add_option("--backend", tc.backend, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
+  tr->add_option("--max-seconds", tc.max_seconds, "stop after this long (checkpointed; the same command resumes)");
+
+  EvalOptions eo;
+  std::string eval_out = "metrics.json";
+  auto* ev = app.add_subcommand("eval", "roll out tosses with a trained run and write the paper's metrics");
+  ev->add_option("--run", eo.run_dir, "run directory")->required();
+  ev->add_option("--data", eo.data, "data set (default: the run's)");
+  ev->add_option("--tosses", eo.tosses, "test (the run's test split) | all | a list 3,17,42");
+  ev->add_option("--params", eo.params, "parameter file of the run (params.json, init_params.json)");
+  ev->add_option("--threads", eo.threads, "CPU threads (0 = all cores)");
+  ev->add_option("--out", eval_out, "metrics file to write (JSON)");
+
+  EvalOptions ro;
+  int r_toss = 0;
+  std::string r_out;
+  auto* ru = app.add_subcommand("rollout", "roll out one toss with a trained run and write a CSV for plotting");
+  ru->add_option("--run", ro.run_dir, "run directory")->required();
+  ru->add_option("--data", ro.data, "data set (default: the run's)");
+  ru->add_option("--toss", r_toss, "toss index")->required();
+  ru->add_option("--params", ro.params, "parameter file of the run");
+  ru->add_option("--out", r_out, "CSV file to write")->required();
+
+  SyntheticConfig sc;
+  std::string s_out;
+  auto* gt = app.add_subcommand("generate-tosses", "simulate synthetic cube tosses with known geometry, friction and inertia");
+  gt->add_option("--count", sc.n_tosses, "tosses");
+  gt->add_option("--seed", sc.seed, "random seed");
+  gt->add_option("--mu", sc.mu, "friction coefficient");
+  gt->add_option("--half-width", sc.half_width, "cube half-width (m)");
+  gt->add_option("--noise", sc.position_noise_std, "std of position noise added after simulating (m)");
+  gt->add_option("--threads", sc.threads, "CPU threads (0 = all cores)");
+  gt->add_option("--out", s_out, "file to write (.npz)")->required();
+
   CLI11_PARSE(app, argc, argv);
   try {
     if (version) {
@@ -171,6 +244,35 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (*bench) return run_bench(b_count, b_threads, b_backend, seed);
+    if (*tr) {
+      const TrainResult r = train(tc, std::cout);
+      std::printf("best epoch %d, validation loss %.6g; learned parameters: %s/params.json\n",
+                  r.best_epoch, r.best_valid, tc.out.c_str());
+      return 0;
+    }
+    if (*ev) {
+      const nlohmann::json m = evaluate_run(eo);
+      write_text_file(eval_out, m.dump(2) + "\n");
+      std::printf("%s on %d tosses: position error %.4f m (%.1f%% of width), rotation error %.2f deg, "
+                  "penetration %.5f m (%.2f%% of width); wrote %s\n",
+                  m["method"].get<std::string>().c_str(), m["n_tosses"].get<int>(),
+                  m["position_error_m"].get<double>(), m["position_error_pct_width"].get<double>(),
+                  m["rotation_error_deg"].get<double>(), m["penetration_m"].get<double>(),
+                  m["penetration_pct_width"].get<double>(), eval_out.c_str());
+      return 0;
+    }
+    if (*ru) {
+      rollout_run(ro, r_toss, r_out);
+      std::printf("wrote %s\n", r_out.c_str());
+      return 0;
+    }
+    if (*gt) {
+      const TossSet set = generate_synthetic_tosses(sc);
+      write_tosses(s_out, set);
+      std::printf("wrote %zu tosses (%zu rows, mu %.3g, half-width %.4g m) to %s\n", set.tosses.size(),
+                  set.rows(), sc.mu, sc.half_width, s_out.c_str());
+      return 0;
+    }
     std::cout << app.help();
     return 0;
   } catch (const Error& e) {

@@ -1,0 +1,810 @@
+// Tests for io/toss_data: the ContactNets (legacy .pt), CCN (zip .pt) and
+// impulse (.npz) toss formats, the train/valid/test split, and the real
+// ContactNets cube tosses when ../shared/data is present (skips otherwise).
+// The .pt files are written here byte by byte, the way torch.save lays them out.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <limits>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "io/error.h"
+#include "io/toss_data.h"
+#include "io/zip.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using impulse::Error;
+using impulse::StateRow;
+using impulse::TossSet;
+using Bytes = std::vector<uint8_t>;
+
+// ---- helpers ------------------------------------------------------------------
+
+// Runs f, expects impulse::Error whose message contains every one of parts.
+void ExpectError(const std::function<void()>& f, const std::vector<std::string>& parts) {
+  try {
+    f();
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    for (const std::string& p : parts) {
+      EXPECT_NE(msg.find(p), std::string::npos)
+          << "message \"" << msg << "\" lacks \"" << p << "\"";
+    }
+    return;
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "expected impulse::Error, got another exception: " << e.what();
+    return;
+  }
+  ADD_FAILURE() << "expected impulse::Error, nothing was thrown";
+}
+
+// a fresh folder per test, removed afterwards
+class TempDir {
+ public:
+  TempDir() {
+    static int counter = 0;
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    path_ = fs::temp_directory_path() / ("impulse_toss_" + std::to_string(::getpid()) + "_" +
+                                         std::to_string(counter++) + "_" + info->name());
+    fs::remove_all(path_);
+    fs::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  std::string str(const std::string& rel = "") const {
+    return rel.empty() ? path_.string() : (path_ / rel).string();
+  }
+
+ private:
+  fs::path path_;
+};
+
+void write_bytes(const std::string& path, const Bytes& b) {
+  fs::create_directories(fs::path(path).parent_path());
+  std::ofstream out(path, std::ios::binary);
+  out.write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
+  ASSERT_TRUE(out.good()) << path;
+}
+
+void write_text(const std::string& path, const std::string& s) {
+  write_bytes(path, Bytes(s.begin(), s.end()));
+}
+
+Bytes read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return Bytes(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+void put(Bytes& b, const std::string& s) { b.insert(b.end(), s.begin(), s.end()); }
+void put_u8(Bytes& b, uint8_t v) { b.push_back(v); }
+void put_u32(Bytes& b, uint32_t v) {
+  for (int i = 0; i < 4; ++i) b.push_back(static_cast<uint8_t>(v >> (8 * i)));
+}
+void put_i64(Bytes& b, int64_t v) {
+  uint8_t x[8];
+  std::memcpy(x, &v, 8);
+  b.insert(b.end(), x, x + 8);
+}
+void put_f64(Bytes& b, double v) {
+  uint8_t x[8];
+  std::memcpy(x, &v, 8);
+  b.insert(b.end(), x, x + 8);
+}
+
+// ---- a pickle writer (protocol 2, the opcodes torch.save emits) -------------------
+
+void pk_str(Bytes& b, const std::string& s) {  // BINUNICODE
+  put_u8(b, 'X');
+  put_u32(b, static_cast<uint32_t>(s.size()));
+  put(b, s);
+}
+void pk_int(Bytes& b, int64_t v) {
+  if (v >= 0 && v < 256) {  // BININT1
+    put_u8(b, 'K');
+    put_u8(b, static_cast<uint8_t>(v));
+  } else if (v >= 0 && v < 65536) {  // BININT2
+    put_u8(b, 'M');
+    put_u8(b, static_cast<uint8_t>(v));
+    put_u8(b, static_cast<uint8_t>(v >> 8));
+  } else {  // BININT
+    put_u8(b, 'J');
+    put_u32(b, static_cast<uint32_t>(v));
+  }
+}
+void pk_put(Bytes& b, uint8_t memo) {  // BINPUT
+  put_u8(b, 'q');
+  put_u8(b, memo);
+}
+void pk_int_tuple(Bytes& b, const std::vector<int64_t>& t) {  // MARK ... TUPLE
+  put_u8(b, '(');
+  for (int64_t v : t) pk_int(b, v);
+  put_u8(b, 't');
+}
+
+struct TensorPickle {
+  std::string storage_type = "DoubleStorage";
+  std::string key = "0";
+  int64_t numel = 0;
+  int64_t offset = 0;
+  std::vector<int64_t> size, stride;
+  bool legacy = false;  // the legacy persistent id has a sixth element (None)
+};
+
+// torch._utils._rebuild_tensor_v2(persistent storage, offset, size, stride, False, OrderedDict())
+Bytes tensor_pickle(const TensorPickle& t) {
+  Bytes b{0x80, 0x02};
+  put(b, "ctorch._utils\n_rebuild_tensor_v2\n");
+  pk_put(b, 0);
+  put(b, "((");
+  pk_str(b, "storage");
+  pk_put(b, 1);
+  put(b, "ctorch\n" + t.storage_type + "\n");
+  pk_put(b, 2);
+  pk_str(b, t.key);
+  pk_put(b, 3);
+  pk_str(b, "cpu");
+  pk_put(b, 4);
+  pk_int(b, t.numel);
+  if (t.legacy) put(b, "N");
+  put(b, "t");
+  pk_put(b, 5);
+  put(b, "Q");
+  pk_int(b, t.offset);
+  pk_int_tuple(b, t.size);
+  pk_put(b, 6);
+  pk_int_tuple(b, t.stride);
+  pk_put(b, 7);
+  put_u8(b, 0x89);  // requires_grad False
+  put(b, "ccollections\nOrderedDict\n");
+  pk_put(b, 8);
+  put(b, ")R");
+  pk_put(b, 9);
+  put(b, "t");
+  pk_put(b, 10);
+  put(b, "R");
+  pk_put(b, 11);
+  put(b, ".");
+  return b;
+}
+
+// ---- (a) ContactNets legacy files ---------------------------------------------------
+
+struct LegacyOptions {
+  int64_t count = -1;                          // element count written; -1: values.size()
+  std::string storage_type = "DoubleStorage";  // the pickled storage class
+  bool real_pickles = true;                    // false: magic + "pickle-ish" bytes only
+};
+
+// torch's legacy layout: magic, protocol, system info and tensor pickles, the
+// storage keys, then int64 count and the float64 values
+Bytes legacy_file(const std::vector<double>& values, const LegacyOptions& o = {}) {
+  const int64_t n = o.count >= 0 ? o.count : static_cast<int64_t>(values.size());
+  Bytes b{0x80, 0x02, 0x8a, 0x0a, 0x6c, 0xfc, 0x9c, 0x46, 0xf9, 0x20, 0x6a, 0xa8, 0x50, 0x19, '.'};
+  if (o.real_pickles) {
+    put(b, std::string("\x80\x02M\xe9\x03.", 6));  // protocol version 1001
+    put(b, "\x80\x02}(");                          // system info
+    pk_str(b, "little_endian");
+    put_u8(b, 0x88);
+    pk_str(b, "type_sizes");
+    put(b, "}(");
+    pk_str(b, "long");
+    pk_int(b, 4);
+    put(b, "uu.");
+    TensorPickle t;
+    t.storage_type = o.storage_type;
+    t.key = "94011";
+    t.numel = n;
+    t.size = {1, n / 19, 19};
+    t.stride = {(n / 19) * 19, 19, 1};
+    t.legacy = true;
+    const Bytes tp = tensor_pickle(t);
+    b.insert(b.end(), tp.begin(), tp.end());
+    put(b, "\x80\x02]");  // storage keys
+    pk_put(b, 0);
+    pk_str(b, "94011");
+    put(b, "a.");
+  } else {
+    put(b, "\x80\x02ctorch\n" + o.storage_type + "\n.");
+  }
+  put_i64(b, n);
+  for (double v : values) put_f64(b, v);
+  return b;
+}
+
+// an experiment.json with the real data's values
+constexpr double kG = 187.21374045801525;  // BHW/s^2
+const double kL = 9.81 / kG;               // metres per BHW
+
+void write_experiment(const std::string& path) {
+  write_text(
+      path,
+      "{\"dt\": 0.006756756756756757, \"g\": 187.21374045801525, \"inertia\": 0.2950002913583124,"
+      " \"mass\": 0.37, \"mu\": 0.18, \"restitution\": 0.125, \"run_n\": 3,"
+      " \"vertices\": [[1, 1, 1], [-1, -1, -1]]}");
+}
+
+// toss j, row k of a (1, T, 19) ContactNets tensor, in BHW
+std::vector<double> cn_row(int j, int k) {
+  const double a = 0.1 * j + 0.05 * k;
+  return {0.5 + j + 0.01 * k,
+          -0.25 * k,
+          1.5 - 0.1 * k,  // p
+          std::cos(a),
+          0.0,
+          0.0,
+          std::sin(a),  // quat w x y z
+          1.0 + k,
+          -2.0 - j,
+          3.5,  // v
+          0.3,
+          -0.7 * j,
+          1.1 * k,  // w body
+          9,
+          9,
+          9,
+          9,
+          9,
+          9};  // inputs (dropped)
+}
+
+std::vector<double> cn_toss(int j, int rows) {
+  std::vector<double> v;
+  for (int k = 0; k < rows; ++k) {
+    const std::vector<double> r = cn_row(j, k);
+    v.insert(v.end(), r.begin(), r.end());
+  }
+  return v;
+}
+
+// tosses 0, 1, 2 and 10 (numeric order differs from name order), 4 + j rows each
+void write_cn_folder(const std::string& dir, bool with_experiment = true) {
+  for (int j : {0, 1, 2, 10})
+    write_bytes(dir + "/" + std::to_string(j) + ".pt", legacy_file(cn_toss(j, 4 + j)));
+  if (with_experiment) write_experiment(dir + "/experiment.json");
+}
+
+// ---- (b) CCN zip files -----------------------------------------------------------
+
+// a torch.save zip archive of one tensor whose storage holds the given values
+Bytes ccn_file(const std::vector<double>& storage, const TensorPickle& t) {
+  Bytes data;
+  for (double v : storage) put_f64(data, v);
+  std::vector<impulse::ZipEntry> e;
+  e.push_back({"toss/data.pkl", tensor_pickle(t)});
+  e.push_back({"toss/byteorder", Bytes{'l', 'i', 't', 't', 'l', 'e'}});
+  e.push_back({"toss/data/" + t.key, data});
+  e.push_back({"toss/version", Bytes{'3', '\n'}});
+  return impulse::encode_zip(e);
+}
+
+// toss row k in CCN's order: quat wxyz | p | w body | v world
+std::vector<double> ccn_row(int k) {
+  const double a = 0.2 * k;
+  return {std::cos(a), std::sin(a), 0.0,
+          0.0,                                       // quat
+          0.01 * k,    0.02,        0.3 - 0.01 * k,  // p [m]
+          7.0 + k,     8.0,         9.0,             // w body
+          10.0 + k,    11.0,        12.0};           // v world [m/s]
+}
+
+TensorPickle ccn_tensor(int64_t rows) {
+  TensorPickle t;
+  t.numel = rows * 13;
+  t.size = {rows, 13};
+  t.stride = {13, 1};
+  return t;
+}
+
+std::vector<double> ccn_storage(int rows) {
+  std::vector<double> v;
+  for (int k = 0; k < rows; ++k) {
+    const std::vector<double> r = ccn_row(k);
+    v.insert(v.end(), r.begin(), r.end());
+  }
+  return v;
+}
+
+}  // namespace
+
+// ---- (a) ContactNets ----------------------------------------------------------------
+
+TEST(TossData, ContactNetsConvertsToSiExactly) {
+  TempDir d;
+  write_cn_folder(d.str());
+  const TossSet s = impulse::load_tosses(d.str());
+  EXPECT_EQ(s.format, "contactnets");
+  ASSERT_EQ(s.tosses.size(), 4u);
+  const int ids[4] = {0, 1, 2, 10};
+  size_t rows = 0;
+  for (int i = 0; i < 4; ++i) {
+    const int j = ids[i];
+    const impulse::Toss& t = s.tosses[i];
+    EXPECT_EQ(t.name, std::to_string(j));  // numeric order: 0, 1, 2, 10
+    ASSERT_EQ(t.states.size(), size_t(4 + j));
+    rows += t.states.size();
+    for (int k = 0; k < 4 + j; ++k) {
+      const std::vector<double> raw = cn_row(j, k);
+      const StateRow& r = t.states[k];
+      for (int c : {0, 1, 2, 7, 8, 9})
+        EXPECT_EQ(r[c], raw[c] * kL) << "toss " << j << " row " << k << " col " << c;
+      for (int c : {3, 4, 5, 6, 10, 11, 12})
+        EXPECT_EQ(r[c], raw[c]) << "toss " << j << " row " << k << " col " << c;
+    }
+  }
+  EXPECT_EQ(s.rows(), rows);
+  EXPECT_EQ(s.meta.dt, 0.006756756756756757);
+  EXPECT_DOUBLE_EQ(s.meta.dt, 1.0 / 148.0);
+  EXPECT_EQ(s.meta.mass, 0.37);
+  for (double I : s.meta.inertia) EXPECT_EQ(I, 0.2950002913583124 * kL * kL);
+  EXPECT_NEAR(s.meta.inertia[0], 0.00081, 1e-8);
+  EXPECT_NEAR(s.meta.gravity, 9.81, 1e-12);
+  EXPECT_EQ(s.meta.half_width, kL);
+  EXPECT_NEAR(s.meta.half_width, 0.0524, 1e-12);
+  EXPECT_EQ(s.meta.mu, 0.18);
+  EXPECT_EQ(s.meta.restitution, 0.125);
+}
+
+TEST(TossData, ContactNetsTailOnlyWriterIsRead) {
+  // magic + "pickle-ish" bytes + count + data: the README's contract alone
+  TempDir d;
+  LegacyOptions o;
+  o.real_pickles = false;
+  write_bytes(d.str("0.pt"), legacy_file(cn_toss(3, 5), o));
+  write_experiment(d.str("experiment.json"));
+  const TossSet s = impulse::load_tosses(d.str());
+  ASSERT_EQ(s.tosses.size(), 1u);
+  ASSERT_EQ(s.tosses[0].states.size(), 5u);
+  EXPECT_EQ(s.tosses[0].states[4][2], cn_row(3, 4)[2] * kL);
+}
+
+TEST(TossData, ContactNetsRepositoryLayoutAndParentFolders) {
+  TempDir d;
+  write_cn_folder(d.str("contact-nets/data/tosses_processed"), false);
+  write_experiment(d.str("contact-nets/data/params_processed/experiment.json"));
+  for (const std::string& p :
+       {d.str("contact-nets/data/tosses_processed"), d.str("contact-nets/data"),
+        d.str("contact-nets"), d.str("contact-nets/data/tosses_processed/")}) {
+    const TossSet s = impulse::load_tosses(p);
+    EXPECT_EQ(s.format, "contactnets") << p;
+    EXPECT_EQ(s.tosses.size(), 4u) << p;
+    EXPECT_EQ(s.meta.restitution, 0.125) << p;
+  }
+}
+
+TEST(TossData, ContactNetsNeverModifiesInput) {
+  TempDir d;
+  write_cn_folder(d.str());
+  const Bytes before = read_bytes(d.str("2.pt"));
+  size_t files = 0;
+  for (const auto& e : fs::directory_iterator(d.str())) files += e.is_regular_file();
+  impulse::load_tosses(d.str());
+  EXPECT_EQ(read_bytes(d.str("2.pt")), before);
+  size_t after = 0;
+  for (const auto& e : fs::directory_iterator(d.str())) after += e.is_regular_file();
+  EXPECT_EQ(after, files);
+}
+
+TEST(TossData, ContactNetsMissingExperimentJson) {
+  TempDir d;
+  write_cn_folder(d.str(), false);
+  ExpectError([&] { impulse::load_tosses(d.str()); },
+              {d.str(), "experiment.json not found", "params_processed"});
+}
+
+TEST(TossData, ContactNetsTruncatedFile) {
+  TempDir d;
+  write_cn_folder(d.str());
+  Bytes b = read_bytes(d.str("1.pt"));
+  for (size_t cut : {5, 8, 16}) {
+    write_bytes(d.str("1.pt"), Bytes(b.begin(), b.end() - static_cast<std::ptrdiff_t>(cut)));
+    ExpectError([&] { impulse::load_tosses(d.str()); }, {d.str("1.pt"), "truncated"});
+  }
+  write_bytes(d.str("1.pt"), Bytes(b.begin(), b.begin() + 6));
+  ExpectError([&] { impulse::load_tosses(d.str()); }, {d.str("1.pt"), "magic"});
+}
+
+TEST(TossData, ContactNetsMissingMagic) {
+  TempDir d;
+  write_cn_folder(d.str());
+  Bytes b = read_bytes(d.str("0.pt"));
+  b[6] ^= 0xff;
+  write_bytes(d.str("0.pt"), b);
+  ExpectError([&] { impulse::load_tosses(d.str()); }, {d.str("0.pt"), "magic number"});
+}
+
+TEST(TossData, ContactNetsElementCountNotMultipleOf19) {
+  TempDir d;
+  write_experiment(d.str("experiment.json"));
+  std::vector<double> v = cn_toss(0, 3);
+  v.push_back(1.0);
+  write_bytes(d.str("0.pt"), legacy_file(v));
+  ExpectError([&] { impulse::load_tosses(d.str()); },
+              {d.str("0.pt"), "element count 58", "multiple of 19"});
+}
+
+TEST(TossData, ContactNetsPickleMustMatchTail) {
+  TempDir d;
+  write_experiment(d.str("experiment.json"));
+  // a float32 tensor: the pickle names its storage
+  LegacyOptions o;
+  o.storage_type = "FloatStorage";
+  write_bytes(d.str("0.pt"), legacy_file(cn_toss(0, 3), o));
+  ExpectError([&] { impulse::load_tosses(d.str()); },
+              {d.str("0.pt"), "torch.FloatStorage", "DoubleStorage"});
+  // the same from the tail-only writer
+  o.real_pickles = false;
+  write_bytes(d.str("0.pt"), legacy_file(cn_toss(0, 3), o));
+  ExpectError([&] { impulse::load_tosses(d.str()); }, {d.str("0.pt"), "FloatStorage"});
+}
+
+TEST(TossData, ContactNetsNonFiniteValue) {
+  TempDir d;
+  write_cn_folder(d.str());
+  std::vector<double> v = cn_toss(2, 6);
+  v[19 * 1 + 8] = std::numeric_limits<double>::quiet_NaN();
+  write_bytes(d.str("2.pt"), legacy_file(v));
+  ExpectError([&] { impulse::load_tosses(d.str()); },
+              {d.str("2.pt"), "row 1, column 8", "non-finite", "nan"});
+  v[19 * 1 + 8] = std::numeric_limits<double>::infinity();
+  write_bytes(d.str("2.pt"), legacy_file(v));
+  ExpectError([&] { impulse::load_tosses(d.str()); }, {d.str("2.pt"), "row 1, column 8", "inf"});
+}
+
+TEST(TossData, ContactNetsBadQuaternion) {
+  TempDir d;
+  write_cn_folder(d.str());
+  std::vector<double> v = cn_toss(1, 5);
+  for (int c = 3; c < 7; ++c) v[19 * 2 + c] = c == 3 ? 0.5 : 0.0;
+  write_bytes(d.str("1.pt"), legacy_file(v));
+  ExpectError([&] { impulse::load_tosses(d.str()); },
+              {d.str("1.pt"), "row 2", "quaternion", "norm 0.5"});
+}
+
+TEST(TossData, ContactNetsRenormalizesNearUnitQuaternion) {
+  TempDir d;
+  write_experiment(d.str("experiment.json"));
+  std::vector<double> v = cn_toss(0, 3);
+  for (int c = 3; c < 7; ++c) v[19 + c] *= 1.005;
+  write_bytes(d.str("0.pt"), legacy_file(v));
+  const TossSet s = impulse::load_tosses(d.str());
+  const StateRow& r = s.tosses[0].states[1];
+  EXPECT_NEAR(std::sqrt(r[3] * r[3] + r[4] * r[4] + r[5] * r[5] + r[6] * r[6]), 1.0, 1e-15);
+  EXPECT_NEAR(r[3], cn_row(0, 1)[3], 1e-15);
+}
+
+TEST(TossData, ContactNetsTossTooShort) {
+  TempDir d;
+  write_experiment(d.str("experiment.json"));
+  write_bytes(d.str("0.pt"), legacy_file(cn_toss(0, 1)));
+  ExpectError([&] { impulse::load_tosses(d.str()); }, {d.str("0.pt"), "1 row(s)", "at least 2"});
+}
+
+TEST(TossData, FolderErrors) {
+  TempDir d;
+  ExpectError([&] { impulse::load_tosses(d.str("nothing")); }, {d.str("nothing"), "no such file"});
+  ExpectError([&] { impulse::load_tosses(d.str()); }, {d.str(), "no .pt files"});
+  write_cn_folder(d.str());
+  // one CCN file among legacy ones
+  write_bytes(d.str("3.pt"), ccn_file(ccn_storage(3), ccn_tensor(3)));
+  ExpectError([&] { impulse::load_tosses(d.str()); }, {d.str("3.pt"), "mixed formats"});
+  ExpectError([&] { impulse::load_tosses(d.str("3.pt")); }, {d.str("3.pt"), "pass the folder"});
+}
+
+// ---- (b) CCN ------------------------------------------------------------------------
+
+TEST(TossData, CcnReordersColumns) {
+  TempDir d;
+  write_bytes(d.str("0.pt"), ccn_file(ccn_storage(5), ccn_tensor(5)));
+  // a storage offset of one row: the tensor views rows 1..4 of 5
+  TensorPickle t = ccn_tensor(4);
+  t.numel = 5 * 13;
+  t.offset = 13;
+  t.key = "7";
+  write_bytes(d.str("1.pt"), ccn_file(ccn_storage(5), t));
+  const TossSet s = impulse::load_tosses(d.str());
+  EXPECT_EQ(s.format, "ccn");
+  EXPECT_EQ(s.meta.dt, 0.0068);
+  EXPECT_EQ(s.meta.mass, impulse::TossMeta{}.mass);
+  ASSERT_EQ(s.tosses.size(), 2u);
+  EXPECT_EQ(s.tosses[0].name, "0");
+  ASSERT_EQ(s.tosses[0].states.size(), 5u);
+  ASSERT_EQ(s.tosses[1].states.size(), 4u);
+  EXPECT_EQ(s.rows(), 9u);
+  // in memory: p | quat | v | w; CCN: quat | p | w | v
+  const int from[13] = {4, 5, 6, 0, 1, 2, 3, 10, 11, 12, 7, 8, 9};
+  for (int k = 0; k < 5; ++k) {
+    const std::vector<double> raw = ccn_row(k);
+    for (int c = 0; c < 13; ++c) {
+      EXPECT_EQ(s.tosses[0].states[k][c], raw[from[c]]) << "row " << k << " col " << c;
+      if (k > 0) {
+        EXPECT_EQ(s.tosses[1].states[k - 1][c], raw[from[c]]) << "row " << k << " col " << c;
+      }
+    }
+  }
+  EXPECT_EQ(s.tosses[0].states[3][0], 0.03);   // p_x
+  EXPECT_EQ(s.tosses[0].states[3][7], 13.0);   // v_x
+  EXPECT_EQ(s.tosses[0].states[3][10], 10.0);  // w_x
+}
+
+TEST(TossData, CcnNonDoubleDtype) {
+  TempDir d;
+  TensorPickle t = ccn_tensor(3);
+  t.storage_type = "FloatStorage";
+  write_bytes(d.str("0.pt"), ccn_file(ccn_storage(3), t));
+  ExpectError([&] { impulse::load_tosses(d.str()); },
+              {d.str("0.pt"), "torch.FloatStorage", "DoubleStorage"});
+}
+
+TEST(TossData, CcnShapeStrideAndStorageChecks) {
+  TempDir d;
+  const std::string f = d.str("0.pt");
+  TensorPickle t = ccn_tensor(3);
+  t.size = {3, 12};
+  write_bytes(f, ccn_file(ccn_storage(3), t));
+  ExpectError([&] { impulse::load_tosses(d.str()); }, {f, "size (3, 12)", "(T, 13)"});
+  t = ccn_tensor(3);
+  t.stride = {1, 3};
+  write_bytes(f, ccn_file(ccn_storage(3), t));
+  ExpectError([&] { impulse::load_tosses(d.str()); }, {f, "stride (1, 3)", "contiguous"});
+  t = ccn_tensor(4);
+  t.numel = 39;
+  write_bytes(f, ccn_file(ccn_storage(3), t));
+  ExpectError([&] { impulse::load_tosses(d.str()); }, {f, "too small"});
+  t = ccn_tensor(3);
+  write_bytes(f, ccn_file(ccn_storage(2), t));
+  ExpectError([&] { impulse::load_tosses(d.str()); }, {f, "expected 39 float64"});
+  Bytes z = ccn_file(ccn_storage(3), ccn_tensor(3));
+  std::vector<impulse::ZipEntry> e = impulse::decode_zip(z, "z");
+  e[2].name = "toss/data/9";
+  write_bytes(f, impulse::encode_zip(e));
+  ExpectError([&] { impulse::load_tosses(d.str()); }, {f, "toss/data/0", "missing"});
+  std::vector<double> v = ccn_storage(3);
+  v[13 + 1] = 0.3;  // quaternion of row 1 far from unit
+  write_bytes(f, ccn_file(v, ccn_tensor(3)));
+  ExpectError([&] { impulse::load_tosses(d.str()); }, {f, "row 1", "quaternion"});
+  // a truncated archive
+  z = ccn_file(ccn_storage(3), ccn_tensor(3));
+  write_bytes(f, Bytes(z.begin(), z.end() - 30));
+  ExpectError([&] { impulse::load_tosses(d.str()); }, {f});
+  // a pickle that is not a tensor
+  e = impulse::decode_zip(z, "z");
+  e[0].data = Bytes{0x80, 0x02, '}', 'q', 0, '.'};
+  write_bytes(f, impulse::encode_zip(e));
+  ExpectError([&] { impulse::load_tosses(d.str()); }, {f, "expected one tensor", "found dict"});
+}
+
+// ---- (c) impulse .npz -------------------------------------------------------------
+
+TEST(TossData, NpzRoundTrip) {
+  TempDir d;
+  write_cn_folder(d.str("cn"));
+  const TossSet a = impulse::load_tosses(d.str("cn"));
+  fs::create_directories(d.str("out"));
+  impulse::write_tosses(d.str("out/tosses.npz"), a);
+  const TossSet b = impulse::load_tosses(d.str("out/tosses.npz"));
+  EXPECT_EQ(b.format, "impulse");
+  ASSERT_EQ(b.tosses.size(), a.tosses.size());
+  EXPECT_EQ(b.rows(), a.rows());
+  for (size_t j = 0; j < a.tosses.size(); ++j) {
+    EXPECT_EQ(b.tosses[j].name, std::to_string(j));  // format (c) names tosses by index
+    EXPECT_EQ(b.tosses[j].states, a.tosses[j].states) << "toss " << j;
+  }
+  EXPECT_EQ(b.meta.dt, a.meta.dt);
+  EXPECT_EQ(b.meta.mass, a.meta.mass);
+  EXPECT_EQ(b.meta.inertia, a.meta.inertia);
+  EXPECT_EQ(b.meta.gravity, a.meta.gravity);
+  EXPECT_EQ(b.meta.half_width, a.meta.half_width);
+  EXPECT_EQ(b.meta.mu, a.meta.mu);
+  EXPECT_EQ(b.meta.restitution, a.meta.restitution);
+  // a folder holding tosses.npz is format (c) too; no temporary file is left
+  const TossSet c = impulse::load_tosses(d.str("out"));
+  EXPECT_EQ(c.rows(), a.rows());
+  EXPECT_EQ(std::distance(fs::directory_iterator(d.str("out")), fs::directory_iterator()), 1);
+  // rewriting is idempotent, byte for byte
+  impulse::write_tosses(d.str("again.npz"), b);
+  EXPECT_EQ(read_bytes(d.str("again.npz")), read_bytes(d.str("out/tosses.npz")));
+}
+
+TEST(TossData, NpzErrors) {
+  TempDir d;
+  TossSet s;
+  s.tosses.push_back(
+      {"x", std::vector<StateRow>(1, StateRow{0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0})});
+  ExpectError([&] { impulse::write_tosses(d.str("t.npz"), s); },
+              {d.str("t.npz"), "toss 0", "at least 2"});
+  s.tosses[0].states.push_back(s.tosses[0].states[0]);
+  ExpectError([&] { impulse::write_tosses(d.str("t.bin"), s); }, {d.str("t.bin"), ".npz"});
+  s.tosses[0].states[1][12] = std::nan("");
+  ExpectError([&] { impulse::write_tosses(d.str("t.npz"), s); },
+              {"row 1, column 12", "non-finite"});
+  s.tosses[0].states[1][12] = 0;
+  impulse::write_tosses(d.str("t.npz"), s);
+  EXPECT_EQ(impulse::load_tosses(d.str("t.npz")).rows(), 2u);
+  // both .pt files and tosses.npz in one folder: ambiguous
+  write_cn_folder(d.str("both"));
+  impulse::write_tosses(d.str("both/tosses.npz"), s);
+  ExpectError([&] { impulse::load_tosses(d.str("both")); },
+              {d.str("both"), "both .pt files and tosses.npz"});
+  // a corrupt .npz names the file
+  write_text(d.str("bad.npz"), "not a zip");
+  ExpectError([&] { impulse::load_tosses(d.str("bad.npz")); }, {d.str("bad.npz")});
+  ExpectError([&] { impulse::load_tosses(d.str("bad.npz") + "x"); }, {"no such file"});
+}
+
+// ---- split ---------------------------------------------------------------------
+
+TEST(TossData, SplitSizes) {
+  struct Case {
+    int n;
+    int train, valid, test;
+  };
+  for (const Case& c :
+       {Case{570, 285, 171, 114}, Case{10, 5, 3, 2}, Case{3, 1, 1, 1}, Case{4, 2, 1, 1},
+        Case{5, 2, 2, 1}, Case{2, 1, 1, 0}, Case{1, 1, 0, 0}, Case{0, 0, 0, 0}}) {
+    const impulse::TossSplit s = impulse::split_tosses(c.n, 1);
+    EXPECT_EQ(int(s.train.size()), c.train) << "n " << c.n;
+    EXPECT_EQ(int(s.valid.size()), c.valid) << "n " << c.n;
+    EXPECT_EQ(int(s.test.size()), c.test) << "n " << c.n;
+  }
+  // a part with fraction 0 stays empty; the rounding remainder goes to train
+  impulse::TossSplit s = impulse::split_tosses(7, 1, {0.8, 0.2, 0.0});
+  EXPECT_EQ(s.train.size(), 6u);
+  EXPECT_EQ(s.valid.size(), 1u);
+  EXPECT_EQ(s.test.size(), 0u);
+  // fractions are relative: (2, 1, 1) is (0.5, 0.25, 0.25)
+  s = impulse::split_tosses(8, 1, {2, 1, 1});
+  EXPECT_EQ(s.train.size(), 4u);
+  EXPECT_EQ(s.valid.size(), 2u);
+  EXPECT_EQ(s.test.size(), 2u);
+  // tiny fractions still give every part of >= 3 tosses one
+  s = impulse::split_tosses(20, 1, {0.98, 0.01, 0.01});
+  EXPECT_EQ(s.train.size(), 18u);
+  EXPECT_EQ(s.valid.size(), 1u);
+  EXPECT_EQ(s.test.size(), 1u);
+}
+
+TEST(TossData, SplitIsAPartitionAndDeterministic) {
+  for (int n : {0, 1, 3, 17, 570}) {
+    for (uint64_t seed : {0ull, 1ull, 12345ull}) {
+      const impulse::TossSplit a = impulse::split_tosses(n, seed);
+      const impulse::TossSplit b = impulse::split_tosses(n, seed);
+      EXPECT_EQ(a.train, b.train);
+      EXPECT_EQ(a.valid, b.valid);
+      EXPECT_EQ(a.test, b.test);
+      std::vector<int> all(a.train);
+      all.insert(all.end(), a.valid.begin(), a.valid.end());
+      all.insert(all.end(), a.test.begin(), a.test.end());
+      ASSERT_EQ(int(all.size()), n);
+      std::set<int> seen(all.begin(), all.end());
+      EXPECT_EQ(int(seen.size()), n) << "parts overlap";
+      if (n > 0) {
+        EXPECT_EQ(*seen.begin(), 0);
+        EXPECT_EQ(*seen.rbegin(), n - 1);
+      }
+    }
+  }
+  EXPECT_NE(impulse::split_tosses(570, 1).train, impulse::split_tosses(570, 2).train);
+  // the permutation is fixed by mt19937_64 and the spelled-out Fisher-Yates:
+  // the same on every standard library and every platform (checked against an
+  // independent Python implementation of MT19937-64)
+  const impulse::TossSplit g = impulse::split_tosses(10, 42);
+  EXPECT_EQ(g.train, (std::vector<int>{1, 7, 9, 0, 3}));
+  EXPECT_EQ(g.valid, (std::vector<int>{8, 4, 2}));
+  EXPECT_EQ(g.test, (std::vector<int>{5, 6}));
+}
+
+TEST(TossData, SplitTrainLimit) {
+  const impulse::TossSplit full = impulse::split_tosses(570, 7);
+  for (int limit : {1, 10, 100, 285}) {
+    const impulse::TossSplit s = impulse::split_tosses(570, 7, {0.5, 0.3, 0.2}, limit);
+    ASSERT_EQ(int(s.train.size()), limit);
+    EXPECT_TRUE(std::equal(s.train.begin(), s.train.end(), full.train.begin()));  // nested prefixes
+    EXPECT_EQ(s.valid, full.valid);
+    EXPECT_EQ(s.test, full.test);
+  }
+  // more than there are: all of them, no error
+  EXPECT_EQ(impulse::split_tosses(570, 7, {0.5, 0.3, 0.2}, 1000).train, full.train);
+}
+
+TEST(TossData, SplitErrors) {
+  ExpectError([] { impulse::split_tosses(-1, 0); }, {"n_tosses", "-1"});
+  ExpectError([] { impulse::split_tosses(10, 0, {0.5, -0.1, 0.6}); }, {"fraction", "-0.1"});
+  ExpectError([] { impulse::split_tosses(10, 0, {0, 0, 0}); }, {"sum to 0"});
+  ExpectError([] { impulse::split_tosses(10, 0, {0.5, 0.3, 0.2}, -3); }, {"train_limit", "-3"});
+}
+
+// ---- the real ContactNets tosses ---------------------------------------------------
+
+namespace {
+
+std::string real_dir() {
+#ifdef IMPULSE_SHARED_DATA_DIR
+  return std::string(IMPULSE_SHARED_DATA_DIR) + "/cube_toss/contact-nets/data/tosses_processed";
+#else
+  return "";
+#endif
+}
+
+class RealTosses : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!fs::exists(real_dir() + "/0.pt")) {
+      GTEST_SKIP() << "real ContactNets tosses not found at " << real_dir()
+                   << " (shared data absent)";
+    }
+  }
+};
+
+}  // namespace
+
+TEST_F(RealTosses, LoadsAllConvertedToSi) {
+  const TossSet s = impulse::load_tosses(real_dir());
+  EXPECT_EQ(s.format, "contactnets");
+  ASSERT_EQ(s.tosses.size(), 570u);
+  EXPECT_EQ(s.rows(), 59953u);
+  EXPECT_DOUBLE_EQ(s.meta.dt, 1.0 / 148.0);
+  EXPECT_NEAR(s.meta.half_width, 0.0524, 1e-4);
+  EXPECT_NEAR(s.meta.gravity, 9.81, 1e-12);
+  EXPECT_NEAR(s.meta.inertia[0], 0.00081, 1e-7);
+  EXPECT_EQ(s.meta.mass, 0.37);
+  size_t shortest = SIZE_MAX, longest = 0;
+  for (size_t j = 0; j < s.tosses.size(); ++j) {
+    EXPECT_EQ(s.tosses[j].name, std::to_string(j));
+    shortest = std::min(shortest, s.tosses[j].states.size());
+    longest = std::max(longest, s.tosses[j].states.size());
+    for (const StateRow& r : s.tosses[j].states) {
+      const double n = std::sqrt(r[3] * r[3] + r[4] * r[4] + r[5] * r[5] + r[6] * r[6]);
+      ASSERT_NEAR(n, 1.0, 1e-12) << "toss " << j;
+    }
+  }
+  EXPECT_EQ(shortest, 80u);
+  EXPECT_EQ(longest, 442u);
+  // the first position: the raw value (last 8*N bytes of 0.pt) times the length unit
+  const Bytes b = read_bytes(real_dir() + "/0.pt");
+  const size_t n = s.tosses[0].states.size() * 19;
+  ASSERT_GE(b.size(), 8 * n + 8);
+  int64_t count;
+  std::memcpy(&count, &b[b.size() - 8 * n - 8], 8);
+  EXPECT_EQ(count, int64_t(n));
+  for (int c = 0; c < 3; ++c) {
+    double raw;
+    std::memcpy(&raw, &b[b.size() - 8 * n + 8 * c], 8);
+    EXPECT_EQ(s.tosses[0].states[0][c], raw * s.meta.half_width) << "column " << c;
+  }
+  EXPECT_NEAR(s.tosses[0].states[0][0], 4.00523113 * 0.0524, 1e-6);
+}
+
+TEST_F(RealTosses, RepositoryFolderAndTorchHeaderCrossCheck) {
+  // the repository root works too
+  const std::string root = fs::path(real_dir()).parent_path().parent_path().string();
+  EXPECT_EQ(impulse::load_tosses(root).tosses.size(), 570u);
+  // torch's own pickle in 0.pt is parsed: a size that disagrees with the tail
+  // (111 rows -> 110) is caught
+  TempDir d;
+  fs::copy_file(fs::path(real_dir()).parent_path() / "params_processed/experiment.json",
+                d.str("experiment.json"));
+  Bytes b = read_bytes(real_dir() + "/0.pt");
+  const uint8_t size_ops[5] = {'K', 0, 'K', 1, 'K'};  // offset 0, size (1, T, ...
+  const auto at = std::search(b.begin(), b.end(), size_ops, size_ops + 5);
+  ASSERT_NE(at, b.end());
+  ASSERT_EQ(at[5], 111);
+  at[5] = 110;
+  write_bytes(d.str("0.pt"), b);
+  ExpectError([&] { impulse::load_tosses(d.str()); },
+              {d.str("0.pt"), "size (1, 110, 19)", "does not match"});
+}
