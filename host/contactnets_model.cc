@@ -3,6 +3,7 @@
 #include <cmath>
 #include <random>
 
+#include "host/qp_batch.h"
 #include "io/error.h"
 
 namespace impulse {
@@ -96,6 +97,189 @@ PolytopeParams polytope_from_json(const nlohmann::json& j) {
 nlohmann::json PolytopeContactModel::to_json() const {
   nlohmann::json j = polytope_to_json(model_.params());
   j["method"] = method();
+  return j;
+}
+
+void LearnableContactModel::frames(std::vector<TransitionFrame>& batch, int threads) {
+  parallel_for(static_cast<int>(batch.size()), threads, [&](int, int begin, int end) {
+    ContactFrame next;
+    for (int i = begin; i < end; ++i) {
+      evaluate(batch[i].x, batch[i].frame);
+      evaluate(batch[i].x_next, next);
+      batch[i].phi_next = next.phi;
+    }
+  });
+}
+
+void LearnableContactModel::backprop_batch(const std::vector<TransitionFrame>& batch,
+                                           const std::vector<FrameGradient>& g, double* grad) {
+  for (size_t i = 0; i < batch.size(); ++i) backprop(batch[i].x, batch[i].x_next, g[i], grad);
+}
+
+// ---- Deep -----------------------------------------------------------------------
+
+namespace {
+MlpConfig deep_config(std::vector<int> hidden) {
+  MlpConfig c;
+  c.input_size = 12;
+  c.hidden_sizes = std::move(hidden);
+  c.output_size = 3 * PolytopeParams::kVertices;
+  c.activation = Activation::kTanh;
+  return c;
+}
+}  // namespace
+
+DeepContactModel::DeepContactModel(const PolytopeParams& p, double length_unit, uint64_t seed,
+                                   std::vector<int> hidden)
+    : poly_(p), L_(length_unit) {
+  MlpInit init;
+  init.seed = seed;
+  net_ = Mlp(deep_config(std::move(hidden)), init);
+}
+
+DeepContactModel::DeepContactModel(const PolytopeParams& p, double length_unit, Mlp net)
+    : poly_(p), L_(length_unit), net_(std::move(net)) {
+  if (net_.input_size() != 12 || net_.output_size() != 3 * PolytopeParams::kVertices)
+    throw Error("deep contact model: the network must map 12 inputs to 24 outputs");
+}
+
+Eigen::VectorXd DeepContactModel::features(const State& x) const {
+  Eigen::VectorXd f(12);
+  f.head<3>() = x.segment<3>(0) / L_;
+  const Eigen::Matrix3d R = rotation(x);
+  for (int r = 0; r < 3; ++r)
+    for (int c = 0; c < 3; ++c) f(3 + 3 * r + c) = R(r, c);
+  return f;
+}
+
+Eigen::Matrix<double, 12, 6> DeepContactModel::feature_jacobian(const State& x) const {
+  Eigen::Matrix<double, 12, 6> F = Eigen::Matrix<double, 12, 6>::Zero();
+  F.topLeftCorner<3, 3>() = Eigen::Matrix3d::Identity() / L_;
+  const Eigen::Matrix3d R = rotation(x);
+  for (int j = 0; j < 3; ++j) {
+    const Eigen::Matrix3d dR = R * skew(Eigen::Vector3d::Unit(j));  // Ṙ = R [ω]×
+    for (int r = 0; r < 3; ++r)
+      for (int c = 0; c < 3; ++c) F(3 + 3 * r + c, 3 + j) = dR(r, c);
+  }
+  return F;
+}
+
+void DeepContactModel::evaluate(const State& x, ContactFrame& out) const {
+  poly_.evaluate(x, out);
+  const Eigen::VectorXd f = features(x);
+  const Eigen::VectorXd y = net_(f);
+  const Eigen::MatrixXd Jf = net_.input_jacobian(f) * feature_jacobian(x);  // 24 x 6
+  const int k = PolytopeParams::kVertices;
+  const double s = kScale * L_;
+  out.phi += s * y.head(k);
+  out.Jn += s * Jf.topRows(k);
+  out.Jt += s * Jf.bottomRows(2 * k);
+}
+
+int DeepContactModel::parameter_count() const {
+  return PolytopeParams::kSize + static_cast<int>(net_.num_params());
+}
+
+std::vector<double> DeepContactModel::parameters() const {
+  std::vector<double> v = poly_.parameters();
+  v.insert(v.end(), net_.params().data(), net_.params().data() + net_.params().size());
+  return v;
+}
+
+void DeepContactModel::set_parameters(const std::vector<double>& theta) {
+  if (static_cast<int>(theta.size()) != parameter_count())
+    throw Error("deep contact model: expected " + std::to_string(parameter_count()) +
+                " parameters, got " + std::to_string(theta.size()));
+  poly_.set_parameters(std::vector<double>(theta.begin(), theta.begin() + PolytopeParams::kSize));
+  net_.params() = Eigen::Map<const Eigen::VectorXd>(theta.data() + PolytopeParams::kSize,
+                                                    net_.num_params());
+}
+
+std::vector<double> DeepContactModel::parameter_scale(double length_unit) const {
+  std::vector<double> s = poly_.parameter_scale(length_unit);
+  s.resize(parameter_count(), 1.0);
+  return s;
+}
+
+void DeepContactModel::backprop(const State& x, const State& x_next, const FrameGradient& g,
+                                double* grad) const {
+  poly_.backprop(x, x_next, g, grad);
+  const int k = PolytopeParams::kVertices;
+  const double s = kScale * L_;
+  MlpWorkspace ws;
+  Eigen::VectorXd gnet = Eigen::VectorXd::Zero(net_.num_params());
+  const Eigen::VectorXd f = features(x), fn = features(x_next);
+  Eigen::MatrixXd Y(24, 1), J(24, 12);
+  net_.forward_jacobian(f, Y, J, ws);
+  Eigen::MatrixXd dY = Eigen::MatrixXd::Zero(24, 1);
+  dY.topRows(k) = s * g.phi;
+  Eigen::MatrixXd GJ(24, 6);
+  GJ.topRows(k) = g.Jn;
+  GJ.bottomRows(2 * k) = g.Jt;
+  const Eigen::MatrixXd dJ = s * GJ * feature_jacobian(x).transpose();
+  net_.backward(ws, dY, dJ, gnet);
+  net_.forward(fn, Y, ws);
+  dY.setZero();
+  dY.topRows(k) = s * g.phi_next;
+  net_.backward(ws, dY, gnet);
+  Eigen::Map<Eigen::VectorXd>(grad + PolytopeParams::kSize, net_.num_params()) += gnet;
+}
+
+void DeepContactModel::frames(std::vector<TransitionFrame>& batch, int threads) {
+  const int B = static_cast<int>(batch.size()), k = PolytopeParams::kVertices;
+  const double s = kScale * L_;
+  X_.resize(12, B);
+  Xn_.resize(12, B);
+  Y_.resize(24, B);
+  Yn_.resize(24, B);
+  J_.resize(24, 12 * B);
+  for (int i = 0; i < B; ++i) {
+    X_.col(i) = features(batch[i].x);
+    Xn_.col(i) = features(batch[i].x_next);
+  }
+  net_.forward_jacobian(X_, Y_, J_, ws_);
+  net_.forward(Xn_, Yn_, ws_next_);
+  parallel_for(B, threads, [&](int, int begin, int end) {
+    ContactFrame next;
+    for (int i = begin; i < end; ++i) {
+      TransitionFrame& t = batch[i];
+      poly_.evaluate(t.x, t.frame);
+      poly_.evaluate(t.x_next, next);
+      const Eigen::MatrixXd Jf = J_.middleCols(12 * i, 12) * feature_jacobian(t.x);
+      t.frame.phi += s * Y_.col(i).head(k);
+      t.frame.Jn += s * Jf.topRows(k);
+      t.frame.Jt += s * Jf.bottomRows(2 * k);
+      t.phi_next = next.phi + s * Yn_.col(i).head(k);
+    }
+  });
+}
+
+void DeepContactModel::backprop_batch(const std::vector<TransitionFrame>& batch,
+                                      const std::vector<FrameGradient>& g, double* grad) {
+  const int B = static_cast<int>(batch.size()), k = PolytopeParams::kVertices;
+  const double s = kScale * L_;
+  Eigen::MatrixXd dY = Eigen::MatrixXd::Zero(24, B), dYn = Eigen::MatrixXd::Zero(24, B);
+  Eigen::MatrixXd dJ(24, 12 * B);
+  Eigen::MatrixXd GJ(24, 6);
+  for (int i = 0; i < B; ++i) {
+    poly_.backprop(batch[i].x, batch[i].x_next, g[i], grad);
+    dY.col(i).head(k) = s * g[i].phi;
+    dYn.col(i).head(k) = s * g[i].phi_next;
+    GJ.topRows(k) = g[i].Jn;
+    GJ.bottomRows(2 * k) = g[i].Jt;
+    dJ.middleCols(12 * i, 12) = s * GJ * feature_jacobian(batch[i].x).transpose();
+  }
+  Eigen::Map<Eigen::VectorXd> gnet(grad + PolytopeParams::kSize, net_.num_params());
+  net_.backward(ws_, dY, dJ, gnet);
+  net_.backward(ws_next_, dYn, gnet);
+}
+
+nlohmann::json DeepContactModel::to_json() const {
+  nlohmann::json j = poly_.to_json();
+  j["method"] = method();
+  j["network"] = net_.to_json();
+  j["length_unit"] = L_;
+  j["network_scale"] = kScale;
   return j;
 }
 

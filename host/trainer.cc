@@ -20,6 +20,7 @@
 #include "host/qp_batch.h"
 #include "host/simulate.h"
 #include "io/error.h"
+#include "io/npz.h"
 #include "io/zip.h"
 
 namespace impulse {
@@ -139,6 +140,11 @@ class Method {
   virtual double loss(const Transitions& t, const std::vector<int>& idx, int set,
                       std::vector<double>* grad, BatchStats& stats) = 0;
   virtual nlohmann::json params_json() const = 0;
+  // the solver warm starts (ContactNets: per-transition (λ, y) of the last
+  // solve) so that a resumed run continues bit for bit: rows x width, NaN rows
+  // for transitions never solved. Empty when the method has none.
+  virtual NpyArray warm_starts(int) const { return {}; }
+  virtual void set_warm_starts(int, const NpyArray&) {}
   virtual double default_lr() const = 0;
   virtual double default_weight_decay() const = 0;
 };
@@ -167,17 +173,11 @@ class ContactNetsMethod : public Method {
     const int B = static_cast<int>(idx.size());
     frames_.resize(B);
     warm_batch_.resize(B);
-    parallel_for(B, loss_.options().threads, [&](int, int begin, int end) {
-      ContactFrame next;
-      for (int i = begin; i < end; ++i) {
-        TransitionFrame& f = frames_[i];
-        f.x = t.x[idx[i]];
-        f.x_next = t.xn[idx[i]];
-        model_->evaluate(f.x, f.frame);
-        model_->evaluate(f.x_next, next);
-        f.phi_next = next.phi;
-      }
-    });
+    for (int i = 0; i < B; ++i) {
+      frames_[i].x = t.x[idx[i]];
+      frames_[i].x_next = t.xn[idx[i]];
+    }
+    model_->frames(frames_, loss_.options().threads);
     for (int i = 0; i < B; ++i) warm_batch_[i].swap(warm_[set][idx[i]]);
     LossBatchResult r;
     loss_.evaluate(frames_, grad != nullptr, r, &warm_batch_);
@@ -189,12 +189,34 @@ class ContactNetsMethod : public Method {
     for (int i = 0; i < B; ++i) sum += r.qp_loss[i] + r.reg_loss[i];
     if (grad) {
       std::vector<double> g(model_->parameter_count(), 0.0);
-      for (int i = 0; i < B; ++i) model_->backprop(frames_[i].x, frames_[i].x_next, r.grad[i], g.data());
+      model_->backprop_batch(frames_, r.grad, g.data());
       for (size_t j = 0; j < g.size(); ++j) (*grad)[j] += g[j] * scale_[j];
     }
     return sum;
   }
   nlohmann::json params_json() const override { return model_->to_json(); }
+  NpyArray warm_starts(int set) const override {
+    const auto& w = warm_[set];
+    size_t width = 0;
+    for (const auto& v : w) width = std::max(width, v.size());
+    std::vector<double> flat(w.size() * width, std::nan(""));
+    for (size_t i = 0; i < w.size(); ++i)
+      if (w[i].size() == width) std::copy(w[i].begin(), w[i].end(), flat.begin() + i * width);
+    return make_npy({int64_t(w.size()), int64_t(width)}, flat);
+  }
+  void set_warm_starts(int set, const NpyArray& a) override {
+    auto& w = warm_[set];
+    if (a.shape.size() != 2 || a.shape[0] != int64_t(w.size()))
+      throw Error("checkpoint warm starts: expected " + std::to_string(w.size()) + " rows, got " +
+                  shape_string(a.shape));
+    const std::vector<double> flat = a.as<double>();
+    const size_t width = size_t(a.shape[1]);
+    for (size_t i = 0; i < w.size(); ++i) {
+      w[i].clear();
+      if (width > 0 && !std::isnan(flat[i * width]))
+        w[i].assign(flat.begin() + i * width, flat.begin() + (i + 1) * width);
+    }
+  }
   double default_lr() const override { return 5e-4; }
   double default_weight_decay() const override { return 0.0; }
 
@@ -326,7 +348,9 @@ std::unique_ptr<Method> make_method(const TrainConfig& c, const TossMeta& meta,
   if (c.method == "contactnets-polytope")
     return std::make_unique<ContactNetsMethod>(std::make_unique<PolytopeContactModel>(init), lc,
                                                st, opt, n_train, n_valid);
-  throw Error("method '" + c.method + "' is not available in this build yet");
+  return std::make_unique<ContactNetsMethod>(
+      std::make_unique<DeepContactModel>(init, meta.half_width, c.seed * 7919 + 3), lc, st, opt,
+      n_train, n_valid);
 }
 
 std::string format_seconds(double s) {
@@ -390,9 +414,21 @@ TrainResult train(const TrainConfig& cfg, std::ostream& log_out) {
   int start_epoch = 0, since_best = 0;
   nlohmann::json best_params;
   if (fs::exists(ckpt_path)) {
-    const nlohmann::json old_cfg = parse_json_file(config_path.string());
-    if (old_cfg != config_json)
-      throw Error(cfg.out + " holds a run with a different configuration; choose another --out");
+    // the same run may be continued for more epochs or with more patience
+    nlohmann::json old_cfg = parse_json_file(config_path.string()), now = config_json;
+    for (const char* key : {"max_epochs", "patience"}) {
+      old_cfg.erase(key);
+      now.erase(key);
+    }
+    if (old_cfg != now) {
+      std::string diff;
+      for (auto it = now.begin(); it != now.end(); ++it)
+        if (!old_cfg.contains(it.key()) || old_cfg[it.key()] != it.value()) diff += " " + it.key();
+      throw Error(cfg.out + " holds a run with a different configuration (" +
+                  (diff.empty() ? std::string(" fields differ") : diff) +
+                  " ); choose another --out or the same settings to resume");
+    }
+    write_text_atomic(config_path.string(), config_json.dump(2) + "\n");
     const nlohmann::json ck = parse_json_file(ckpt_path.string());
     try {
       theta = ck.at("theta").get<std::vector<double>>();
@@ -419,6 +455,17 @@ TrainResult train(const TrainConfig& cfg, std::ostream& log_out) {
     if (theta.size() != method->variables().size())
       throw Error(ckpt_path.string() + ": parameter count differs from the method's");
     method->set_variables(theta);
+    if (ck.contains("warm_file")) {
+      const fs::path wf = fs::path(cfg.out) / ck["warm_file"].get<std::string>();
+      if (fs::exists(wf)) {
+        const NpzArchive wa = read_npz(wf.string());
+        method->set_warm_starts(0, npz_get(wa, "train", wf.string()));
+        method->set_warm_starts(1, npz_get(wa, "valid", wf.string()));
+      } else {
+        log("note: " + wf.string() + " is missing; the QPs start cold (results may differ in rounding)");
+      }
+    }
+    res.early_stopped = res.early_stopped && since_best >= cfg.patience;
     res.resumed = true;
     log("resuming " + cfg.out + " after epoch " + std::to_string(start_epoch));
   } else {
@@ -533,7 +580,23 @@ TrainResult train(const TrainConfig& cfg, std::ostream& log_out) {
                                {"valid_loss", h.valid_loss}, {"seconds", h.seconds},
                                {"mean_qp_iterations", h.mean_qp_iterations},
                                {"not_solved", h.not_solved}});
+    // warm starts first (their own file, named by epoch), then the checkpoint
+    // that points at them, then the previous warm-start file goes
+    const std::string warm_name = "warm_starts_" + std::to_string(epoch) + ".npz";
+    {
+      NpzArchive wa;
+      wa["train"] = method->warm_starts(0);
+      wa["valid"] = method->warm_starts(1);
+      if (!wa["train"].shape.empty()) {
+        write_npz((fs::path(cfg.out) / warm_name).string(), wa);
+        ck["warm_file"] = warm_name;
+      }
+    }
     write_text_atomic(ckpt_path.string(), ck.dump() + "\n");
+    for (const auto& e : fs::directory_iterator(cfg.out)) {
+      const std::string name = e.path().filename().string();
+      if (name.rfind("warm_starts_", 0) == 0 && name != warm_name) fs::remove(e.path());
+    }
     nlohmann::json pj = best_params;
     pj["method"] = cfg.method;
     pj["best_epoch"] = res.best_epoch;
@@ -567,6 +630,16 @@ class PolytopeTrained : public TrainedModel {
  private:
   PolytopeModel model_;
 };
+class DeepTrained : public TrainedModel {
+ public:
+  DeepTrained(const PolytopeParams& p, double L, Mlp net) : model_(p, L, std::move(net)) {}
+  std::string method() const override { return "contactnets-deep"; }
+  const ContactModel* contact_model() const override { return &model_; }
+
+ private:
+  DeepContactModel model_;
+};
+
 class EndToEndTrained : public TrainedModel {
  public:
   EndToEndTrained(Mlp net, double L) : net_(std::move(net)), L_(L) {}
@@ -609,6 +682,9 @@ RunInfo load_run(const std::string& run_dir, const std::string& params_file) {
   const std::string method = pj.value("method", info.config.method);
   if (method == "contactnets-polytope")
     info.model = std::make_unique<PolytopeTrained>(polytope_from_json(pj));
+  else if (method == "contactnets-deep")
+    info.model = std::make_unique<DeepTrained>(polytope_from_json(pj), pj.at("length_unit").get<double>(),
+                                               Mlp::from_json(pj.at("network")));
   else if (method == "end-to-end")
     info.model = std::make_unique<EndToEndTrained>(Mlp::from_json(pj.at("network")),
                                                    pj.at("length_unit").get<double>());

@@ -4,6 +4,10 @@
 // Jacobian modes, for tanh and relu, with normalization on); deterministic
 // init; bit-exact JSON round trip; workspace reuse. AdamW: a hand-computed
 // step, a quadratic bowl, decoupled weight decay, bit-exact resume.
+// GCC 12: false -Wmaybe-uninitialized positives inside Eigen's AVX-512 code.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <gtest/gtest.h>
 
 #include <Eigen/Dense>
@@ -132,7 +136,8 @@ TEST(Mlp, ForwardMatchesHandWrittenEvaluation) {
       EXPECT_EQ(off, m.num_params());
       for (int o = 0; o < 3; ++o) EXPECT_NEAR(Y(o, s), h[o], 1e-14) << name(act);
       const VectorXd y1 = m(X.col(s));
-      for (int o = 0; o < 3; ++o) EXPECT_EQ(y1[o], Y(o, s));  // column independence
+      // a single column (a matrix-vector product) may round differently from a batch
+      for (int o = 0; o < 3; ++o) EXPECT_NEAR(y1[o], Y(o, s), 1e-15);
     }
   }
 }
@@ -271,8 +276,8 @@ TEST(Mlp, InitIsDeterministicAndPyTorchLike) {
   EXPECT_NE(a.params(), d.params());
   // golden values: mt19937_64 is fully specified and the uniform is ours, so
   // these hold on every standard library
-  EXPECT_EQ(a.params()[0], 0.0) << std::hexfloat << a.params()[0];
-  EXPECT_EQ(a.params()[a.num_params() - 1], 0.0) << std::hexfloat << a.params()[a.num_params() - 1];
+  EXPECT_EQ(a.params()[0], 0x1.d363fbb453f9fp-3);
+  EXPECT_EQ(a.params()[a.num_params() - 1], -0x1.e1b2d317a0964p-4);
   // bounds 1/sqrt(fan_in)
   const std::vector<int> n = c.layer_sizes();
   for (int k = 0; k < a.num_layers(); ++k) {
@@ -383,8 +388,8 @@ TEST(Mlp, MisuseThrows) {
   VectorXd short_grad(m.num_params() - 1);
   EXPECT_THROW(m.backward(ws, MatrixXd::Ones(3, 4), short_grad), Error);
   const Mlp other = small_net(Activation::kTanh, true, {7}, 5, 3);
-  EXPECT_THROW(other.backward(ws, MatrixXd::Ones(3, 4), VectorXd::Zero(other.num_params())),
-               Error);
+  VectorXd other_grad = VectorXd::Zero(other.num_params());
+  EXPECT_THROW(other.backward(ws, MatrixXd::Ones(3, 4), other_grad), Error);
   try {
     m.forward(Xbad, Y, ws);
   } catch (const Error& e) {

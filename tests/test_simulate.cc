@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <limits>
 #include <random>
 #include <sstream>
 #include <string>
@@ -28,6 +29,24 @@ constexpr double kMu = 0.18;
 constexpr double kPi = 3.14159265358979323846;
 
 using MatR = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+// Reductions as plain loops: GCC 12 warns (-Wmaybe-uninitialized, a false
+// positive) inside Eigen's AVX-512 reductions under -march=native.
+double max_abs(const Eigen::MatrixXd& m) {
+  double r = 0.0;
+  for (Eigen::Index i = 0; i < m.size(); ++i) r = std::max(r, std::abs(m.data()[i]));
+  return r;
+}
+double min_of(const Eigen::MatrixXd& m) {
+  double r = std::numeric_limits<double>::infinity();
+  for (Eigen::Index i = 0; i < m.size(); ++i) r = std::min(r, m.data()[i]);
+  return r;
+}
+double sum_of(const Eigen::MatrixXd& m) {
+  double r = 0.0;
+  for (Eigen::Index i = 0; i < m.size(); ++i) r += m.data()[i];
+  return r;
+}
 
 PolytopeModel true_cube() { return PolytopeModel(PolytopeParams::cube(kH, kMu)); }
 
@@ -57,8 +76,8 @@ TEST(SimulateTest, RestingCubeStaysAtRestAndCarriesItsWeight) {
     ASSERT_EQ(info.status, SolveStatus::kSolved) << "step " << t;
     EXPECT_EQ(info.active, 4) << "only the bottom face is in the LCP";
     // the normal impulses carry the weight over the step; no friction is needed
-    EXPECT_NEAR(sim.normal_impulses().sum(), body.mass * body.gravity * opt.dt, 1e-3 * body.mass * body.gravity * opt.dt);
-    EXPECT_LT(sim.tangent_impulses().cwiseAbs().maxCoeff(), 1e-10);
+    EXPECT_NEAR(sum_of(sim.normal_impulses()), body.mass * body.gravity * opt.dt, 1e-3 * body.mass * body.gravity * opt.dt);
+    EXPECT_LT(max_abs(sim.tangent_impulses()), 1e-10);
   }
   EXPECT_LT((position(x) - position(x0)).norm(), 1e-4);
   EXPECT_LT(velocity(x).norm(), 1e-6);
@@ -115,7 +134,7 @@ TEST(SimulateTest, FreeFlightMatchesTheParabola) {
     x = sim.step(cube, x, &info);
     EXPECT_EQ(info.active, 0);
     EXPECT_EQ(info.status, SolveStatus::kSolved);
-    EXPECT_EQ(sim.normal_impulses().norm(), 0.0);
+    EXPECT_EQ(max_abs(sim.normal_impulses()), 0.0);
     // semi-implicit Euler: v_n = v0 − g n dt, p_n = p0 + v0 n dt − g dt² n(n+1)/2
     const Eigen::Vector3d v = v0 - Eigen::Vector3d(0, 0, g * n * dt);
     const Eigen::Vector3d p = p0 + v0 * n * dt - Eigen::Vector3d(0, 0, g * dt * dt * n * (n + 1) / 2);
@@ -181,8 +200,8 @@ void expect_lcp_matches_frame(const Simulator& sim, const SimOptions& opt, const
   for (int a = 0; a < na; ++a) q(a) += f.phi(act[a]) / opt.dt;
   const Eigen::Map<const MatR> Ms(lcp.M, n, n);
   const Eigen::Map<const Eigen::VectorXd> qs(lcp.q, n);
-  EXPECT_LT((Ms - M).cwiseAbs().maxCoeff(), 1e-12 * (1 + M.cwiseAbs().maxCoeff()));
-  EXPECT_LT((qs - q).cwiseAbs().maxCoeff(), 1e-12 * (1 + q.cwiseAbs().maxCoeff()));
+  EXPECT_LT(max_abs(Ms - M), 1e-12 * (1 + max_abs(M)));
+  EXPECT_LT(max_abs(qs - q), 1e-12 * (1 + max_abs(q)));
 }
 
 TEST(SimulateTest, LcpSolutionIsComplementaryNearTheTable) {
@@ -197,7 +216,13 @@ TEST(SimulateTest, LcpSolutionIsComplementaryNearTheTable) {
     Simulator sim(body, opt);
     int contacts_seen = 0;
     for (int trial = 0; trial < 40; ++trial) {
-      State x = make_state({0.01 * nd(rng), 0.01 * nd(rng), 0}, random_quaternion(rng),
+      // any orientation, or (every other trial) nearly face down so that several
+      // corners are within millimetres of the table
+      const Eigen::Quaterniond q0 =
+          trial % 2 ? random_quaternion(rng)
+                    : Eigen::Quaterniond(Eigen::AngleAxisd(0.01 * nd(rng), Eigen::Vector3d::UnitX()) *
+                                         Eigen::AngleAxisd(0.01 * nd(rng), Eigen::Vector3d::UnitY()));
+      State x = make_state({0.01 * nd(rng), 0.01 * nd(rng), 0}, q0,
                            {0.5 * nd(rng), 0.5 * nd(rng), -0.5 + 0.3 * nd(rng)},
                            {3 * nd(rng), 3 * nd(rng), 3 * nd(rng)});
       x(2) = ud(rng) - lowest_corner(x);  // lowest corner from 1 mm deep to 5 mm up
@@ -212,11 +237,11 @@ TEST(SimulateTest, LcpSolutionIsComplementaryNearTheTable) {
       const Eigen::Map<const MatR> M(lcp.M, n, n);
       const Eigen::Map<const Eigen::VectorXd> q(lcp.q, n), z(lcp.z, n);
       const Eigen::VectorXd w = M * z + q;
-      const double scale = 1.0 + (n > 0 ? q.cwiseAbs().maxCoeff() : 0.0);
+      const double scale = 1.0 + max_abs(q);
       if (n > 0) {
-        EXPECT_GE(z.minCoeff(), -1e-12);
-        EXPECT_GE(w.minCoeff(), -1e-9 * scale) << "trial " << trial;
-        EXPECT_LT(z.cwiseProduct(w).cwiseAbs().maxCoeff(), 1e-9 * scale) << "trial " << trial;
+        EXPECT_GE(min_of(z), -1e-12);
+        EXPECT_GE(min_of(w), -1e-9 * scale) << "trial " << trial;
+        EXPECT_LT(max_abs(z.cwiseProduct(w)), 1e-9 * scale) << "trial " << trial;
       }
       // ν' from the reported impulses, and no contact (left out or not) closing
       const ContactFrame& f = sim.frame();
@@ -228,7 +253,7 @@ TEST(SimulateTest, LcpSolutionIsComplementaryNearTheTable) {
       // (left-out contacts have λ_n = 0 and must not close at all)
       const Eigen::VectorXd gap = f.phi / opt.dt + f.Jn * sim.next_velocity() +
                                   opt.regularization * sim.normal_impulses();
-      EXPECT_GE(gap.minCoeff(), -1e-9 * scale) << "trial " << trial;
+      EXPECT_GE(min_of(gap), -1e-9 * scale) << "trial " << trial;
       // friction inside the (lumped, μ = 1) polygonal cone, widened by r γ_i:
       // ‖λ_t,i‖ ≤ Σ_j β_ij ≤ λ_n,i + r γ_i
       std::vector<double> gamma(f.contacts(), 0.0);
@@ -239,7 +264,7 @@ TEST(SimulateTest, LcpSolutionIsComplementaryNearTheTable) {
         EXPECT_LE(sim.tangent_impulses().segment<2>(2 * i).norm(),
                   sim.normal_impulses()(i) + opt.regularization * gamma[i] + 1e-12);
     }
-    EXPECT_GT(contacts_seen, 40) << "the poses should make contact";
+    EXPECT_GT(contacts_seen, 60) << "the poses should make contact";
   }
 }
 
@@ -257,8 +282,8 @@ TEST(SimulateTest, LeavingOutSeparatedContactsChangesNothingWithoutSliding) {
   const State ya = a.step(cube, rest, &ia), yb = b.step(cube, rest, &ib);
   EXPECT_EQ(ia.active, 4);
   EXPECT_EQ(ib.active, 8);
-  EXPECT_LT((ya - yb).cwiseAbs().maxCoeff(), 1e-12);
-  EXPECT_LT((a.normal_impulses() - b.normal_impulses()).cwiseAbs().maxCoeff(), 1e-12);
+  EXPECT_LT(max_abs(ya - yb), 1e-12);
+  EXPECT_LT(max_abs(a.normal_impulses() - b.normal_impulses()), 1e-12);
 
   const State flying = make_state({0, 0, 0.5}, Eigen::Quaterniond::Identity(), {1, 0, 0}, {0, 0, 0});
   const State fa = a.step(cube, flying, &ia), fb = b.step(cube, flying, &ib);

@@ -1,0 +1,228 @@
+// Training end to end: recovery of a known cube from a 40%-noise start on the
+// project's synthetic tosses, resume after an interruption, the three methods'
+// runs and evaluations, and a short run on the real tosses.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "host/contactnets_model.h"
+#include "host/evaluate.h"
+#include "host/synthetic.h"
+#include "host/trainer.h"
+#include "io/error.h"
+
+namespace impulse {
+namespace {
+namespace fs = std::filesystem;
+
+std::string temp_dir(const std::string& name) {
+  const fs::path p = fs::path(::testing::TempDir()) / ("impulse_trainer_" + name);
+  fs::remove_all(p);
+  fs::create_directories(p);
+  return p.string();
+}
+
+// a small synthetic data set written once per test binary
+const std::string& synthetic_file() {
+  static const std::string path = [] {
+    const std::string dir = temp_dir("data");
+    SyntheticConfig sc;
+    sc.n_tosses = 40;
+    sc.seed = 5;
+    const TossSet set = generate_synthetic_tosses(sc);
+    const std::string p = dir + "/syn40.npz";
+    write_tosses(p, set);
+    return p;
+  }();
+  return path;
+}
+
+nlohmann::json read_json(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return nlohmann::json::parse(ss.str());
+}
+
+TEST(Trainer, PolytopeRecoversTheTrueCubeFromNoisyStart) {
+  TrainConfig c;
+  c.data = synthetic_file();
+  c.out = temp_dir("recover");
+  c.seed = 2;
+  c.lr = 5e-3;
+  c.max_epochs = 30;
+  c.patience = 100;
+  c.progress = false;
+  std::ostringstream log;
+  const TrainResult r = train(c, log);
+  ASSERT_EQ(static_cast<int>(r.history.size()), 31);
+  EXPECT_LT(r.best_valid, 0.05 * r.history[0].valid_loss) << log.str();
+  const PolytopeParams init = polytope_from_json(read_json(c.out + "/init_params.json"));
+  const PolytopeParams got = polytope_from_json(read_json(c.out + "/params.json"));
+  const PolytopeParams truth = PolytopeParams::cube(0.0524, 0.18);
+  // the start really is far: the paper's 40% noise
+  EXPECT_GT((init.normal_vertices - truth.normal_vertices).cwiseAbs().maxCoeff(), 0.01);
+  // normal direction within 0.01 rad and unit length within 1%
+  EXPECT_LT(std::acos(std::min(1.0, got.normal.normalized().dot(truth.normal))), 0.01);
+  EXPECT_NEAR(got.normal.norm(), 1.0, 0.01);
+  // friction (row norms of T) within 5%, tangent rows perpendicular to the normal
+  for (int r2 = 0; r2 < 2; ++r2) {
+    EXPECT_NEAR(got.tangent.row(r2).norm(), 0.18, 0.05 * 0.18);
+    EXPECT_LT(std::abs(got.tangent.row(r2).normalized().dot(got.normal.normalized())), 0.02);
+  }
+  // normal vertices within 3% of the half-width; tangent vertices (weakly
+  // determined: they only enter through J_t) within 15%
+  EXPECT_LT((got.normal_vertices - truth.normal_vertices).cwiseAbs().maxCoeff(), 0.03 * 0.0524);
+  EXPECT_LT((got.tangent_vertices - truth.tangent_vertices).cwiseAbs().maxCoeff(), 0.15 * 0.0524);
+
+  // rollouts of the learned model beat the initial guess's
+  EvalOptions eo;
+  eo.run_dir = c.out;
+  const nlohmann::json learned = evaluate_run(eo);
+  eo.params = "init_params.json";
+  const nlohmann::json initial = evaluate_run(eo);
+  for (const char* key : {"position_error_m", "position_error_pct_width", "rotation_error_deg",
+                          "penetration_m", "penetration_pct_width", "n_tosses"})
+    ASSERT_TRUE(learned.contains(key)) << key;
+  EXPECT_EQ(learned["n_tosses"].get<int>(), 8);  // 20% of 40
+  EXPECT_LT(learned["penetration_m"].get<double>(), 0.5 * initial["penetration_m"].get<double>());
+  EXPECT_LT(learned["position_error_m"].get<double>(), initial["position_error_m"].get<double>());
+  EXPECT_LT(learned["penetration_pct_width"].get<double>(), 2.0);
+}
+
+// An interrupted run resumed from its checkpoint ends exactly where the
+// uninterrupted run ends.
+TEST(Trainer, ResumeAfterInterruptionIsBitExact) {
+  TrainConfig c;
+  c.data = synthetic_file();
+  c.seed = 4;
+  c.tosses = 6;
+  c.max_epochs = 4;
+  c.progress = false;
+  std::ostringstream log;
+  c.out = temp_dir("straight");
+  const TrainResult a = train(c, log);
+  c.out = temp_dir("interrupted");
+  c.max_epochs = 2;
+  const TrainResult b1 = train(c, log);
+  EXPECT_FALSE(b1.resumed);
+  c.max_epochs = 4;
+  const TrainResult b2 = train(c, log);
+  EXPECT_TRUE(b2.resumed);
+  ASSERT_EQ(a.history.size(), b2.history.size());
+  for (size_t i = 0; i < a.history.size(); ++i) {
+    EXPECT_EQ(a.history[i].valid_loss, b2.history[i].valid_loss) << "epoch " << i;
+    EXPECT_EQ(a.history[i].train_loss, b2.history[i].train_loss) << "epoch " << i;
+  }
+  EXPECT_EQ(read_json((fs::path(::testing::TempDir()) / "impulse_trainer_straight" / "params.json").string())["normal"],
+            read_json(c.out + "/params.json")["normal"]);
+  // a different configuration in the same directory is refused, naming the field
+  c.lr = 1e-2;
+  try {
+    train(c, log);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("lr"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Trainer, SameSeedSameRun) {
+  TrainConfig c;
+  c.data = synthetic_file();
+  c.seed = 9;
+  c.tosses = 4;
+  c.max_epochs = 2;
+  c.progress = false;
+  std::ostringstream log;
+  c.out = temp_dir("seed_a");
+  const TrainResult a = train(c, log);
+  c.out = temp_dir("seed_b");
+  const TrainResult b = train(c, log);
+  ASSERT_EQ(a.history.size(), b.history.size());
+  for (size_t i = 0; i < a.history.size(); ++i) EXPECT_EQ(a.history[i].valid_loss, b.history[i].valid_loss);
+}
+
+TEST(Trainer, DeepAndEndToEndTrainAndEvaluate) {
+  for (const char* method : {"contactnets-deep", "end-to-end"}) {
+    TrainConfig c;
+    c.method = method;
+    c.data = synthetic_file();
+    c.seed = 1;
+    c.tosses = 6;
+    c.max_epochs = 3;
+    c.progress = false;
+    c.out = temp_dir(std::string("m_") + method);
+    std::ostringstream log;
+    const TrainResult r = train(c, log);
+    EXPECT_LT(r.best_valid, r.history[0].valid_loss) << method << "\n" << log.str();
+    EvalOptions eo;
+    eo.run_dir = c.out;
+    eo.tosses = "0,1";
+    const nlohmann::json m = evaluate_run(eo);
+    EXPECT_EQ(m["method"].get<std::string>(), method);
+    EXPECT_EQ(m["n_tosses"].get<int>(), 2);
+    EXPECT_TRUE(std::isfinite(m["position_error_m"].get<double>()));
+    // the rollout CSV has a header and one row per state
+    const std::string csv = c.out + "/r.csv";
+    rollout_run(eo, 0, csv);
+    std::ifstream f(csv);
+    std::string line;
+    int rows = 0;
+    while (std::getline(f, line)) ++rows;
+    EXPECT_GT(rows, 2);
+  }
+}
+
+TEST(Trainer, BadInputIsRejectedWithAMessage) {
+  TrainConfig c;
+  c.data = synthetic_file();
+  c.out = temp_dir("bad");
+  c.method = "nonsense";
+  std::ostringstream log;
+  EXPECT_THROW(train(c, log), Error);
+  c.method = "contactnets-polytope";
+  c.data = c.out + "/missing.npz";
+  EXPECT_THROW(train(c, log), Error);
+  c.data = synthetic_file();
+  c.friction = "hexagon";
+  EXPECT_THROW(train(c, log), Error);
+  EvalOptions eo;
+  eo.run_dir = c.out + "/no_such_run";
+  EXPECT_THROW(evaluate_run(eo), Error);
+}
+
+// A short run on the real tosses: the validation loss falls and the learned
+// model's rollouts penetrate the table less than the initial guess's.
+TEST(TrainerRealData, ShortRunLowersLossAndPenetration) {
+  const std::string data = std::string(IMPULSE_SHARED_DATA_DIR) + "/cube_toss/contact-nets/data/tosses_processed";
+  if (!fs::exists(data)) GTEST_SKIP() << "real cube tosses not found at " << data;
+  TrainConfig c;
+  c.data = data;
+  c.seed = 0;
+  c.tosses = 8;
+  c.max_epochs = 4;
+  c.lr = 5e-3;
+  c.progress = false;
+  c.out = temp_dir("real");
+  std::ostringstream log;
+  const TrainResult r = train(c, log);
+  EXPECT_LT(r.best_valid, r.history[0].valid_loss) << log.str();
+  EvalOptions eo;
+  eo.run_dir = c.out;
+  eo.tosses = "";
+  const RunInfo info = load_run(c.out);
+  std::string list;
+  for (int i = 0; i < 12; ++i) list += (i ? "," : "") + std::to_string(info.split.test[i]);
+  eo.tosses = list;
+  eo.data = data;
+  const double learned = evaluate_run(eo)["penetration_m"].get<double>();
+  eo.params = "init_params.json";
+  const double initial = evaluate_run(eo)["penetration_m"].get<double>();
+  EXPECT_LT(learned, initial) << "learned " << learned << " m, initial guess " << initial << " m";
+}
+
+}  // namespace
+}  // namespace impulse
