@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <exception>
 #include <limits>
+#include <mutex>
 
 #include "host/qp_batch.h"
 #include "io/error.h"
@@ -356,12 +358,21 @@ std::vector<RolloutResult> rollout_tosses(const ContactModel& model, const BodyP
   if (count == 0) return out;
   const int t = std::min(resolve_threads(threads), count);
   std::vector<Simulator> sims(t, Simulator(body, options));
+  // an exception must not leave an OpenMP region: keep the first, rethrow after
+  std::mutex mu;
+  std::exception_ptr error;
   parallel_for(count, t, [&](int worker, int begin, int end) {
     for (int j = begin; j < end; ++j) {
-      const Toss& toss = tosses[idx[j]];
-      rollout(sims[worker], model, toss.states.front(), static_cast<int>(toss.states.size()), out[j]);
+      try {
+        const Toss& toss = tosses[idx[j]];
+        rollout(sims[worker], model, toss.states.front(), static_cast<int>(toss.states.size()), out[j]);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(mu);
+        if (!error) error = std::current_exception();
+      }
     }
   });
+  if (error) std::rethrow_exception(error);
   return out;
 }
 

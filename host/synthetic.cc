@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <exception>
+#include <mutex>
 #include <random>
 #include <string>
 
@@ -117,6 +119,55 @@ TossMeta SyntheticConfig::meta() const {
   return m;
 }
 
+// Simulates toss j of the set (see the header) into `toss`.
+static void simulate_toss(const SyntheticConfig& config, const PolytopeModel& truth,
+                          Simulator& sim, int j, Toss& toss) {
+  const double h = config.half_width;
+  const double corner_reach = std::sqrt(3.0) * h;  // fastest corner: |v| + √3 h |ω|
+  Draw d(splitmix64(config.seed ^ splitmix64(static_cast<uint64_t>(j) + 1)));
+  // initial state: orientation, then height of the lowest corner, velocities
+  const Eigen::Quaterniond q = random_rotation(d);
+  const Eigen::Matrix3d R = q.toRotationMatrix();
+  const double reach = h * (std::abs(R(2, 0)) + std::abs(R(2, 1)) + std::abs(R(2, 2)));
+  const double lowest = d.uniform(config.height_min, config.height_max);
+  const Eigen::Vector3d p(0.0, 0.0, lowest + reach);
+  const double vx = d.normal(config.horizontal_velocity_std);
+  const double vy = d.normal(config.horizontal_velocity_std);
+  const double vz = d.uniform(config.vertical_velocity_min, config.vertical_velocity_max);
+  const double wx = d.normal(config.angular_velocity_std);
+  const double wy = d.normal(config.angular_velocity_std);
+  const double wz = d.normal(config.angular_velocity_std);
+  const int uniform_len = d.integer(config.min_states, config.max_states);
+  State x = make_state(p, q, Eigen::Vector3d(vx, vy, vz), Eigen::Vector3d(wx, wy, wz));
+
+  // simulate up to max_states rows, cutting rest_tail rows after rest
+  toss.name = std::to_string(j);
+  toss.states.clear();
+  toss.states.reserve(config.max_states);
+  toss.states.push_back(to_row(x));
+  int len = config.stop_at_rest ? config.max_states : uniform_len;
+  bool at_rest = false;
+  for (int r = 1; r < len; ++r) {
+    x = sim.step(truth, x, nullptr);
+    toss.states.push_back(to_row(x));
+    if (config.stop_at_rest && !at_rest) {
+      const double speed = x.segment<3>(7).norm() + corner_reach * x.segment<3>(10).norm();
+      const Eigen::Matrix3d Rx = rotation(x);
+      const double low = x(2) - h * (std::abs(Rx(2, 0)) + std::abs(Rx(2, 1)) + std::abs(Rx(2, 2)));
+      if (speed <= config.rest_speed && low <= kRestHeight) {
+        at_rest = true;
+        len = std::min(config.max_states, std::max(config.min_states, r + 1 + config.rest_tail));
+      }
+    }
+  }
+  toss.states.resize(len);
+
+  // measurement noise on the stored positions
+  if (config.position_noise_std > 0.0)
+    for (StateRow& row : toss.states)
+      for (int c = 0; c < 3; ++c) row[c] += d.normal(config.position_noise_std);
+}
+
 TossSet generate_synthetic_tosses(const SyntheticConfig& config) {
   if (const char* m = config.validate()) throw Error(std::string("SyntheticConfig: ") + m);
   TossSet set;
@@ -130,54 +181,20 @@ TossSet generate_synthetic_tosses(const SyntheticConfig& config) {
   const SimOptions options = config.sim_options();
   const int t = std::min(resolve_threads(config.threads), config.n_tosses);
   std::vector<Simulator> sims(t, Simulator(body, options));
-  const double h = config.half_width;
-  const double corner_reach = std::sqrt(3.0) * h;  // fastest corner: |v| + √3 h |ω|
-
+  // an exception must not leave an OpenMP region: keep the first, rethrow after
+  std::mutex mu;
+  std::exception_ptr error;
   parallel_for(config.n_tosses, t, [&](int worker, int begin, int end) {
-    Simulator& sim = sims[worker];
     for (int j = begin; j < end; ++j) {
-      Draw d(splitmix64(config.seed ^ splitmix64(static_cast<uint64_t>(j) + 1)));
-      // initial state: orientation, then height of the lowest corner, velocities
-      const Eigen::Quaterniond q = random_rotation(d);
-      const Eigen::Matrix3d R = q.toRotationMatrix();
-      const double reach = h * (std::abs(R(2, 0)) + std::abs(R(2, 1)) + std::abs(R(2, 2)));
-      const double lowest = d.uniform(config.height_min, config.height_max);
-      const Eigen::Vector3d p(0.0, 0.0, lowest + reach);
-      const double vx = d.normal(config.horizontal_velocity_std);
-      const double vy = d.normal(config.horizontal_velocity_std);
-      const double vz = d.uniform(config.vertical_velocity_min, config.vertical_velocity_max);
-      const double wx = d.normal(config.angular_velocity_std);
-      const double wy = d.normal(config.angular_velocity_std);
-      const double wz = d.normal(config.angular_velocity_std);
-      const int uniform_len = d.integer(config.min_states, config.max_states);
-      State x = make_state(p, q, Eigen::Vector3d(vx, vy, vz), Eigen::Vector3d(wx, wy, wz));
-
-      // simulate up to max_states rows, cutting rest_tail rows after rest
-      Toss& toss = set.tosses[j];
-      toss.name = std::to_string(j);
-      toss.states.clear();
-      toss.states.reserve(config.max_states);
-      toss.states.push_back(to_row(x));
-      int len = config.stop_at_rest ? config.max_states : uniform_len;
-      for (int r = 1; r < len; ++r) {
-        x = sim.step(truth, x, nullptr);
-        toss.states.push_back(to_row(x));
-        if (config.stop_at_rest && len == config.max_states) {
-          const double speed = x.segment<3>(7).norm() + corner_reach * x.segment<3>(10).norm();
-          const Eigen::Matrix3d Rx = rotation(x);
-          const double low = x(2) - h * (std::abs(Rx(2, 0)) + std::abs(Rx(2, 1)) + std::abs(Rx(2, 2)));
-          if (speed <= config.rest_speed && low <= kRestHeight)
-            len = std::min(config.max_states, std::max(config.min_states, r + 1 + config.rest_tail));
-        }
+      try {
+        simulate_toss(config, truth, sims[worker], j, set.tosses[j]);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(mu);
+        if (!error) error = std::current_exception();
       }
-      toss.states.resize(len);
-
-      // measurement noise on the stored positions
-      if (config.position_noise_std > 0.0)
-        for (StateRow& row : toss.states)
-          for (int c = 0; c < 3; ++c) row[c] += d.normal(config.position_noise_std);
     }
   });
+  if (error) std::rethrow_exception(error);
   return set;
 }
 

@@ -217,7 +217,10 @@ class ContactNetsMethod : public Method {
         w[i].assign(flat.begin() + i * width, flat.begin() + (i + 1) * width);
     }
   }
-  double default_lr() const override { return 5e-4; }
+  // the paper used 5e-4 with one transition per step; with 64 per step 5e-3
+  // reaches the same validation loss in far fewer epochs (checked on the
+  // synthetic and real tosses)
+  double default_lr() const override { return 5e-3; }
   double default_weight_decay() const override { return 0.0; }
 
  private:

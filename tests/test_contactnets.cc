@@ -184,3 +184,80 @@ TEST(ContactNetsLoss, RejectsMismatchedFrames) {
 
 }  // namespace
 }  // namespace impulse
+
+namespace impulse {
+namespace {
+
+double deep_total(ContactNetsLoss& loss, DeepContactModel& m, std::vector<TransitionFrame> frames,
+                  std::vector<double>* grad, bool batched) {
+  if (batched) {
+    m.frames(frames, 1);
+  } else {
+    for (auto& t : frames) {
+      m.evaluate(t.x, t.frame);
+      ContactFrame next;
+      m.evaluate(t.x_next, next);
+      t.phi_next = next.phi;
+    }
+  }
+  LossBatchResult r;
+  loss.evaluate(frames, grad != nullptr, r);
+  double L = 0;
+  for (size_t i = 0; i < frames.size(); ++i) L += r.qp_loss[i] + r.reg_loss[i];
+  if (grad) {
+    grad->assign(m.parameter_count(), 0.0);
+    if (batched) {
+      m.backprop_batch(frames, r.grad, grad->data());
+    } else {
+      for (size_t i = 0; i < frames.size(); ++i)
+        m.backprop(frames[i].x, frames[i].x_next, r.grad[i], grad->data());
+    }
+  }
+  return L;
+}
+
+// ContactNets Deep: the network's Jacobian enters J_n, J_t; the gradient with
+// respect to every polytope parameter and to network weights of every layer
+// matches central differences, and the batched path equals the per-sample one.
+TEST(ContactNetsDeep, GradientMatchesFiniteDifferences) {
+  ContactNetsLossConfig cfg;
+  BatchOptions opt;
+  opt.threads = 1;
+  ContactNetsLoss loss(cfg, tight(), opt);
+  const PolytopeParams start = perturb_polytope(PolytopeParams::cube(0.0524, 0.18), 0.3, 8);
+  DeepContactModel model(start, cfg.length_unit, 17, {6, 5});
+  // larger network weights so its share of φ and J is not negligible
+  std::vector<double> theta = model.parameters();
+  for (size_t i = PolytopeParams::kSize; i < theta.size(); ++i) theta[i] *= 4.0;
+  model.set_parameters(theta);
+  PolytopeContactModel poly(start);
+  const auto frames = random_transitions(poly, 5, 13);
+  std::vector<double> g, g_batched;
+  deep_total(loss, model, frames, &g, false);
+  deep_total(loss, model, frames, &g_batched, true);
+  ASSERT_EQ(g.size(), g_batched.size());
+  for (size_t i = 0; i < g.size(); ++i)
+    EXPECT_NEAR(g[i], g_batched[i], 1e-9 * (1 + std::abs(g[i]))) << "parameter " << i;
+  const std::vector<double> scale = model.parameter_scale(cfg.length_unit);
+  double worst = 0, gmax = 0;
+  int checked = 0;
+  for (size_t i = 0; i < theta.size(); i += (i < PolytopeParams::kSize ? 1 : 3)) {
+    const double h = 1e-6 * scale[i];
+    std::vector<double> tp = theta, tm = theta;
+    tp[i] += h;
+    tm[i] -= h;
+    DeepContactModel mp = model, mm = model;
+    mp.set_parameters(tp);
+    mm.set_parameters(tm);
+    const double fd = (deep_total(loss, mp, frames, nullptr, false) -
+                       deep_total(loss, mm, frames, nullptr, false)) / (2 * h);
+    worst = std::max(worst, std::abs(fd - g[i]) * scale[i]);
+    gmax = std::max(gmax, std::abs(g[i]) * scale[i]);
+    ++checked;
+  }
+  EXPECT_GT(checked, 80);
+  EXPECT_LT(worst, 1e-5 * std::max(1.0, gmax)) << "largest |fd - analytic| " << worst << ", max |grad| " << gmax;
+}
+
+}  // namespace
+}  // namespace impulse

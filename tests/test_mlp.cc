@@ -142,6 +142,27 @@ TEST(Mlp, ForwardMatchesHandWrittenEvaluation) {
   }
 }
 
+TEST(Mlp, TanhIsWithinAFewUlpOfStdTanh) {
+  // y = tanh(x) through a 1 -> 1 -> 1 network with unit weights and zero biases
+  MlpConfig c;
+  c.input_size = c.output_size = 1;
+  c.hidden_sizes = {1};
+  Mlp m(c);
+  m.params() << 1, 0, 1, 0;
+  std::vector<double> xs{0.0, 1e-300, -1e-12, 1e-6, 0.1, -0.3, 0.6249999, 0.625, -0.625, 0.7,
+                         1.0, -2.5, 10.0, 19.0, -30.0, 400.0, -1e300};
+  for (int i = 0; i < 2000; ++i) xs.push_back(-4.0 + 8.0 * i / 1999.0);
+  MatrixXd X = Eigen::Map<const MatrixXd>(xs.data(), 1, Eigen::Index(xs.size())), Y(1, X.cols());
+  MlpWorkspace ws;
+  m.forward(X, Y, ws);
+  for (Eigen::Index j = 0; j < X.cols(); ++j) {
+    const double want = std::tanh(X(0, j));
+    const double ulp = std::nextafter(std::abs(want), 2.0) - std::abs(want);
+    EXPECT_LE(std::abs(Y(0, j) - want), 4 * (want == 0 ? std::numeric_limits<double>::denorm_min() : ulp))
+        << "x = " << X(0, j);
+  }
+}
+
 // ---- (b) backward of an output loss ---------------------------------------------
 
 TEST(Mlp, OutputGradientsMatchFiniteDifferences) {

@@ -245,9 +245,13 @@ TEST(SimulateTest, LcpSolutionIsComplementaryNearTheTable) {
       }
       // ν' from the reported impulses, and no contact (left out or not) closing
       const ContactFrame& f = sim.frame();
-      const Vec6 nu = sim.free_velocity() + body.mass_matrix_inverse() *
-                                                 (f.Jn.transpose() * sim.normal_impulses() +
-                                                  f.Jt.transpose() * sim.tangent_impulses());
+      Vec6 impulse = Vec6::Zero();  // J_nᵀ λ_n + J_tᵀ λ_t
+      for (int i = 0; i < f.contacts(); ++i)
+        for (int c = 0; c < 6; ++c)
+          impulse(c) += f.Jn(i, c) * sim.normal_impulses()(i) +
+                        f.Jt(2 * i, c) * sim.tangent_impulses()(2 * i) +
+                        f.Jt(2 * i + 1, c) * sim.tangent_impulses()(2 * i + 1);
+      const Vec6 nu = sim.free_velocity() + body.mass_matrix_inverse() * impulse;
       EXPECT_LT((nu - sim.next_velocity()).norm(), 1e-10);
       // no contact closes beyond the regularization's compliance: w_n = gap + r λ_n ≥ 0
       // (left-out contacts have λ_n = 0 and must not close at all)
@@ -290,6 +294,30 @@ TEST(SimulateTest, LeavingOutSeparatedContactsChangesNothingWithoutSliding) {
   EXPECT_EQ(ia.active, 0);
   EXPECT_DOUBLE_EQ(fa(7), 1.0);
   EXPECT_LT(fb(7), 1.0 - 1e-5) << "the artifact this option exists to remove";
+}
+
+TEST(SimulateTest, FailedSolveReportsItsStatusAndKeepsAFiniteStep) {
+  // a pivot cap far too small for a sliding landing: every attempt fails
+  const BodyParams body;
+  SimOptions opt;
+  opt.lemke.max_pivots = 2;
+  opt.regularization_retries = 1;
+  const PolytopeModel cube = true_cube();
+  Simulator sim(body, opt);
+  const Eigen::Quaterniond tilt(Eigen::AngleAxisd(0.02, Eigen::Vector3d(1, 1, 0).normalized()));
+  State x = make_state({0, 0, 0}, tilt, {0.4, -0.3, -0.3}, {1, -2, 0.5});
+  x(2) = -0.0005 - lowest_corner(x) + x(2);
+  StepInfo info;
+  const State y = sim.step(cube, x, &info);
+  EXPECT_EQ(info.status, SolveStatus::kMaxIterations);
+  EXPECT_GE(info.solves, 2) << "one retry with 10x regularization";
+  EXPECT_GT(info.active, 0);
+  EXPECT_TRUE(y.allFinite());
+  // the same step with the default cap solves
+  Simulator ok(body, SimOptions{});
+  ok.step(cube, x, &info);
+  EXPECT_EQ(info.status, SolveStatus::kSolved);
+  EXPECT_EQ(info.solves, 1);
 }
 
 TEST(SimulateTest, RejectsBadOptionsAndFrames) {
@@ -533,6 +561,17 @@ TEST(RolloutTest, BatchMatchesSerialAndIgnoresThreadCount) {
     EXPECT_GT(trajectory_errors(serial.states, toss.states, kH).position_m, 1e-4) << "the models differ";
   }
   EXPECT_THROW(rollout_tosses(other, body, opt, set.tosses, {5}, 1), Error);
+
+  // a model's misuse error inside the parallel loop reaches the caller
+  struct BadModel : ContactModel {
+    int contacts() const override { return 1; }
+    void evaluate(const State&, ContactFrame& out) const override {
+      out.phi = Eigen::VectorXd::Zero(1);
+      out.Jn = Eigen::MatrixXd::Zero(1, 6);
+      out.Jt = Eigen::MatrixXd::Zero(1, 6);  // should be 2 x 6
+    }
+  } bad;
+  EXPECT_THROW(rollout_tosses(bad, body, opt, set.tosses, {}, 2), Error);
 }
 
 }  // namespace
