@@ -21,10 +21,14 @@ std::vector<double> to_vec(const Eigen::VectorXd& v) {
 }  // namespace
 
 void AdamWSettings::validate() const {
-  if (!(std::isfinite(lr) && lr > 0)) throw Error("AdamWSettings: lr must be finite and > 0, got " + num(lr));
-  if (!(beta1 >= 0 && beta1 < 1)) throw Error("AdamWSettings: beta1 must be in [0, 1), got " + num(beta1));
-  if (!(beta2 >= 0 && beta2 < 1)) throw Error("AdamWSettings: beta2 must be in [0, 1), got " + num(beta2));
-  if (!(std::isfinite(eps) && eps > 0)) throw Error("AdamWSettings: eps must be finite and > 0, got " + num(eps));
+  if (!(std::isfinite(lr) && lr > 0))
+    throw Error("AdamWSettings: lr must be finite and > 0, got " + num(lr));
+  if (!(beta1 >= 0 && beta1 < 1))
+    throw Error("AdamWSettings: beta1 must be in [0, 1), got " + num(beta1));
+  if (!(beta2 >= 0 && beta2 < 1))
+    throw Error("AdamWSettings: beta2 must be in [0, 1), got " + num(beta2));
+  if (!(std::isfinite(eps) && eps > 0))
+    throw Error("AdamWSettings: eps must be finite and > 0, got " + num(eps));
   if (!(std::isfinite(weight_decay) && weight_decay >= 0))
     throw Error("AdamWSettings: weight_decay must be finite and >= 0, got " + num(weight_decay));
 }
@@ -53,7 +57,8 @@ void AdamW::reset() {
   v_.setZero();
 }
 
-void AdamW::step(Eigen::Ref<Eigen::VectorXd> params, const Eigen::Ref<const Eigen::VectorXd>& grad) {
+void AdamW::step(Eigen::Ref<Eigen::VectorXd> params,
+                 const Eigen::Ref<const Eigen::VectorXd>& grad) {
   const Eigen::Index n = size();
   if (params.size() != n)
     throw Error("AdamW::step: params: expected " + std::to_string(n) + " entries, got " +
@@ -63,7 +68,8 @@ void AdamW::step(Eigen::Ref<Eigen::VectorXd> params, const Eigen::Ref<const Eige
                 std::to_string(grad.size()));
   for (Eigen::Index i = 0; i < n; ++i)
     if (!std::isfinite(grad[i]))
-      throw Error("AdamW::step: grad[" + std::to_string(i) + "] is not finite (" + num(grad[i]) + ")");
+      throw Error("AdamW::step: grad[" + std::to_string(i) + "] is not finite (" + num(grad[i]) +
+                  ")");
   const AdamWSettings& s = settings_;
   ++step_;
   // the operations and their order follow torch.optim.adamw._single_tensor_adamw
@@ -102,7 +108,8 @@ nlohmann::json AdamW::to_json() const {
 AdamW AdamW::from_json(const nlohmann::json& j) {
   try {
     if (j.at("format").get<std::string>() != "impulse.adamw")
-      throw Error("AdamW::from_json: format: expected \"impulse.adamw\", got " + j.at("format").dump());
+      throw Error("AdamW::from_json: format: expected \"impulse.adamw\", got " +
+                  j.at("format").dump());
     if (j.at("version").get<int>() != 1)
       throw Error("AdamW::from_json: version: expected 1, got " + j.at("version").dump());
     const nlohmann::json& js = j.at("settings");
@@ -115,11 +122,12 @@ AdamW AdamW::from_json(const nlohmann::json& j) {
     const auto m = j.at("m").get<std::vector<double>>();
     const auto v = j.at("v").get<std::vector<double>>();
     if (m.size() != v.size())
-      throw Error("AdamW::from_json: m and v: expected equal lengths, got " + std::to_string(m.size()) +
-                  " and " + std::to_string(v.size()));
+      throw Error("AdamW::from_json: m and v: expected equal lengths, got " +
+                  std::to_string(m.size()) + " and " + std::to_string(v.size()));
     AdamW opt(Eigen::Index(m.size()), s);
     opt.step_ = j.at("step").get<std::int64_t>();
-    if (opt.step_ < 0) throw Error("AdamW::from_json: step must be >= 0, got " + std::to_string(opt.step_));
+    if (opt.step_ < 0)
+      throw Error("AdamW::from_json: step must be >= 0, got " + std::to_string(opt.step_));
     opt.m_ = Eigen::Map<const Eigen::VectorXd>(m.data(), Eigen::Index(m.size()));
     opt.v_ = Eigen::Map<const Eigen::VectorXd>(v.data(), Eigen::Index(v.size()));
     return opt;

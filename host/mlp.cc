@@ -4,6 +4,7 @@
 // (n x output_size per sample). The Jacobian-dependent backward is reverse-mode
 // differentiation of those tangent computations. For tanh σ' = 1 - a² and
 // σ'' = -2 a σ'; for relu σ' = [z > 0] and σ'' = 0.
+
 // GCC 12 reports false -Wmaybe-uninitialized positives inside Eigen's AVX-512
 // packing code (_mm512_undefined_pd); they are not about this file.
 #if defined(__GNUC__) && !defined(__clang__)
@@ -68,8 +69,8 @@ void tanh_inplace(double* p, Index n) {
     const A e = (-2.0 * ax).exp();
     const A big = (1.0 - e) / (1.0 + e);
     const A z = x.square();
-    const A num = (-9.64399179425052238628e-1 * z - 9.92877231001918586564e1) * z -
-                  1.61468768441708447952e3;
+    const A num =
+        (-9.64399179425052238628e-1 * z - 9.92877231001918586564e1) * z - 1.61468768441708447952e3;
     const A den = ((z + 1.12811678491632931402e2) * z + 2.23548839060100448583e3) * z +
                   4.84406305325125486048e3;
     const A small = x + x * z * (num / den);
@@ -118,7 +119,8 @@ std::vector<int> MlpConfig::layer_sizes() const {
 }
 
 void MlpConfig::validate() const {
-  if (input_size <= 0) throw Error("MlpConfig: input_size must be > 0, got " + std::to_string(input_size));
+  if (input_size <= 0)
+    throw Error("MlpConfig: input_size must be > 0, got " + std::to_string(input_size));
   if (output_size <= 0)
     throw Error("MlpConfig: output_size must be > 0, got " + std::to_string(output_size));
   for (size_t i = 0; i < hidden_sizes.size(); ++i)
@@ -320,7 +322,9 @@ void Mlp::backward(MlpWorkspace& ws, const Eigen::Ref<const MatrixXd>& dY,
   auto gW = [&](int k) { return MapM(grad.data() + weight_offset(k), sizes_[k + 1], sizes_[k]); };
   auto gb = [&](int k) { return Map<VectorXd>(grad.data() + bias_offset(k), sizes_[k + 1]); };
   // h_k, the input of layer k; for hidden z_k (k >= 1): a_k, σ'(z_k) and the tangents
-  auto h = [&](int k) { return k == 0 ? view(ws.xhat, nin, B) : view(ws.act[k - 1], sizes_[k], B); };
+  auto h = [&](int k) {
+    return k == 0 ? view(ws.xhat, nin, B) : view(ws.act[k - 1], sizes_[k], B);
+  };
   auto a = [&](int k) { return view(ws.act[k - 1], sizes_[k], B); };
   auto da = [&](int k) { return view(ws.dact[k - 1], sizes_[k], B); };
   auto tan = [&](int k, Index w) { return view(ws.tan[k - 1], sizes_[k], w); };

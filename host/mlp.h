@@ -30,7 +30,14 @@
 // depend on the thread count, so different thread counts (or batch sizes) may
 // round differently. Parameter gradients are reduced by GEMMs, never by
 // atomics. Initialization (seeded std::mt19937_64 and our own uniform) is
-// identical across standard libraries.
+// identical across standard libraries. tanh is our vectorized version (within
+// 3 ulp of glibc's; std::tanh is scalar and dominated the forward pass).
+// Inputs are not checked for NaN or inf; they propagate.
+//
+// Cost (multiply-adds per sample, n_k the layer sizes): forward Σ n_k n_{k+1};
+// forward_jacobian adds input_size Σ_{k>=1} n_k n_{k+1} (forward mode) or
+// output_size Σ_{k<=L-2} n_k n_{k+1} (reverse mode); backward with dJ is about
+// twice its forward_jacobian.
 #pragma once
 
 #include <Eigen/Dense>
@@ -44,13 +51,13 @@
 namespace impulse {
 
 enum class Activation { kTanh, kRelu };
-const char* to_string(Activation a);        // "tanh" | "relu"
+const char* to_string(Activation a);                // "tanh" | "relu"
 Activation parse_activation(const std::string& s);  // throws Error
 
 struct MlpConfig {
-  int input_size = 0;             // > 0
-  std::vector<int> hidden_sizes;  // each > 0; empty: one affine layer
-  int output_size = 0;            // > 0
+  int input_size = 0;                         // > 0
+  std::vector<int> hidden_sizes;              // each > 0; empty: one affine layer
+  int output_size = 0;                        // > 0
   Activation activation = Activation::kTanh;  // on hidden layers; the output is linear
   // optional fixed normalization (x - mean) / std before the first layer; both
   // empty (off) or both input_size long with finite mean and finite std > 0.
@@ -118,7 +125,9 @@ class Mlp {
   Eigen::Map<const Eigen::MatrixXd> weight(int k) const {
     return {params_.data() + weight_offset(k), sizes_[k + 1], sizes_[k]};
   }
-  Eigen::Map<Eigen::VectorXd> bias(int k) { return {params_.data() + bias_offset(k), sizes_[k + 1]}; }
+  Eigen::Map<Eigen::VectorXd> bias(int k) {
+    return {params_.data() + bias_offset(k), sizes_[k + 1]};
+  }
   Eigen::Map<const Eigen::VectorXd> bias(int k) const {
     return {params_.data() + bias_offset(k), sizes_[k + 1]};
   }
@@ -160,9 +169,9 @@ class Mlp {
  private:
   void check_ready() const;
   MlpConfig config_;
-  std::vector<int> sizes_;               // layer_sizes()
-  std::vector<Eigen::Index> offsets_;    // start of each layer's W in params_
-  Eigen::VectorXd inv_std_;              // 1 / input_std (ones when off)
+  std::vector<int> sizes_;             // layer_sizes()
+  std::vector<Eigen::Index> offsets_;  // start of each layer's W in params_
+  Eigen::VectorXd inv_std_;            // 1 / input_std (ones when off)
   Eigen::Index n_params_ = 0;
   Eigen::VectorXd params_;
 };

@@ -6,6 +6,7 @@
 #include <exception>
 #include <limits>
 #include <mutex>
+#include <utility>
 
 #include "host/qp_batch.h"
 #include "io/error.h"
@@ -276,6 +277,12 @@ State Simulator::step(const ContactModel& model, const State& x, StepInfo* info_
     lambda_t_(2 * c + 1) = ty;
   }
 
+  // non-finite input shows up as a status, not as a "solved" step full of NaN
+  if (status == SolveStatus::kSolved &&
+      !(x.allFinite() && frame_.phi.allFinite() && frame_.Jn.allFinite() && frame_.Jt.allFinite()))
+    status = SolveStatus::kInvalidInput;
+  else if (status == SolveStatus::kSolved && !nu_next_.allFinite())
+    status = SolveStatus::kNumericalError;
   info.status = status;
   info.active = na;
   info.lcp_size = n_;

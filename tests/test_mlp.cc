@@ -149,8 +149,8 @@ TEST(Mlp, TanhIsWithinAFewUlpOfStdTanh) {
   c.hidden_sizes = {1};
   Mlp m(c);
   m.params() << 1, 0, 1, 0;
-  std::vector<double> xs{0.0, 1e-300, -1e-12, 1e-6, 0.1, -0.3, 0.6249999, 0.625, -0.625, 0.7,
-                         1.0, -2.5, 10.0, 19.0, -30.0, 400.0, -1e300};
+  std::vector<double> xs{0.0, 1e-300, -1e-12, 1e-6, 0.1,  -0.3,  0.6249999, 0.625, -0.625,
+                         0.7, 1.0,    -2.5,   10.0, 19.0, -30.0, 400.0,     -1e300};
   for (int i = 0; i < 2000; ++i) xs.push_back(-4.0 + 8.0 * i / 1999.0);
   MatrixXd X = Eigen::Map<const MatrixXd>(xs.data(), 1, Eigen::Index(xs.size())), Y(1, X.cols());
   MlpWorkspace ws;
@@ -158,7 +158,8 @@ TEST(Mlp, TanhIsWithinAFewUlpOfStdTanh) {
   for (Eigen::Index j = 0; j < X.cols(); ++j) {
     const double want = std::tanh(X(0, j));
     const double ulp = std::nextafter(std::abs(want), 2.0) - std::abs(want);
-    EXPECT_LE(std::abs(Y(0, j) - want), 4 * (want == 0 ? std::numeric_limits<double>::denorm_min() : ulp))
+    EXPECT_LE(std::abs(Y(0, j) - want),
+              4 * (want == 0 ? std::numeric_limits<double>::denorm_min() : ulp))
         << "x = " << X(0, j);
   }
 }
@@ -414,7 +415,8 @@ TEST(Mlp, MisuseThrows) {
   try {
     m.forward(Xbad, Y, ws);
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("expected 5 x 4, got 4 x 4"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("expected 5 x 4, got 4 x 4"), std::string::npos)
+        << e.what();
   }
 }
 

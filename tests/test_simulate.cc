@@ -42,6 +42,14 @@ double min_of(const Eigen::MatrixXd& m) {
   for (Eigen::Index i = 0; i < m.size(); ++i) r = std::min(r, m.data()[i]);
   return r;
 }
+// a · b by plain loops (Eigen's dynamic-size product kernels trip the same warning)
+Eigen::MatrixXd mul(const Eigen::MatrixXd& a, const Eigen::MatrixXd& b) {
+  Eigen::MatrixXd c = Eigen::MatrixXd::Zero(a.rows(), b.cols());
+  for (Eigen::Index i = 0; i < a.rows(); ++i)
+    for (Eigen::Index k = 0; k < a.cols(); ++k)
+      for (Eigen::Index j = 0; j < b.cols(); ++j) c(i, j) += a(i, k) * b(k, j);
+  return c;
+}
 double sum_of(const Eigen::MatrixXd& m) {
   double r = 0.0;
   for (Eigen::Index i = 0; i < m.size(); ++i) r += m.data()[i];
@@ -190,13 +198,13 @@ void expect_lcp_matches_frame(const Simulator& sim, const SimOptions& opt, const
   Eigen::MatrixXd E = Eigen::MatrixXd::Zero(nd * na, na);
   for (int a = 0; a < na; ++a) E.block(a * nd, a, nd, 1).setOnes();
   Eigen::MatrixXd M = Eigen::MatrixXd::Zero(n, n);
-  M.topLeftCorner(m, m) = J * body.mass_matrix_inverse() * J.transpose();
+  M.topLeftCorner(m, m) = mul(mul(J, body.mass_matrix_inverse()), J.transpose());
   M.block(na, m, nd * na, na) = E;
   M.block(m, 0, na, na) = Eigen::MatrixXd::Identity(na, na);
   M.block(m, na, na, nd * na) = -E.transpose();
   M.diagonal().array() += opt.regularization;
   Eigen::VectorXd q = Eigen::VectorXd::Zero(n);
-  q.head(m) = J * sim.free_velocity();
+  q.head(m) = mul(J, sim.free_velocity());
   for (int a = 0; a < na; ++a) q(a) += f.phi(act[a]) / opt.dt;
   const Eigen::Map<const MatR> Ms(lcp.M, n, n);
   const Eigen::Map<const Eigen::VectorXd> qs(lcp.q, n);
@@ -236,7 +244,7 @@ TEST(SimulateTest, LcpSolutionIsComplementaryNearTheTable) {
       const int n = lcp.n;
       const Eigen::Map<const MatR> M(lcp.M, n, n);
       const Eigen::Map<const Eigen::VectorXd> q(lcp.q, n), z(lcp.z, n);
-      const Eigen::VectorXd w = M * z + q;
+      const Eigen::VectorXd w = mul(M, z) + q;
       const double scale = 1.0 + max_abs(q);
       if (n > 0) {
         EXPECT_GE(min_of(z), -1e-12);
@@ -255,7 +263,7 @@ TEST(SimulateTest, LcpSolutionIsComplementaryNearTheTable) {
       EXPECT_LT((nu - sim.next_velocity()).norm(), 1e-10);
       // no contact closes beyond the regularization's compliance: w_n = gap + r λ_n ≥ 0
       // (left-out contacts have λ_n = 0 and must not close at all)
-      const Eigen::VectorXd gap = f.phi / opt.dt + f.Jn * sim.next_velocity() +
+      const Eigen::VectorXd gap = f.phi / opt.dt + mul(f.Jn, sim.next_velocity()) +
                                   opt.regularization * sim.normal_impulses();
       EXPECT_GE(min_of(gap), -1e-9 * scale) << "trial " << trial;
       // friction inside the (lumped, μ = 1) polygonal cone, widened by r γ_i:
@@ -344,6 +352,13 @@ TEST(SimulateTest, RejectsBadOptionsAndFrames) {
   Simulator sim(body);
   const State x = make_state({0, 0, 1}, Eigen::Quaterniond::Identity(), {0, 0, 0}, {0, 0, 0});
   EXPECT_THROW(sim.step(bad, x), Error);
+
+  // a NaN state is reported, not passed off as solved
+  State nan_x = x;
+  nan_x(7) = std::nan("");
+  StepInfo info;
+  sim.step(true_cube(), nan_x, &info);
+  EXPECT_EQ(info.status, SolveStatus::kInvalidInput);
 }
 
 // ---- metrics -----------------------------------------------------------------------------
