@@ -240,9 +240,13 @@ IMPULSE_HD_NOINLINE QpInfo<T> qp_admm_solve(const QpShape& sh, const QpData<T, S
   T prim_res = T(0), dual_res = T(0), eps_prim = T(0), eps_dual = T(0);
   int it = 0;
   for (it = 1; it <= st.max_iter; ++it) {
-    // keep the previous iterate for the infeasibility certificates
-    for (int i = 0; i < n; ++i) w.x_prev[i] = x[i];
-    for (int i = 0; i < m; ++i) w.y_prev[i] = y[i];
+    // keep the previous iterate for the infeasibility certificates, which
+    // are only tested at check iterations (1, every check_every-th, the last)
+    const bool check = it == 1 || it % st.check_every == 0 || it == st.max_iter;
+    if (check) {
+      for (int i = 0; i < n; ++i) w.x_prev[i] = x[i];
+      for (int i = 0; i < m; ++i) w.y_prev[i] = y[i];
+    }
 
     // x̃ = K⁻¹(σx − q + Aᵀ(ρ∘z − y))
     for (int i = 0; i < m; ++i) w.tmp_m[i] = w.rho[i] * w.z[i] - y[i];
@@ -263,7 +267,6 @@ IMPULSE_HD_NOINLINE QpInfo<T> qp_admm_solve(const QpShape& sh, const QpData<T, S
     detail::project_onto_c(sh.cones, d.b, w.z);
     for (int i = 0; i < m; ++i) y[i] += w.rho[i] * (w.zt[i] - w.z[i]);
 
-    const bool check = it == 1 || it % st.check_every == 0 || it == st.max_iter;
     if (!check) continue;
 
     // residuals: r_prim = Ax − z, r_dual = Px + q + Aᵀy
