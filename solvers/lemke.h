@@ -16,8 +16,8 @@
 // identity, the rows of [B^-1 q, B^-1] are lexicographically positive throughout, and
 // the ratio test breaks ties lexicographically on them (after preferring z0 to leave
 // whenever it is among the tied rows), which rules out cycling. On success the basic
-// system B x_B = q is re-solved once from the original data (LU with partial
-// pivoting), and whichever of the two answers (pivoted tableau / re-solved) has the
+// system is re-solved once from the original data (its z part M_SS z_S = −q_S, LU
+// with partial pivoting), and whichever of the two answers (pivoted tableau / re-solved) has the
 // smaller residual is returned, so rounding accumulated over many pivots does not
 // reach the answer.
 //
@@ -161,53 +161,58 @@ inline void pivot(int n, double* binv, double* xb, const double* d, int r) {
   }
 }
 
-// Solve B x = q, B's columns the basic columns of A = [I, -M, -e]. False if singular.
-inline bool resolve_basis(int n, const double* M, const double* q, const int* basis,
-                          double* lu, int* perm, double* x) {
-  for (int c = 0; c < n; ++c) {
-    const int v = basis[c];
-    for (int i = 0; i < n; ++i) {
-      double a;
-      if (v < n) a = (i == v) ? 1.0 : 0.0;
-      else if (v < 2 * n) a = -M[static_cast<size_t>(i) * n + (v - n)];
-      else a = -1.0;
-      lu[static_cast<size_t>(i) * n + c] = a;
-    }
+// At a complementary basis (z0 out) every pair has w_i or z_i basic, so with S
+// the indices whose z is basic, w_S = 0 and z_{not S} = 0 leave M_SS z_S = −q_S:
+// an |S| x |S| system (|S| is the number of active constraints, usually far
+// below n), solved by LU with partial pivoting. z gets z_S clamped at 0 and
+// zeros elsewhere. False when singular or the basis is not complementary.
+inline bool resolve_complementary(int n, const double* M, const double* q, const int* basis,
+                                  double* lu, int* perm, int* idx, double* x, double* z) {
+  int k = 0;
+  for (int i = 0; i < n; ++i) {
+    const int v = basis[i];
+    if (v >= 2 * n) return false;  // z0 still basic
+    if (v >= n) idx[k++] = v - n;
   }
-  for (int i = 0; i < n; ++i) perm[i] = i;
-  for (int k = 0; k < n; ++k) {
-    int p = k;
-    double best = std::fabs(lu[static_cast<size_t>(k) * n + k]);
-    for (int i = k + 1; i < n; ++i) {
-      const double a = std::fabs(lu[static_cast<size_t>(i) * n + k]);
+  for (int r = 0; r < k; ++r)
+    for (int c = 0; c < k; ++c)
+      lu[static_cast<size_t>(r) * k + c] = M[static_cast<size_t>(idx[r]) * n + idx[c]];
+  for (int i = 0; i < k; ++i) perm[i] = i;
+  for (int j = 0; j < k; ++j) {
+    int p = j;
+    double best = std::fabs(lu[static_cast<size_t>(j) * k + j]);
+    for (int i = j + 1; i < k; ++i) {
+      const double a = std::fabs(lu[static_cast<size_t>(i) * k + j]);
       if (a > best) { best = a; p = i; }
     }
     if (!(best > 0.0)) return false;
-    if (p != k) {
-      for (int c = 0; c < n; ++c)
-        std::swap(lu[static_cast<size_t>(k) * n + c], lu[static_cast<size_t>(p) * n + c]);
-      std::swap(perm[k], perm[p]);
+    if (p != j) {
+      for (int c = 0; c < k; ++c)
+        std::swap(lu[static_cast<size_t>(j) * k + c], lu[static_cast<size_t>(p) * k + c]);
+      std::swap(perm[j], perm[p]);
     }
-    const double piv = lu[static_cast<size_t>(k) * n + k];
-    for (int i = k + 1; i < n; ++i) {
-      double* ri = lu + static_cast<size_t>(i) * n;
-      const double f = ri[k] / piv;
-      ri[k] = f;
+    const double piv = lu[static_cast<size_t>(j) * k + j];
+    for (int i = j + 1; i < k; ++i) {
+      double* ri = lu + static_cast<size_t>(i) * k;
+      const double f = ri[j] / piv;
+      ri[j] = f;
       if (f == 0.0) continue;
-      const double* rk = lu + static_cast<size_t>(k) * n;
-      for (int c = k + 1; c < n; ++c) ri[c] -= f * rk[c];
+      const double* rj = lu + static_cast<size_t>(j) * k;
+      for (int c = j + 1; c < k; ++c) ri[c] -= f * rj[c];
     }
   }
-  for (int i = 0; i < n; ++i) {
-    double acc = q[perm[i]];
-    for (int c = 0; c < i; ++c) acc -= lu[static_cast<size_t>(i) * n + c] * x[c];
+  for (int i = 0; i < k; ++i) {
+    double acc = -q[idx[perm[i]]];
+    for (int c = 0; c < i; ++c) acc -= lu[static_cast<size_t>(i) * k + c] * x[c];
     x[i] = acc;
   }
-  for (int i = n - 1; i >= 0; --i) {
+  for (int i = k - 1; i >= 0; --i) {
     double acc = x[i];
-    for (int c = i + 1; c < n; ++c) acc -= lu[static_cast<size_t>(i) * n + c] * x[c];
-    x[i] = acc / lu[static_cast<size_t>(i) * n + i];
+    for (int c = i + 1; c < k; ++c) acc -= lu[static_cast<size_t>(i) * k + c] * x[c];
+    x[i] = acc / lu[static_cast<size_t>(i) * k + i];
   }
+  for (int j = 0; j < n; ++j) z[j] = 0.0;
+  for (int i = 0; i < k; ++i) z[idx[i]] = std::fmax(x[i], 0.0);
   return true;
 }
 
@@ -333,10 +338,10 @@ inline LemkeInfo lemke_solve(int n, const double* M, const double* q, double* z,
   lemke_detail::extract_z(n, basis, xb, z);
   info.residual = lemke_detail::residual(n, M, q, z, w);
   if (status == SolveStatus::kSolved) {
-    // Re-solve the final basic system from the data; keep the better answer.
-    if (lemke_detail::resolve_basis(n, M, q, basis, ws.lu.data(), ws.perm.data(),
-                                    ws.x2.data())) {
-      lemke_detail::extract_z(n, basis, ws.x2.data(), ws.z2.data());
+    // Re-solve the final basic system from the data (its z part: M_SS z_S =
+    // −q_S, O(|S|³) rather than O(n³)); keep the better answer.
+    if (lemke_detail::resolve_complementary(n, M, q, basis, ws.lu.data(), ws.perm.data(),
+                                            ws.cand.data(), ws.x2.data(), ws.z2.data())) {
       const double r2 = lemke_detail::residual(n, M, q, ws.z2.data(), ws.w2.data());
       if (r2 < info.residual) {
         for (int i = 0; i < n; ++i) {
