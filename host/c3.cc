@@ -1,3 +1,5 @@
+// GCC 12 reports false -Wmaybe-uninitialized inside Eigen's AVX-512 kernels (-march=native).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include "host/c3.h"
 
 #include <cmath>
@@ -279,6 +281,10 @@ C3Controller::C3Controller(const Lcs& model, const C3Costs& costs, const C3Setti
   expect_size("G", costs_.G.rows(), costs_.G.cols(), nz_, 1);
   if (!(costs_.G.array() > 0.0).all() || !costs_.G.allFinite())
     throw Error("C3Costs.G: every weight must be finite and > 0");
+  if (costs_.U.size() == 0) costs_.U = costs_.G;
+  expect_size("U", costs_.U.rows(), costs_.U.cols(), nz_, 1);
+  if (!(costs_.U.array() > 0.0).all() || !costs_.U.allFinite())
+    throw Error("C3Costs.U: every weight must be finite and > 0");
   if (costs_.x_bound.size() == 0)
     costs_.x_bound = Eigen::VectorXd::Constant(nx_, std::numeric_limits<double>::infinity());
   expect_size("x_bound", costs_.x_bound.rows(), costs_.x_bound.cols(), nx_, 1);
@@ -315,7 +321,7 @@ C3Controller::C3Controller(const Lcs& model, const C3Costs& costs, const C3Setti
 }
 
 void C3Controller::set_projectors() {
-  for (int k = 0; k < N_; ++k) proj_[k].set(model_.E[k], model_.F[k], model_.H[k], costs_.G);
+  for (int k = 0; k < N_; ++k) proj_[k].set(model_.E[k], model_.F[k], model_.H[k], costs_.U);
 }
 
 bool C3Controller::ensure_factor(int iteration) {

@@ -8,12 +8,13 @@
 // (complementarity). Iteration i (ρ_i = ρ_0 · rho_scale^i):
 //   (a) QP step: z = argmin cost + Σ_k (ρ_i/2)‖z_k − (δ_k − w_k)‖²_G s.t. dynamics, solved
 //       by a Riccati recursion (HorizonQp) written for this structure, O(N (nx+nl+nu)³);
-//   (b) projection step, per time step: δ_k = argmin ‖δ − (z_k + w_k)‖²_G over the
+//   (b) projection step, per time step: δ_k = argmin ‖δ − (z_k + w_k)‖²_U over the
 //       complementarity set {0 ≤ λ ⊥ Ex + Fλ + Hu + c + r ≥ 0} (ComplementarityProjector,
 //       exact);
 //   (c) dual step: w_k ← (w_k + z_k − δ_k) / rho_scale (scaled dual, rescaled for ρ_{i+1}).
 // After the budget a final QP step gives the command u_0 (dynamically consistent with
-// the model). G is diagonal (one positive weight per entry of z).
+// the model). G and U are diagonal (one positive weight per entry of z); U = G unless
+// set (C3's reference examples use a separate U that keeps the projection off x).
 //
 // Real-time contract (C3Controller): every buffer is sized in the constructor; step()
 // allocates nothing, never throws, is deterministic (same inputs and history give
@@ -126,7 +127,9 @@ struct C3Settings {
 
 struct C3Costs {
   Eigen::MatrixXd Q, R, QN;  // nx x nx (PSD), nu x nu (PD), nx x nx (PSD)
-  Eigen::VectorXd G;         // nx + nl + nu positive ADMM weights
+  Eigen::VectorXd G;         // nx + nl + nu positive ADMM weights of the QP step
+  Eigen::VectorXd U;         // nx + nl + nu positive weights of the projection (empty: G);
+                             // large state weights make the projection move λ, not x
   Eigen::VectorXd x_bound;   // nx; step() rejects |x_i| > x_bound_i (empty: +inf)
   Eigen::VectorXd u_limit;   // nu; the command is clipped to ±u_limit (empty: none)
 };

@@ -10,6 +10,7 @@
 
 #include "host/evaluate.h"
 #include "host/generate.h"
+#include "host/mpc_demo.h"
 #include "host/synthetic.h"
 #include "host/trainer.h"
 #include "io/zip.h"
@@ -229,6 +230,12 @@ int main(int argc, char** argv) {
   gt->add_option("--threads", sc.threads, "CPU threads (0 = all cores)");
   gt->add_option("--out", s_out, "file to write (.npz)")->required();
 
+  std::string mpc_task = "cartpole", mpc_adapt = "on", mpc_out;
+  auto* mpc = app.add_subcommand("mpc-demo", "closed-loop C3 MPC with online residual learning, in simulation");
+  mpc->add_option("--task", mpc_task, "cartpole | ball-rolling")->check(CLI::IsMember({"cartpole", "ball-rolling"}));
+  mpc->add_option("--adapt", mpc_adapt, "on | off: learn the contact residual online")->check(CLI::IsMember({"on", "off"}));
+  mpc->add_option("--out", mpc_out, "CSV file to write (trajectory, residual, loss history)")->required();
+
   CLI11_PARSE(app, argc, argv);
   try {
     if (version) {
@@ -266,6 +273,7 @@ int main(int argc, char** argv) {
       std::printf("wrote %s\n", r_out.c_str());
       return 0;
     }
+    if (*mpc) return run_mpc_demo(mpc_task, mpc_adapt == "on", mpc_out, std::cerr);
     if (*gt) {
       const TossSet set = generate_synthetic_tosses(sc);
       write_tosses(s_out, set);

@@ -34,8 +34,8 @@ struct CartPoleParams {
 Lcs cartpole_lcs(const CartPoleParams& p, int N, const Eigen::Vector2d& offset = Eigen::Vector2d::Zero());
 
 // C3 weights of the reference example: Q = diag(10, 3, 1, 1), R = 1, Q_N = the DARE
-// solution of the contact-free linearization, G = 0.1 per entry... (see .cc), bounds on
-// |x| (5 m, 1.5 rad, 20 m/s, 40 rad/s) and |u| ≤ 50 N.
+// solution of the contact-free linearization; G = (0.1 x, 10 λ, 0.1 u),
+// U = (1000 x, 0.1 λ, 0.1 u); bounds on |x| (5 m, 1.5 rad, 20 m/s, 40 rad/s), |u| ≤ 50 N.
 C3Costs cartpole_costs(const CartPoleParams& p);
 C3Settings cartpole_settings();
 
