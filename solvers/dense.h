@@ -55,6 +55,35 @@ IMPULSE_HD void cholesky_solve_in_place(int n, View<const T, S> L, View<T, SV> r
   }
 }
 
+// K⁻¹ from the factor of cholesky_in_place (L lower with 1/L_ii on the
+// diagonal, Lᵀ mirrored above), written over the factor as a full symmetric
+// matrix. scratch holds n x n. Both halves are vectorized loops of n³/6
+// multiply-adds: the columns of L⁻¹ (forward substitution on unit vectors,
+// stored as rows of scratch, row j = column j of L⁻¹ from entry j on), then
+// K⁻¹[a][b] = Σ_{i ≥ max(a,b)} L⁻¹[i][a] L⁻¹[i][b].
+template <class T, class S, class SS>
+IMPULSE_HD void cholesky_inverse_in_place(int n, View<T, S> L, View<T, SS> scratch) {
+  for (int j = 0; j < n; ++j) {
+    for (int i = 0; i < n; ++i) scratch[j * n + i] = T(0);
+    scratch[j * n + j] = T(1);
+    for (int i = j; i < n; ++i) {
+      const T yi = scratch[j * n + i] * L[i * n + i];
+      scratch[j * n + i] = yi;
+      IMPULSE_SIMD
+      for (int k = i + 1; k < n; ++k) scratch[j * n + k] -= L[i * n + k] * yi;
+    }
+  }
+  for (int a = 0; a < n; ++a) {
+    for (int b = a; b < n; ++b) {
+      T acc = T(0);
+      IMPULSE_SIMD_REDUCE(acc)
+      for (int i = b; i < n; ++i) acc += scratch[a * n + i] * scratch[b * n + i];
+      L[a * n + b] = acc;
+      L[b * n + a] = acc;
+    }
+  }
+}
+
 // out = M v (M dense n x n row-major).
 template <class T, class S, class SV, class SO>
 IMPULSE_HD void dense_matvec(int n, View<const T, S> M, View<const T, SV> v, View<T, SO> out) {
