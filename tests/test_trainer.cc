@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -222,6 +223,55 @@ TEST(TrainerRealData, ShortRunLowersLossAndPenetration) {
   eo.params = "init_params.json";
   const double initial = evaluate_run(eo)["penetration_m"].get<double>();
   EXPECT_LT(learned, initial) << "learned " << learned << " m, initial guess " << initial << " m";
+}
+
+}  // namespace
+}  // namespace impulse
+
+namespace impulse {
+namespace {
+
+std::string slurp(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// The CLI killed with SIGKILL part-way through training, then run again with
+// the same command, ends exactly where an uninterrupted run ends (history and
+// learned parameters), whenever the kill lands.
+TEST(TrainerCli, KilledRunResumesToTheSameResult) {
+  const std::string bin = IMPULSE_BINARY;
+  const std::string base = "\"" + bin + "\" train --data \"" + synthetic_file() +
+                           "\" --tosses 10 --seed 3 --epochs 8 --threads 1";
+  const std::string straight = temp_dir("cli_straight"), killed = temp_dir("cli_killed");
+  ASSERT_EQ(std::system((base + " --out \"" + straight + "\" > /dev/null 2>&1").c_str()), 0);
+  for (double delay : {0.4, 0.9}) {
+    // SIGKILL after `delay` seconds (timeout's exit status then is 137)
+    std::system(("timeout -s KILL " + std::to_string(delay) + " " + base + " --out \"" + killed +
+                 "\" > /dev/null 2>&1")
+                    .c_str());
+  }
+  ASSERT_EQ(std::system((base + " --out \"" + killed + "\" > /dev/null 2>&1").c_str()), 0);
+  const nlohmann::json a = nlohmann::json::parse(slurp(straight + "/params.json"));
+  const nlohmann::json b = nlohmann::json::parse(slurp(killed + "/params.json"));
+  EXPECT_EQ(a, b);
+  // the history agrees except for the timing columns
+  auto losses = [](const std::string& csv) {
+    std::stringstream in(csv);
+    std::string line, out;
+    while (std::getline(in, line)) {
+      std::stringstream ls(line);
+      std::string c0, c1, c2;
+      std::getline(ls, c0, ',');
+      std::getline(ls, c1, ',');
+      std::getline(ls, c2, ',');
+      out += c0 + "," + c1 + "," + c2 + "\n";
+    }
+    return out;
+  };
+  EXPECT_EQ(losses(slurp(straight + "/history.csv")), losses(slurp(killed + "/history.csv")));
 }
 
 }  // namespace
