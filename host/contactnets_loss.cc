@@ -66,6 +66,27 @@ double direction_angle(int j) { return 2.0 * M_PI * j / kOctagonSides; }
 
 }  // namespace
 
+cn::LossConsts<double> device_consts(const ContactNetsLossConfig& cfg) {
+  const Eigen::Matrix3d& I = cfg.body.inertia;
+  if ((I - Eigen::Matrix3d(I.diagonal().asDiagonal())).cwiseAbs().maxCoeff() > 0)
+    throw Error("the device loss needs a diagonal inertia (principal axes)");
+  cn::LossConsts<double> c{};
+  c.w_match = cfg.weights.match;
+  c.w_comp_n = cfg.weights.comp_n;
+  c.w_comp_t = cfg.weights.comp_t;
+  c.w_cone = cfg.weights.cone;
+  c.w_slack = cfg.weights.slack;
+  c.w_perp = cfg.weights.reg_perp;
+  c.w_unit = cfg.weights.reg_unit;
+  c.dt = cfg.dt;
+  c.L = cfg.length_unit;
+  c.mass = cfg.body.mass;
+  for (int e = 0; e < 3; ++e) c.inertia[e] = I(e, e);
+  c.gravity = cfg.body.gravity;
+  c.octagon = cfg.friction == FrictionModel::kOctagon ? 1 : 0;
+  return c;
+}
+
 void FrameGradient::resize(int k) {
   phi = Eigen::VectorXd::Zero(k);
   phi_next = Eigen::VectorXd::Zero(k);

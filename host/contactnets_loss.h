@@ -31,6 +31,7 @@
 #include "host/generate.h"
 #include "host/qp_batch.h"
 #include "host/rigid_body.h"
+#include "solvers/contactnets_qp.h"
 
 namespace impulse {
 
@@ -65,6 +66,10 @@ struct FrameGradient {
   Eigen::MatrixXd Jn, Jt;
   void resize(int k);
 };
+
+// The constants of the host-device loss code (solvers/contactnets_qp.h, used by
+// the GPU path). Throws Error unless the body's inertia is diagonal.
+cn::LossConsts<double> device_consts(const ContactNetsLossConfig& cfg);
 
 // One transition's loss QP, in the scaled units, dense.
 struct LossQp {

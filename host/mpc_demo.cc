@@ -3,8 +3,10 @@
 #pragma GCC diagnostic ignored "-Warray-bounds"
 #include "host/mpc_demo.h"
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 
 #include "host/c3.h"
@@ -78,6 +80,83 @@ CartPoleRunResult run_cartpole(const CartPoleRunOptions& o) {
   res.mean_abs_theta_last = n_last ? sum_theta_last / n_last : 0;
   res.final_r = o.adapt ? learner.residual() : Eigen::VectorXd::Zero(2);
   res.final_r_error = (res.final_r - o.true_offset).cwiseAbs().maxCoeff();
+  return res;
+}
+
+BallRollingRunResult run_ball_rolling(const BallRollingRunOptions& o) {
+  using I = BallIdx;
+  BallRollingParams p;
+  const int N = o.horizon;
+  p.radius_error = o.radius_error;
+  if (const char* v = std::getenv("PDT")) p.plan_dt = std::atof(v);
+  if (const char* v = std::getenv("PRESS")) p.press = std::atof(v);
+  if (const char* v = std::getenv("KAPPA")) p.compliance = std::atof(v);
+  const Lcs model = ball_rolling_lcs(p, N, p.radius + p.radius_error, p.plan_dt);
+  // the learner's model: the same at the sampling step (r is in metres: shared)
+  const Lcs model_ctrl = ball_rolling_lcs(p, 1, p.radius + p.radius_error, p.dt);
+  const Lcs truth = ball_rolling_lcs(p, 1, p.radius, p.dt);
+  C3Controller c3(model, ball_rolling_costs(p), ball_rolling_settings());
+  ResidualLearnerSettings ls;
+  ls.buffer = 10;
+  ls.lr = o.lr;
+  Eigen::VectorXd qd = Eigen::VectorXd::Zero(I::kNx);
+  qd.segment<6>(I::kEeVel).setConstant(1e4);  // velocities carry the contact information
+  ls.Qd = qd;
+  ResidualLearner learner(model_ctrl, ls);
+  SampleRing ring(64, I::kNx, I::kNu);
+  c3.attach_residual(&learner.channel());
+  c3.attach_samples(&ring);
+
+  BallRollingRunResult res;
+  LcsStepWork work;
+  work.reserve(I::kNl);
+  Eigen::VectorXd x = ball_rolling_x0(p), u(I::kNu), xn(I::kNx), lam(I::kNl);
+  Eigen::MatrixXd xref(I::kNx, N + 1);
+  const int steps = static_cast<int>(std::lround(o.duration_s / p.dt));
+  double se = 0, se_last = 0;
+  int n_last = 0;
+  res.rows.reserve(steps);
+  for (int t = 0; t < steps; ++t) {
+    const double time = t * p.dt;
+    for (int k = 0; k <= N; ++k) ball_rolling_reference(p, time + k * p.plan_dt, xref.col(k));
+    c3.set_reference(xref);
+    const auto t0 = std::chrono::steady_clock::now();
+    const C3Status s = c3.step(x, time, u);
+    res.c3_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    res.c3_solved += s == C3Status::kSolved;
+    res.c3_budget += s == C3Status::kBudgetExhausted;
+    if (s == C3Status::kBadInput) {
+      ++res.c3_bad;
+      break;
+    }
+    lcs_step(truth, 0, x, u, xn, lam, work);
+    if (o.adapt) {
+      c3.observe(x, u, xn);
+      if ((t + 1) % o.learn_every == 0) {
+        learner.drain(ring);
+        learner.update();
+      }
+    }
+    BallRollingRunRow row;
+    row.t = time;
+    row.x = x;
+    row.ref = xref.col(0).segment<2>(I::kBall);
+    row.u = u;
+    row.lambda = lam;
+    row.r = c3.model().r;
+    row.loss = learner.stats().loss;
+    row.status = static_cast<int>(s);
+    res.rows.push_back(row);
+    const double e2 = (x.segment<2>(I::kBall) - row.ref).squaredNorm();
+    se += e2;
+    if (t >= steps / 2) se_last += e2, ++n_last;
+    res.contact_impulse += lam.sum() * p.dt;
+    x = xn;
+  }
+  const int done = static_cast<int>(res.rows.size());
+  res.rms_error = done ? std::sqrt(se / done) : 0;
+  res.rms_error_last = n_last ? std::sqrt(se_last / n_last) : 0;
+  res.final_r = o.adapt ? Eigen::Vector4d(learner.residual()) : Eigen::Vector4d::Zero();
   return res;
 }
 

@@ -55,6 +55,43 @@ struct CartPoleRunResult {
 
 CartPoleRunResult run_cartpole(const CartPoleRunOptions& options);
 
+// Ball rolling (host/mpc_tasks.h, BallRollingParams): C3 at 80 Hz on the model whose ball
+// radius is 5 mm too large, the true ball simulated by the same LCS with the true radius
+// (lcs_step, Lemke), the learner at 20 Hz over the last 10 samples. Reference: the ball
+// centre on a circle of 0.1 m radius, period 8 s. Measure: the RMS horizontal distance
+// between the ball centre and the reference over the last half of the run.
+struct BallRollingRunOptions {
+  bool adapt = true;
+  double duration_s = 16.0;
+  int learn_every = 4;      // control steps per learner update (80 Hz / 4 = 20 Hz)
+  double lr = 1e-3;         // Adam step of the learner [m]
+  int horizon = 10;         // C3 horizon N (of BallRollingParams::plan_dt)
+  double radius_error = 0.005;  // model radius − true radius [m]
+};
+
+struct BallRollingRunRow {
+  double t;
+  Eigen::Matrix<double, 12, 1> x;
+  Eigen::Vector2d ref;        // ball centre reference (x, y)
+  Eigen::Vector3d u;          // EE force
+  Eigen::Vector4d lambda;     // true contact edge forces
+  Eigen::Vector4d r;          // residual in use
+  double loss;
+  int status;
+};
+
+struct BallRollingRunResult {
+  double rms_error_last = 0;  // RMS |ball − ref| (x, y) over the last half [m]
+  double rms_error = 0;       // over the whole run [m]
+  double contact_impulse = 0; // Σ λ dt (true contact) [N s]
+  Eigen::Vector4d final_r = Eigen::Vector4d::Zero();
+  int c3_solved = 0, c3_budget = 0, c3_bad = 0;
+  double c3_seconds = 0;      // wall time spent in C3 step()
+  std::vector<BallRollingRunRow> rows;
+};
+
+BallRollingRunResult run_ball_rolling(const BallRollingRunOptions& options);
+
 // CLI entry (`impulse mpc-demo --task cartpole|ball-rolling [--adapt on|off] --out F`):
 // runs the task, writes the trajectory, residual and loss history as CSV (temp file +
 // rename), logs a summary. Returns 0 on success, 1 on a failed run, 2 on bad arguments.

@@ -3,6 +3,9 @@
 #pragma GCC diagnostic ignored "-Warray-bounds"
 #include "host/mpc_tasks.h"
 
+#include <cmath>
+#include <cstdlib>
+
 namespace impulse {
 
 Lcs cartpole_lcs(const CartPoleParams& p, int N, const Eigen::Vector2d& offset) {
@@ -65,6 +68,116 @@ C3Settings cartpole_settings() {
   s.rho_scale = 2.0;
   s.consensus_tol = 1e-2;
   return s;
+}
+
+// ---- ball rolling -----------------------------------------------------------------
+
+Lcs ball_rolling_lcs(const BallRollingParams& p, int N, double radius, double dt) {
+  using I = BallIdx;
+  const int nx = I::kNx, nu = I::kNu, nl = I::kNl;
+  const double mu = p.mu;
+  const double kroll = 10.0 / 7.0;  // ball: m_b (7/5) a = 2 f → a = (10/7) f / m_b
+  // edge directions of the force on the EE: n + μ t_j, n = +z, t ∈ {+x, −x, +y, −y}
+  Eigen::Matrix<double, 3, 4> W;
+  W << mu, -mu, 0, 0,  //
+      0, 0, mu, -mu,   //
+      1, 1, 1, 1;
+  // next velocities v⁺ = (v_e⁺, v_b⁺) = Av x + Bv u + Dv λ
+  Eigen::MatrixXd Av = Eigen::MatrixXd::Zero(6, nx), Bv = Eigen::MatrixXd::Zero(6, nu),
+                  Dv = Eigen::MatrixXd::Zero(6, nl);
+  Av.block<6, 6>(0, I::kEeVel).setIdentity();
+  Av(5, I::kBallVel + 2) = 0.0;  // the ball's vertical velocity stays 0 (on the table)
+  Bv.topRows(3) = dt / p.ee_mass * Eigen::Matrix3d::Identity();
+  Dv.topRows(3) = dt / p.ee_mass * W;
+  Dv.block(3, 0, 2, nl) = -dt * kroll / p.ball_mass * W.topRows(2);
+  // state update: v⁺ as above, p⁺ = p + dt v⁺
+  Eigen::MatrixXd A = Eigen::MatrixXd::Zero(nx, nx), B(nx, nu), D(nx, nl);
+  A.topLeftCorner(6, 6).setIdentity();
+  A.topRows(6) += dt * Av;
+  A.bottomRows(6) = Av;
+  B.topRows(6) = dt * Bv;
+  B.bottomRows(6) = Bv;
+  D.topRows(6) = dt * Dv;
+  D.bottomRows(6) = Dv;
+  // relative contact velocity v_e − v_top, v_top = (2 v_b,x, 2 v_b,y, 0)
+  Eigen::Matrix<double, 3, 6> G = Eigen::Matrix<double, 3, 6>::Zero();
+  G.leftCols(3).setIdentity();
+  G(0, 3) = -2.0;
+  G(1, 4) = -2.0;
+  const Eigen::MatrixXd J = dt * W.transpose() * G;  // nl x 6
+  Eigen::MatrixXd E = J * Av;
+  E.col(I::kEe + 2).array() += 1.0;    // φ = z_e − z_b − R
+  E.col(I::kBall + 2).array() -= 1.0;
+  const Eigen::MatrixXd F = J * Dv + p.compliance * Eigen::MatrixXd::Identity(nl, nl);
+  const Eigen::MatrixXd H = J * Bv;
+  const Eigen::VectorXd c = Eigen::VectorXd::Constant(nl, -radius);
+  // to the task's coordinates: EE position relative to the ball, x = T x_abs
+  Eigen::MatrixXd T = Eigen::MatrixXd::Identity(nx, nx), Ti = T;
+  T.block<3, 3>(I::kEe, I::kBall) = -Eigen::Matrix3d::Identity();
+  Ti.block<3, 3>(I::kEe, I::kBall) = Eigen::Matrix3d::Identity();
+  return Lcs::time_invariant(N, T * A * Ti, T * B, T * D, Eigen::VectorXd::Zero(nx), E * Ti,
+                             0.5 * (F + F.transpose()), H, c);
+}
+
+static double envd(const char* n, double d) {
+  const char* v = std::getenv(n);
+  return v ? std::atof(v) : d;
+}
+
+C3Costs ball_rolling_costs(const BallRollingParams& p) {
+  (void)p;
+  using I = BallIdx;
+  C3Costs c;
+  Eigen::VectorXd q = Eigen::VectorXd::Zero(I::kNx);
+  q.segment<2>(I::kBall).setConstant(envd("QB", 100.0));    // ball position (x, y)
+  q.segment<2>(I::kBallVel).setConstant(envd("QBV", 10.0));   // ball velocity (x, y)
+  q.segment<2>(I::kEe).setConstant(envd("QE", 100.0));        // EE over the ball
+  q(I::kEe + 2) = envd("QEZ", 100.0);                         // EE height: pressing
+  q.segment<3>(I::kEeVel).setConstant(envd("QEV", 0.1));
+  c.Q = q.asDiagonal();
+  c.QN = envd("QN", 1.0) * c.Q;
+  c.R = envd("R", 0.1) * Eigen::MatrixXd::Identity(I::kNu, I::kNu);
+  const int nz = I::kNx + I::kNl + I::kNu;
+  c.G = Eigen::VectorXd::Constant(nz, envd("GX", 0.1));
+  c.G.segment<I::kNl>(I::kNx).setConstant(envd("GL", 10.0));
+  c.G.tail<I::kNu>().setConstant(envd("GU", 0.1));
+  c.U = Eigen::VectorXd::Constant(nz, envd("UL", 0.1));
+  c.U.head<I::kNx>().setConstant(envd("UX", 1000.0));
+  c.x_bound = Eigen::VectorXd::Constant(I::kNx, 5.0);
+  c.u_limit = Eigen::VectorXd::Constant(I::kNu, 30.0);
+  return c;
+}
+
+C3Settings ball_rolling_settings() {
+  C3Settings s;
+  s.admm_iterations = static_cast<int>(envd("IT", 10));
+  s.rho0 = envd("RHO", 1.0);
+  s.rho_scale = envd("RS", 2.0);
+  s.consensus_tol = 1e-2;
+  return s;
+}
+
+void ball_rolling_reference(const BallRollingParams& p, double t, Eigen::Ref<Eigen::VectorXd> x_ref) {
+  using I = BallIdx;
+  const double w = 2.0 * M_PI / p.period, a = w * t, R = p.radius + p.radius_error;
+  x_ref.setZero();
+  x_ref(I::kBall) = p.circle_radius * std::cos(a);
+  x_ref(I::kBall + 1) = p.circle_radius * std::sin(a);
+  x_ref(I::kBall + 2) = p.radius + p.radius_error;
+  x_ref(I::kBallVel) = -p.circle_radius * w * std::sin(a);
+  x_ref(I::kBallVel + 1) = p.circle_radius * w * std::cos(a);
+  x_ref(I::kEe + 2) = R - p.press;  // EE over the centre, pressing
+  x_ref(I::kEeVel) = x_ref(I::kBallVel);
+  x_ref(I::kEeVel + 1) = x_ref(I::kBallVel + 1);
+}
+
+Eigen::VectorXd ball_rolling_x0(const BallRollingParams& p) {
+  using I = BallIdx;
+  Eigen::VectorXd x = Eigen::VectorXd::Zero(I::kNx);
+  x(I::kBall) = p.circle_radius;
+  x(I::kBall + 2) = p.radius;  // measured: the true centre height
+  x(I::kEe + 2) = p.radius + p.radius_error + 0.01;
+  return x;
 }
 
 }  // namespace impulse

@@ -15,6 +15,7 @@
 
 #include "host/adam.h"
 #include "host/mlp.h"
+#include "kernels/contactnets_device.h"
 #include "host/contactnets_loss.h"
 #include "host/contactnets_model.h"
 #include "host/qp_batch.h"
@@ -151,12 +152,18 @@ class Method {
 
 class ContactNetsMethod : public Method {
  public:
+  // device_assembly: keep the transitions on the GPU and assemble, solve and
+  // differentiate there (the Polytope model); otherwise assemble on the CPU and
+  // solve on the backend of `opt`.
   ContactNetsMethod(std::unique_ptr<LearnableContactModel> model, ContactNetsLossConfig cfg,
-                    QpSettings<double> st, BatchOptions opt, int n_train, int n_valid)
+                    QpSettings<double> st, BatchOptions opt, int n_train, int n_valid,
+                    bool device_assembly = false)
       : model_(std::move(model)), loss_(cfg, st, opt),
         scale_(model_->parameter_scale(cfg.length_unit)) {
     warm_[0].resize(n_train);
     warm_[1].resize(n_valid);
+    if (device_assembly)
+      device_ = std::make_unique<cuda::DeviceContactNets<double>>(device_consts(cfg), st);
   }
   std::vector<double> variables() const override {
     std::vector<double> v = model_->parameters();
@@ -171,6 +178,7 @@ class ContactNetsMethod : public Method {
   double loss(const Transitions& t, const std::vector<int>& idx, int set,
               std::vector<double>* grad, BatchStats& stats) override {
     const int B = static_cast<int>(idx.size());
+    if (device_) return device_loss(t, idx, set, grad, stats);
     frames_.resize(B);
     warm_batch_.resize(B);
     for (int i = 0; i < B; ++i) {
@@ -195,6 +203,29 @@ class ContactNetsMethod : public Method {
     return sum;
   }
   nlohmann::json params_json() const override { return model_->to_json(); }
+  double device_loss(const Transitions& t, const std::vector<int>& idx, int set,
+                     std::vector<double>* grad, BatchStats& stats) {
+    if (uploaded_[set] != &t) {
+      std::vector<double> xs(size_t(t.size()) * 13), xns(size_t(t.size()) * 13);
+      for (int i = 0; i < t.size(); ++i)
+        for (int e = 0; e < 13; ++e) xs[size_t(i) * 13 + e] = t.x[i](e), xns[size_t(i) * 13 + e] = t.xn[i](e);
+      device_->upload_transitions(set, xs.data(), xns.data(), t.size());
+      uploaded_[set] = &t;
+    }
+    const std::vector<double> theta = model_->parameters();
+    std::vector<double> loss(idx.size()), g(theta.size());
+    const cuda::DeviceLossStats st = device_->evaluate(set, theta.data(), idx.data(),
+                                                       static_cast<int>(idx.size()), loss.data(),
+                                                       grad ? g.data() : nullptr);
+    stats.qp_iterations += st.iterations;
+    stats.qp_count += static_cast<int>(idx.size());
+    stats.not_solved += st.not_solved;
+    if (grad)
+      for (size_t j = 0; j < g.size(); ++j) (*grad)[j] += g[j] * scale_[j];
+    double sum = 0;
+    for (double v : loss) sum += v;
+    return sum;
+  }
   NpyArray warm_starts(int set) const override {
     const auto& w = warm_[set];
     size_t width = 0;
@@ -230,6 +261,8 @@ class ContactNetsMethod : public Method {
   std::vector<std::vector<double>> warm_[2];
   std::vector<std::vector<double>> warm_batch_;
   std::vector<TransitionFrame> frames_;
+  std::unique_ptr<cuda::DeviceContactNets<double>> device_;
+  const Transitions* uploaded_[2] = {nullptr, nullptr};
 };
 
 
@@ -351,7 +384,8 @@ std::unique_ptr<Method> make_method(const TrainConfig& c, const TossMeta& meta,
       perturb_polytope(PolytopeParams::unpack(truth.data()), c.init_noise, c.seed * 7919 + 1);
   if (c.method == "contactnets-polytope")
     return std::make_unique<ContactNetsMethod>(std::make_unique<PolytopeContactModel>(init), lc,
-                                               st, opt, n_train, n_valid);
+                                               st, opt, n_train, n_valid,
+                                               opt.backend == Backend::kCuda);
   return std::make_unique<ContactNetsMethod>(
       std::make_unique<DeepContactModel>(init, meta.half_width, c.seed * 7919 + 3), lc, st, opt,
       n_train, n_valid);

@@ -10,7 +10,15 @@
 //   log.txt          the log lines
 // Every run is reproducible from its seed: the split, the initialization and the
 // mini-batch order are drawn from it (portable generators), and the CPU solves are
-// deterministic.
+// deterministic; a resumed CPU run continues bit for bit (the QP warm starts are
+// checkpointed too).
+//
+// Backends. cpu: everything on the CPU threads. cuda: for ContactNets Polytope the
+// transitions stay on the device and each step sends θ and the mini-batch indices,
+// the device assembles, solves and differentiates (kernels/contactnets_device.h);
+// its warm starts stay on the device and are not checkpointed, so a resumed GPU run
+// agrees with an uninterrupted one to solver tolerance, not bitwise. For the Deep
+// model the CPU assembles and the device solves each mini-batch.
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,7 @@
 // The twin of kernels/*.cu for builds without the CUDA toolkit: the same API,
 // reporting "CUDA not available" (Drake's no_osqp.cc habit).
 #include "io/error.h"
+#include "kernels/contactnets_device.h"
 #include "kernels/qp_kernels.h"
 
 namespace impulse {
@@ -54,6 +55,25 @@ template void solve_lcp_batch(HostLcpArrays<double>&, const LcpSettings<double>&
 
 template class DeviceQpBatch<float>;
 template class DeviceQpBatch<double>;
+
+template <class T>
+struct DeviceContactNets<T>::Impl {};
+template <class T>
+DeviceContactNets<T>::DeviceContactNets(const cn::LossConsts<T>&, const QpSettings<T>&) {
+  throw Error("CUDA not available: " + device_info().reason);
+}
+template <class T>
+DeviceContactNets<T>::~DeviceContactNets() = default;
+template <class T>
+void DeviceContactNets<T>::upload_transitions(int, const double*, const double*, int) {
+  throw Error("CUDA not available");
+}
+template <class T>
+DeviceLossStats DeviceContactNets<T>::evaluate(int, const double*, const int*, int, double*, double*) {
+  throw Error("CUDA not available");
+}
+template class DeviceContactNets<float>;
+template class DeviceContactNets<double>;
 
 }  // namespace cuda
 }  // namespace impulse

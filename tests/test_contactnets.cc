@@ -267,24 +267,6 @@ TEST(ContactNetsDeep, GradientMatchesFiniteDifferences) {
 namespace impulse {
 namespace {
 
-cn::LossConsts<double> consts_of(const ContactNetsLossConfig& cfg) {
-  cn::LossConsts<double> c{};
-  c.w_match = cfg.weights.match;
-  c.w_comp_n = cfg.weights.comp_n;
-  c.w_comp_t = cfg.weights.comp_t;
-  c.w_cone = cfg.weights.cone;
-  c.w_slack = cfg.weights.slack;
-  c.w_perp = cfg.weights.reg_perp;
-  c.w_unit = cfg.weights.reg_unit;
-  c.dt = cfg.dt;
-  c.L = cfg.length_unit;
-  c.mass = cfg.body.mass;
-  for (int e = 0; e < 3; ++e) c.inertia[e] = cfg.body.inertia(e, e);
-  c.gravity = cfg.body.gravity;
-  c.octagon = cfg.friction == FrictionModel::kOctagon;
-  return c;
-}
-
 // The host-device loss code (what the GPU runs) against the host
 // implementation: the same QP data in the batch's pattern, the same gradient
 // for arbitrary (λ, y), for both friction models.
@@ -294,7 +276,7 @@ TEST_P(DeviceLossMath, MatchesHostAssemblyAndGradient) {
   ContactNetsLossConfig cfg;
   cfg.friction = GetParam();
   cfg.body.inertia = Eigen::Vector3d(0.0008, 0.0009, 0.0007).asDiagonal();
-  const cn::LossConsts<double> c = consts_of(cfg);
+  const cn::LossConsts<double> c = device_consts(cfg);
   PolytopeContactModel model(perturb_polytope(PolytopeParams::cube(0.0524, 0.18), 0.4, 31));
   const std::vector<double> theta = model.parameters();
   const auto frames = random_transitions(model, 5, 41);
@@ -345,6 +327,48 @@ INSTANTIATE_TEST_SUITE_P(Friction, DeviceLossMath,
                            return info.param == FrictionModel::kCone ? std::string("Cone")
                                                                      : std::string("Octagon");
                          });
+
+}  // namespace
+}  // namespace impulse
+
+#include "kernels/contactnets_device.h"
+
+namespace impulse {
+namespace {
+
+// The device path (transitions resident, assembly, solve and gradient on the
+// GPU) against the CPU loss: the same losses and summed gradient.
+TEST(ContactNetsGpu, DeviceLossAndGradientMatchCpu) {
+  if (!cuda::available()) GTEST_SKIP() << "no CUDA device: " << cuda::device_info().reason;
+  ContactNetsLossConfig cfg;
+  BatchOptions opt;
+  opt.threads = 1;
+  ContactNetsLoss loss(cfg, tight(), opt);
+  PolytopeContactModel model(perturb_polytope(PolytopeParams::cube(0.0524, 0.18), 0.4, 7));
+  const auto frames = random_transitions(model, 300, 19);
+  std::vector<double> xs, xns;
+  for (const auto& t : frames) {
+    xs.insert(xs.end(), t.x.data(), t.x.data() + 13);
+    xns.insert(xns.end(), t.x_next.data(), t.x_next.data() + 13);
+  }
+  cuda::DeviceContactNets<double> dev(device_consts(cfg), tight());
+  dev.upload_transitions(0, xs.data(), xns.data(), static_cast<int>(frames.size()));
+  std::vector<int> idx(frames.size());
+  for (size_t i = 0; i < idx.size(); ++i) idx[i] = static_cast<int>(i);
+  std::vector<double> dl(frames.size()), dg(57);
+  const std::vector<double> theta = model.parameters();
+  const cuda::DeviceLossStats st =
+      dev.evaluate(0, theta.data(), idx.data(), static_cast<int>(idx.size()), dl.data(), dg.data());
+  EXPECT_EQ(st.not_solved, 0);
+  LossBatchResult r;
+  loss.evaluate(frames, true, r);
+  std::vector<double> hg(57, 0.0);
+  for (size_t i = 0; i < frames.size(); ++i) {
+    EXPECT_NEAR(dl[i], r.qp_loss[i] + r.reg_loss[i], 1e-6 * (1 + r.qp_loss[i])) << "transition " << i;
+    model.backprop(frames[i].x, frames[i].x_next, r.grad[i], hg.data());
+  }
+  for (int j = 0; j < 57; ++j) EXPECT_NEAR(dg[j], hg[j], 1e-5 * (1 + std::abs(hg[j]))) << "parameter " << j;
+}
 
 }  // namespace
 }  // namespace impulse

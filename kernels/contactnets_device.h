@@ -1,0 +1,54 @@
+// ContactNets training on the device: transitions stay resident in device
+// memory; per Adam step the host sends θ (57 numbers) and the indices of the
+// mini-batch, and gets back the per-transition losses and the summed gradient
+// (57 numbers). Host-device traffic per step is O(parameters + batch), not
+// O(transitions x QP size). One thread per transition assembles the loss QP
+// (solvers/contactnets_qp.h), solves it with solvers/qp_admm.h (warm-started
+// from the transition's previous solution, kept on the device), and computes
+// the envelope gradient; a second kernel sums the gradients.
+// Without CUDA (kernels/no_cuda.cc) every method throws "CUDA not available".
+#pragma once
+
+#include <memory>
+
+#include "solvers/contactnets_qp.h"
+#include "solvers/qp_admm.h"
+
+namespace impulse {
+namespace cuda {
+
+struct DeviceLossStats {
+  long iterations = 0;  // ADMM iterations over the batch
+  int not_solved = 0;   // QPs that did not reach tolerance
+  double kernel_ms = 0;
+};
+
+template <class T>
+class DeviceContactNets {
+ public:
+  // throws Error when no device is usable.
+  DeviceContactNets(const cn::LossConsts<T>& consts, const QpSettings<T>& settings);
+  ~DeviceContactNets();
+  DeviceContactNets(const DeviceContactNets&) = delete;
+  DeviceContactNets& operator=(const DeviceContactNets&) = delete;
+
+  // the transitions of set `set` (0 train, 1 valid): count states x and next
+  // states x_next, 13 numbers each (SI); resets that set's warm starts.
+  void upload_transitions(int set, const double* x, const double* x_next, int count);
+
+  // losses (QP value + regularizers) of transitions idx[0 .. count) of `set`
+  // at θ (57, SI) into loss (count); when grad is given, the sum over the batch
+  // of their gradients (57) is written there.
+  DeviceLossStats evaluate(int set, const double* theta, const int* idx, int count, double* loss,
+                           double* grad);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+extern template class DeviceContactNets<float>;
+extern template class DeviceContactNets<double>;
+
+}  // namespace cuda
+}  // namespace impulse

@@ -1,0 +1,251 @@
+// ContactNets loss and gradient on the device, one thread per transition
+// (see kernels/contactnets_device.h).
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "kernels/contactnets_device.h"
+#include "kernels/device_util.cuh"
+#include "kernels/qp_kernels.h"
+
+namespace impulse {
+namespace cuda {
+
+namespace {
+
+using detail::check;
+
+template <class T>
+struct Buf {
+  T* p = nullptr;
+  size_t n = 0;
+  void ensure(size_t count) {
+    if (count <= n) return;
+    if (p) cudaFree(p);
+    p = nullptr;
+    check(cudaMalloc(&p, std::max<size_t>(count, 1) * sizeof(T)), "cudaMalloc");
+    n = count;
+  }
+  ~Buf() {
+    if (p) cudaFree(p);
+  }
+};
+
+// The CSR pattern of the loss QP (host/contactnets_loss.cc make_loss_batch).
+void loss_pattern(int octagon, std::vector<int>& row_ptr, std::vector<int>& col) {
+  const int k = cn::kK;
+  row_ptr.assign(1, 0);
+  col.clear();
+  for (int i = 0; i < k; ++i) {
+    for (int c = 0; c < 3 * k; ++c) col.push_back(c);
+    col.push_back(3 * k + i);
+    row_ptr.push_back(static_cast<int>(col.size()));
+  }
+  auto row = [&](std::initializer_list<int> cs) {
+    for (int c : cs) col.push_back(c);
+    row_ptr.push_back(static_cast<int>(col.size()));
+  };
+  if (!octagon) {
+    for (int i = 0; i < k; ++i) {
+      row({i});
+      row({k + 2 * i});
+      row({k + 2 * i + 1});
+    }
+  } else {
+    for (int i = 0; i < k; ++i) row({i});
+    for (int i = 0; i < k; ++i)
+      for (int j = 0; j < cn::kOctagon; ++j) row({i, k + 2 * i, k + 2 * i + 1});
+  }
+}
+
+template <class T>
+__global__ void loss_kernel(int B, QpShape shape, cn::LossConsts<T> c, QpSettings<T> st,
+                            const T* __restrict__ theta, const int* __restrict__ idx,
+                            const T* __restrict__ xs, const T* __restrict__ xns, T* warm,
+                            int* warm_ok, T* P, T* q, T* A, T* b, T* x, T* y, T* work, T* loss,
+                            T* grad, int* iters, int* solved, int want_grad) {
+  const int k = blockIdx.x * blockDim.x + threadIdx.x;
+  if (k >= B) return;
+  const int n = shape.n, m = shape.m();
+  const RunStride s{B};
+  const int t = idx[k];
+  T th[cn::kTheta], x0[13], x1[13];
+  for (int i = 0; i < cn::kTheta; ++i) th[i] = theta[i];
+  for (int i = 0; i < 13; ++i) x0[i] = xs[size_t(t) * 13 + i], x1[i] = xns[size_t(t) * 13 + i];
+  View<T, RunStride> Pv{P + k, s}, qv{q + k, s}, Av{A + k, s}, bv{b + k, s}, xv{x + k, s},
+      yv{y + k, s};
+  const T constant = cn::assemble(c, th, x0, x1, Pv, qv, Av, bv);
+  const bool have_warm = warm_ok[t] != 0;
+  if (have_warm)
+    for (int i = 0; i < n + m; ++i) (i < n ? xv[i] : yv[i - n]) = warm[size_t(t) * (n + m) + i];
+  QpData<T, RunStride> d{Pv.as_const(), qv.as_const(), Av.as_const(), bv.as_const()};
+  auto w = QpWork<T, RunStride>::carve(View<T, RunStride>{work + k, s}, n, m);
+  const QpInfo<T> info = qp_admm_solve(shape, d, xv, yv, w, st, have_warm);
+  for (int i = 0; i < n + m; ++i) warm[size_t(t) * (n + m) + i] = i < n ? xv[i] : yv[i - n];
+  warm_ok[t] = 1;
+  iters[k] = info.iterations;
+  solved[k] = is_solved(info.status) ? 1 : 0;
+  T g[cn::kTheta];
+  for (int i = 0; i < cn::kTheta; ++i) g[i] = T(0);
+  const T reg = cn::gradient(c, th, x0, x1, xv.as_const(), yv.as_const(), g);
+  const T qp = info.objective + constant;
+  loss[k] = (qp > T(0) ? qp : T(0)) + reg;
+  if (want_grad)
+    for (int i = 0; i < cn::kTheta; ++i) grad[size_t(i) * B + k] = g[i];
+}
+
+// out[p] = Σ_k grad[p * B + k], one block per parameter.
+template <class T>
+__global__ void sum_kernel(int B, const T* __restrict__ grad, T* out) {
+  __shared__ double part[256];
+  const int p = blockIdx.x;
+  double acc = 0.0;
+  for (int k = threadIdx.x; k < B; k += blockDim.x) acc += double(grad[size_t(p) * B + k]);
+  part[threadIdx.x] = acc;
+  __syncthreads();
+  for (int h = blockDim.x / 2; h > 0; h /= 2) {
+    if (int(threadIdx.x) < h) part[threadIdx.x] += part[threadIdx.x + h];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) out[p] = T(part[0]);
+}
+
+}  // namespace
+
+template <class T>
+struct DeviceContactNets<T>::Impl {
+  cn::LossConsts<T> consts;
+  QpSettings<T> settings;
+  int n = cn::kN, m = 0, nnz = 0;
+  Buf<int> row_ptr, col;
+  QpShape shape;
+  struct Set {
+    int count = 0;
+    Buf<T> x, xn, warm;
+    Buf<int> warm_ok;
+  } sets[2];
+  Buf<T> theta, P, q, A, b, x, y, work, loss, grad, grad_sum;
+  Buf<int> idx, iters, solved;
+  cudaEvent_t start = nullptr, stop = nullptr;
+};
+
+template <class T>
+DeviceContactNets<T>::DeviceContactNets(const cn::LossConsts<T>& consts, const QpSettings<T>& st)
+    : impl_(new Impl) {
+  if (!available()) throw Error("CUDA not available: " + device_info().reason);
+  if (const char* bad = st.validate()) throw Error(std::string("QP settings: ") + bad);
+  Impl& d = *impl_;
+  d.consts = consts;
+  d.settings = st;
+  std::vector<int> rp, cl;
+  loss_pattern(consts.octagon, rp, cl);
+  d.m = cn::rows(consts.octagon);
+  d.nnz = static_cast<int>(cl.size());
+  d.row_ptr.ensure(rp.size());
+  d.col.ensure(cl.size());
+  check(cudaMemcpy(d.row_ptr.p, rp.data(), sizeof(int) * rp.size(), cudaMemcpyHostToDevice), "pattern");
+  check(cudaMemcpy(d.col.p, cl.data(), sizeof(int) * cl.size(), cudaMemcpyHostToDevice), "pattern");
+  ConeSpec cones;
+  if (consts.octagon) cones.n_nonneg = d.m;
+  else cones.n_nonneg = cn::kK, cones.n_soc = cn::kK;
+  d.shape.n = d.n;
+  d.shape.cones = cones;
+  d.shape.a = CsrPattern{d.m, d.n, d.nnz, d.row_ptr.p, d.col.p};
+  d.theta.ensure(cn::kTheta);
+  d.grad_sum.ensure(cn::kTheta);
+  check(cudaEventCreate(&d.start), "cudaEventCreate");
+  check(cudaEventCreate(&d.stop), "cudaEventCreate");
+}
+
+template <class T>
+DeviceContactNets<T>::~DeviceContactNets() {
+  if (impl_->start) cudaEventDestroy(impl_->start);
+  if (impl_->stop) cudaEventDestroy(impl_->stop);
+}
+
+template <class T>
+void DeviceContactNets<T>::upload_transitions(int set, const double* x, const double* xn, int count) {
+  if (set < 0 || set > 1) throw Error("device transitions: set must be 0 (train) or 1 (valid)");
+  if (count < 0) throw Error("device transitions: negative count");
+  Impl& d = *impl_;
+  auto& S = d.sets[set];
+  S.count = count;
+  std::vector<T> tmp(size_t(count) * 13);
+  S.x.ensure(tmp.size());
+  S.xn.ensure(tmp.size());
+  for (size_t i = 0; i < tmp.size(); ++i) tmp[i] = T(x[i]);
+  check(cudaMemcpy(S.x.p, tmp.data(), sizeof(T) * tmp.size(), cudaMemcpyHostToDevice), "upload transitions");
+  for (size_t i = 0; i < tmp.size(); ++i) tmp[i] = T(xn[i]);
+  check(cudaMemcpy(S.xn.p, tmp.data(), sizeof(T) * tmp.size(), cudaMemcpyHostToDevice), "upload transitions");
+  S.warm.ensure(size_t(count) * (d.n + d.m));
+  S.warm_ok.ensure(count);
+  check(cudaMemset(S.warm_ok.p, 0, sizeof(int) * std::max(count, 1)), "reset warm starts");
+}
+
+template <class T>
+DeviceLossStats DeviceContactNets<T>::evaluate(int set, const double* theta, const int* idx, int count,
+                                               double* loss, double* grad) {
+  if (set < 0 || set > 1) throw Error("device loss: set must be 0 (train) or 1 (valid)");
+  Impl& d = *impl_;
+  auto& S = d.sets[set];
+  if (count <= 0) throw Error("device loss: empty batch");
+  for (int i = 0; i < count; ++i)
+    if (idx[i] < 0 || idx[i] >= S.count)
+      throw Error("device loss: transition index " + std::to_string(idx[i]) + " out of range (set has " +
+                  std::to_string(S.count) + ")");
+  const size_t B = size_t(count);
+  T th[cn::kTheta];
+  for (int i = 0; i < cn::kTheta; ++i) th[i] = T(theta[i]);
+  check(cudaMemcpy(d.theta.p, th, sizeof th, cudaMemcpyHostToDevice), "upload theta");
+  d.idx.ensure(B);
+  check(cudaMemcpy(d.idx.p, idx, sizeof(int) * B, cudaMemcpyHostToDevice), "upload indices");
+  d.P.ensure(B * d.n * d.n);
+  d.q.ensure(B * d.n);
+  d.A.ensure(B * d.nnz);
+  d.b.ensure(B * d.m);
+  d.x.ensure(B * d.n);
+  d.y.ensure(B * d.m);
+  d.work.ensure(B * qp_work_size(d.n, d.m));
+  d.loss.ensure(B);
+  d.grad.ensure(B * cn::kTheta);
+  d.iters.ensure(B);
+  d.solved.ensure(B);
+  const int threads = 128, blocks = int((B + threads - 1) / threads);
+  check(cudaEventRecord(d.start), "event");
+  loss_kernel<T><<<blocks, threads>>>(count, d.shape, d.consts, d.settings, d.theta.p, d.idx.p, S.x.p,
+                                      S.xn.p, S.warm.p, S.warm_ok.p, d.P.p, d.q.p, d.A.p, d.b.p, d.x.p,
+                                      d.y.p, d.work.p, d.loss.p, d.grad.p, d.iters.p, d.solved.p,
+                                      grad ? 1 : 0);
+  check(cudaGetLastError(), "loss kernel launch");
+  if (grad) {
+    sum_kernel<T><<<cn::kTheta, 256>>>(count, d.grad.p, d.grad_sum.p);
+    check(cudaGetLastError(), "gradient sum launch");
+  }
+  check(cudaEventRecord(d.stop), "event");
+  check(cudaEventSynchronize(d.stop), "loss kernel");
+  DeviceLossStats st;
+  float ms = 0;
+  cudaEventElapsedTime(&ms, d.start, d.stop);
+  st.kernel_ms = ms;
+  std::vector<T> lt(B);
+  check(cudaMemcpy(lt.data(), d.loss.p, sizeof(T) * B, cudaMemcpyDeviceToHost), "download losses");
+  for (size_t i = 0; i < B; ++i) loss[i] = double(lt[i]);
+  std::vector<int> it(B), ok(B);
+  check(cudaMemcpy(it.data(), d.iters.p, sizeof(int) * B, cudaMemcpyDeviceToHost), "download stats");
+  check(cudaMemcpy(ok.data(), d.solved.p, sizeof(int) * B, cudaMemcpyDeviceToHost), "download stats");
+  for (size_t i = 0; i < B; ++i) st.iterations += it[i], st.not_solved += ok[i] ? 0 : 1;
+  if (grad) {
+    T g[cn::kTheta];
+    check(cudaMemcpy(g, d.grad_sum.p, sizeof g, cudaMemcpyDeviceToHost), "download gradient");
+    for (int i = 0; i < cn::kTheta; ++i) grad[i] = double(g[i]);
+  }
+  return st;
+}
+
+template class DeviceContactNets<float>;
+template class DeviceContactNets<double>;
+
+}  // namespace cuda
+}  // namespace impulse
