@@ -16,6 +16,7 @@
 #include "host/c3.h"
 #include "host/lcs.h"
 #include "host/mpc_tasks.h"
+#include "host/residual_learner.h"
 #include "io/error.h"
 
 // ---- allocation counting (program-wide replacement; counts only between markers) ----
@@ -279,6 +280,36 @@ TEST(C3, StepDoesNotAllocate) {
   const long allocs = counter.stop();
   EXPECT_EQ(allocs, 0);
   EXPECT_EQ(c.residual_version(), 10);
+}
+
+// The learner's update (10 sample QPs, envelope gradient, Adam step, publishing
+// r) and add_sample allocate nothing once the learner is built and its buffer full.
+TEST(ResidualLearnerRt, UpdateDoesNotAllocate) {
+  CartPoleParams p;
+  const Lcs model = cartpole_lcs(p, 10);
+  const Lcs truth = cartpole_lcs(p, 1, Eigen::Vector2d(-0.15, 0.15));
+  ResidualLearner learner(model);
+  std::mt19937_64 rng(2);
+  std::uniform_real_distribution<double> th(-0.8, 0.8), v(-1, 1);
+  LcsStepWork work;
+  work.reserve(2);
+  Eigen::VectorXd xn(4), lam(2), u(1), x(4);
+  auto sample = [&]() {
+    x << 0.1 * v(rng), th(rng), v(rng), v(rng);
+    u(0) = v(rng);
+    lcs_step(truth, 0, x, u, xn, lam, work);
+    learner.add_sample(x, u, xn);
+  };
+  for (int i = 0; i < 12; ++i) sample();
+  learner.update();  // warm-up
+  AllocCounter counter;
+  for (int t = 0; t < 20; ++t) {
+    sample();
+    learner.update();
+  }
+  const long allocs = counter.stop();
+  EXPECT_EQ(allocs, 0);
+  EXPECT_EQ(learner.stats().samples, 10);
 }
 
 TEST(C3, RejectsBadInputWithLastSafeCommand) {
