@@ -6,7 +6,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <fstream>
 
 #include "host/c3.h"
@@ -88,9 +87,6 @@ BallRollingRunResult run_ball_rolling(const BallRollingRunOptions& o) {
   BallRollingParams p;
   const int N = o.horizon;
   p.radius_error = o.radius_error;
-  if (const char* v = std::getenv("PDT")) p.plan_dt = std::atof(v);
-  if (const char* v = std::getenv("PRESS")) p.press = std::atof(v);
-  if (const char* v = std::getenv("KAPPA")) p.compliance = std::atof(v);
   const Lcs model = ball_rolling_lcs(p, N, p.radius + p.radius_error, p.plan_dt);
   // the learner's model: the same at the sampling step (r is in metres: shared)
   const Lcs model_ctrl = ball_rolling_lcs(p, 1, p.radius + p.radius_error, p.dt);
@@ -112,13 +108,15 @@ BallRollingRunResult run_ball_rolling(const BallRollingRunOptions& o) {
   work.reserve(I::kNl);
   Eigen::VectorXd x = ball_rolling_x0(p), u(I::kNu), xn(I::kNx), lam(I::kNl);
   Eigen::MatrixXd xref(I::kNx, N + 1);
+  BallRollingGait gait;
   const int steps = static_cast<int>(std::lround(o.duration_s / p.dt));
   double se = 0, se_last = 0;
   int n_last = 0;
   res.rows.reserve(steps);
   for (int t = 0; t < steps; ++t) {
     const double time = t * p.dt;
-    for (int k = 0; k <= N; ++k) ball_rolling_reference(p, time + k * p.plan_dt, xref.col(k));
+    const Eigen::Vector3d ee_rel = gait.update(p, x, c3.model().r.mean());
+    for (int k = 0; k <= N; ++k) ball_rolling_reference(p, time + k * p.plan_dt, ee_rel, xref.col(k));
     c3.set_reference(xref);
     const auto t0 = std::chrono::steady_clock::now();
     const C3Status s = c3.step(x, time, u);
@@ -156,6 +154,8 @@ BallRollingRunResult run_ball_rolling(const BallRollingRunOptions& o) {
   const int done = static_cast<int>(res.rows.size());
   res.rms_error = done ? std::sqrt(se / done) : 0;
   res.rms_error_last = n_last ? std::sqrt(se_last / n_last) : 0;
+  res.regrips = gait.regrips;
+  res.regrips = gait.regrips;
   res.final_r = o.adapt ? Eigen::Vector4d(learner.residual()) : Eigen::Vector4d::Zero();
   return res;
 }
@@ -189,12 +189,58 @@ bool write_csv_atomic(const std::string& path, const CartPoleRunResult& r, std::
   return true;
 }
 
+bool write_ball_csv_atomic(const std::string& path, const BallRollingRunResult& r, std::ostream& log) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp);
+    if (!f) {
+      log << "mpc-demo: cannot write " << tmp << "\n";
+      return false;
+    }
+    f.precision(9);
+    f << "t,ee_rel_x,ee_rel_y,ee_rel_z,ball_x,ball_y,ball_z,ee_vx,ee_vy,ee_vz,ball_vx,ball_vy,ball_vz,"
+         "ref_x,ref_y,u_x,u_y,u_z,lambda_0,lambda_1,lambda_2,lambda_3,r_0,r_1,r_2,r_3,loss,c3_status\n";
+    for (const auto& row : r.rows) {
+      f << row.t;
+      for (int i = 0; i < 12; ++i) f << ',' << row.x(i);
+      f << ',' << row.ref(0) << ',' << row.ref(1);
+      for (int i = 0; i < 3; ++i) f << ',' << row.u(i);
+      for (int i = 0; i < 4; ++i) f << ',' << row.lambda(i);
+      for (int i = 0; i < 4; ++i) f << ',' << row.r(i);
+      f << ',' << row.loss << ',' << row.status << '\n';
+    }
+    f.flush();
+    if (!f) {
+      log << "mpc-demo: write to " << tmp << " failed\n";
+      return false;
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    log << "mpc-demo: cannot rename " << tmp << " to " << path << "\n";
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 int run_mpc_demo(const std::string& task, bool adapt, const std::string& out_csv, std::ostream& log) {
+  if (task == "ball-rolling") {
+    BallRollingRunOptions o;
+    o.adapt = adapt;
+    const BallRollingRunResult r = run_ball_rolling(o);
+    log << "mpc-demo ball-rolling (adapt " << (adapt ? "on" : "off") << "): " << r.rows.size()
+        << " steps at 80 Hz, learner at 20 Hz; RMS |ball - reference| " << r.rms_error_last
+        << " m over the last half (whole run " << r.rms_error << " m), circle radius 0.1 m; residual ("
+        << r.final_r(0) << ", " << r.final_r(1) << ", " << r.final_r(2) << ", " << r.final_r(3)
+        << ") m vs true radius error 0.005 m; contact impulse " << r.contact_impulse
+        << " N s, re-grips " << r.regrips << "; C3 solved " << r.c3_solved << ", budget "
+        << r.c3_budget << ", bad " << r.c3_bad << "\n";
+    if (!out_csv.empty() && !write_ball_csv_atomic(out_csv, r, log)) return 1;
+    return r.c3_bad ? 1 : 0;
+  }
   if (task != "cartpole") {
-    log << "mpc-demo: unknown or unavailable task '" << task
-        << "' (available: cartpole; ball-rolling is not implemented yet)\n";
+    log << "mpc-demo: unknown task '" << task << "' (available: cartpole, ball-rolling)\n";
     return 2;
   }
   CartPoleRunOptions o;

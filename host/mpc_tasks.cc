@@ -4,7 +4,6 @@
 #include "host/mpc_tasks.h"
 
 #include <cmath>
-#include <cstdlib>
 
 namespace impulse {
 
@@ -119,30 +118,25 @@ Lcs ball_rolling_lcs(const BallRollingParams& p, int N, double radius, double dt
                              0.5 * (F + F.transpose()), H, c);
 }
 
-static double envd(const char* n, double d) {
-  const char* v = std::getenv(n);
-  return v ? std::atof(v) : d;
-}
-
 C3Costs ball_rolling_costs(const BallRollingParams& p) {
   (void)p;
   using I = BallIdx;
   C3Costs c;
   Eigen::VectorXd q = Eigen::VectorXd::Zero(I::kNx);
-  q.segment<2>(I::kBall).setConstant(envd("QB", 100.0));    // ball position (x, y)
-  q.segment<2>(I::kBallVel).setConstant(envd("QBV", 10.0));   // ball velocity (x, y)
-  q.segment<2>(I::kEe).setConstant(envd("QE", 100.0));        // EE over the ball
-  q(I::kEe + 2) = envd("QEZ", 100.0);                         // EE height: pressing
-  q.segment<3>(I::kEeVel).setConstant(envd("QEV", 0.1));
+  q.segment<2>(I::kBall).setConstant(1e4);    // ball position (x, y)
+  q.segment<2>(I::kBallVel).setConstant(100.0);   // ball velocity (x, y)
+  q.segment<2>(I::kEe).setConstant(1e3);          // EE over the ball
+  q(I::kEe + 2) = 1e4;                           // EE height: pressing
+  q.segment<3>(I::kEeVel).setConstant(0.1);
   c.Q = q.asDiagonal();
-  c.QN = envd("QN", 1.0) * c.Q;
-  c.R = envd("R", 0.1) * Eigen::MatrixXd::Identity(I::kNu, I::kNu);
+  c.QN = c.Q;
+  c.R = 0.01 * Eigen::MatrixXd::Identity(I::kNu, I::kNu);
   const int nz = I::kNx + I::kNl + I::kNu;
-  c.G = Eigen::VectorXd::Constant(nz, envd("GX", 0.1));
-  c.G.segment<I::kNl>(I::kNx).setConstant(envd("GL", 10.0));
-  c.G.tail<I::kNu>().setConstant(envd("GU", 0.1));
-  c.U = Eigen::VectorXd::Constant(nz, envd("UL", 0.1));
-  c.U.head<I::kNx>().setConstant(envd("UX", 1000.0));
+  c.G = Eigen::VectorXd::Constant(nz, 0.1);
+  c.G.segment<I::kNl>(I::kNx).setConstant(10.0);
+  c.G.tail<I::kNu>().setConstant(0.1);
+  c.U = Eigen::VectorXd::Constant(nz, 0.1);
+  c.U.head<I::kNx>().setConstant(1000.0);
   c.x_bound = Eigen::VectorXd::Constant(I::kNx, 5.0);
   c.u_limit = Eigen::VectorXd::Constant(I::kNu, 30.0);
   return c;
@@ -150,25 +144,45 @@ C3Costs ball_rolling_costs(const BallRollingParams& p) {
 
 C3Settings ball_rolling_settings() {
   C3Settings s;
-  s.admm_iterations = static_cast<int>(envd("IT", 10));
-  s.rho0 = envd("RHO", 1.0);
-  s.rho_scale = envd("RS", 2.0);
+  s.admm_iterations = 10;
+  s.rho0 = 1.0;
+  s.rho_scale = 2.0;
   s.consensus_tol = 1e-2;
   return s;
 }
 
-void ball_rolling_reference(const BallRollingParams& p, double t, Eigen::Ref<Eigen::VectorXd> x_ref) {
+void ball_rolling_reference(const BallRollingParams& p, double t, const Eigen::Vector3d& ee_rel,
+                            Eigen::Ref<Eigen::VectorXd> x_ref) {
   using I = BallIdx;
-  const double w = 2.0 * M_PI / p.period, a = w * t, R = p.radius + p.radius_error;
+  const double w = 2.0 * M_PI / p.period, a = w * t;
   x_ref.setZero();
   x_ref(I::kBall) = p.circle_radius * std::cos(a);
   x_ref(I::kBall + 1) = p.circle_radius * std::sin(a);
   x_ref(I::kBall + 2) = p.radius + p.radius_error;
   x_ref(I::kBallVel) = -p.circle_radius * w * std::sin(a);
   x_ref(I::kBallVel + 1) = p.circle_radius * w * std::cos(a);
-  x_ref(I::kEe + 2) = R - p.press;  // EE over the centre, pressing
+  x_ref.segment<3>(I::kEe) = ee_rel;
   x_ref(I::kEeVel) = x_ref(I::kBallVel);
   x_ref(I::kEeVel + 1) = x_ref(I::kBallVel + 1);
+}
+
+Eigen::Vector3d BallRollingGait::update(const BallRollingParams& p, const Eigen::Ref<const Eigen::VectorXd>& x,
+                                        double r_mean) {
+  using I = BallIdx;
+  const double top = p.radius + p.radius_error - r_mean;  // the model's top above the centre
+  const Eigen::Vector2d rel = x.segment<2>(I::kEe);
+  if (rolling) {
+    if (rel.norm() > p.stroke) {
+      // the EE has rolled over the top: lift and go back behind it
+      rolling = false;
+      back = -0.5 * p.stroke * rel.normalized();
+      ++regrips;
+    }
+  } else if ((rel - back).norm() < 0.003 && x(I::kEe + 2) > top + 0.5 * p.lift) {
+    rolling = true;
+  }
+  if (rolling) return Eigen::Vector3d(0, 0, top - p.press);
+  return Eigen::Vector3d(back(0), back(1), top + p.lift);
 }
 
 Eigen::VectorXd ball_rolling_x0(const BallRollingParams& p) {

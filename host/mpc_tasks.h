@@ -74,12 +74,14 @@ struct BallRollingParams {
   double mu = 0.6;              // EE/ball friction (rubber tip on a hard ball)
   double compliance = 1e-4;     // κ [m/N]: 1 N presses 0.1 mm (a stiff 10 kN/m contact)
   double dt = 0.0125;           // control and simulation step [s] (C3 at 80 Hz, as the paper)
-  double plan_dt = 0.05;        // C3's model step [s] (horizon N plan_dt)
+  double plan_dt = 0.025;       // C3's model step [s] (horizon N plan_dt)
   // reference: the ball centre on a circle (centre, radius, period), counter-clockwise,
   // starting at angle 0 (the ball's initial position)
   double circle_radius = 0.1;   // [m]
   double period = 8.0;          // [s]: 0.079 m/s along the circle
   double press = 0.002;         // EE z reference: the model's ball top − press [m]
+  double stroke = 0.015;        // re-grip when the EE is this far from the centre [m]
+  double lift = 0.01;           // lift height above the model's top when re-gripping [m]
 };
 
 // state indices
@@ -100,7 +102,27 @@ C3Settings ball_rolling_settings();
 // the reference state at time t: ball on the circle with its velocity; EE over the
 // ball's centre at the model's radius − press (pressing), with the ball's velocity. No
 // allocation.
-void ball_rolling_reference(const BallRollingParams& p, double t, Eigen::Ref<Eigen::VectorXd> x_ref);
+void ball_rolling_reference(const BallRollingParams& p, double t, const Eigen::Vector3d& ee_rel,
+                            Eigen::Ref<Eigen::VectorXd> x_ref);
+
+// Re-grip heuristic for the EE reference (C3 plans contact forces over a 0.25 s horizon,
+// too short to plan a lift-and-return itself; the C3 ball-rolling example uses a
+// heuristic of this kind too). Rolling with a sticking contact moves the EE over the ball
+// at the ball's speed (the top moves at 2 v_b), so after a stroke the EE must lift, move
+// back behind the top and press again:
+//   rolling: EE reference over the centre at the model's top − press; when the EE is more
+//            than `stroke` from the centre (horizontally), switch to lifting;
+//   lifting: EE reference `stroke`/2 behind the centre (opposite to where it went), `lift`
+//            above the model's top; back to rolling when there.
+// The model's top is (model radius − r̄) above the centre, r̄ the mean residual in use: the
+// reference follows the adapted model.
+struct BallRollingGait {
+  bool rolling = true;
+  Eigen::Vector2d back = Eigen::Vector2d::Zero();
+  int regrips = 0;
+  // the EE reference relative to the ball centre for state x. No allocation.
+  Eigen::Vector3d update(const BallRollingParams& p, const Eigen::Ref<const Eigen::VectorXd>& x, double r_mean);
+};
 // the initial state: ball at rest at the start of the circle, EE 1 cm above the model's top.
 Eigen::VectorXd ball_rolling_x0(const BallRollingParams& p);
 
