@@ -3,6 +3,8 @@
 #pragma GCC diagnostic ignored "-Warray-bounds"
 #include "host/mpc_demo.h"
 
+#include <algorithm>
+
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -40,7 +42,10 @@ CartPoleRunResult run_cartpole(const CartPoleRunOptions& o) {
   res.rows.reserve(steps);
   for (int t = 0; t < steps; ++t) {
     if (kick_steps > 0 && t > 0 && t % kick_steps == 0) x(3) += (kicks++ % 2 ? -o.kick : o.kick);
+    const auto t0 = std::chrono::steady_clock::now();
     const C3Status s = c3.step(x, t * p.dt, u);
+    res.step_us.push_back(
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
     res.c3_solved += s == C3Status::kSolved;
     res.c3_budget += s == C3Status::kBudgetExhausted;
     if (s == C3Status::kBadInput) {
@@ -53,7 +58,10 @@ CartPoleRunResult run_cartpole(const CartPoleRunOptions& o) {
       c3.observe(x, u, xn);
       if ((t + 1) % o.learn_every == 0) {
         learner.drain(ring);
+        const auto u0 = std::chrono::steady_clock::now();
         learner.update();
+        res.update_us.push_back(
+            std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - u0).count());
       }
     }
     CartPoleRunRow row;
@@ -121,6 +129,8 @@ BallRollingRunResult run_ball_rolling(const BallRollingRunOptions& o) {
     const auto t0 = std::chrono::steady_clock::now();
     const C3Status s = c3.step(x, time, u);
     res.c3_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    res.step_us.push_back(
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
     res.c3_solved += s == C3Status::kSolved;
     res.c3_budget += s == C3Status::kBudgetExhausted;
     if (s == C3Status::kBadInput) {
@@ -132,7 +142,10 @@ BallRollingRunResult run_ball_rolling(const BallRollingRunOptions& o) {
       c3.observe(x, u, xn);
       if ((t + 1) % o.learn_every == 0) {
         learner.drain(ring);
+        const auto u0 = std::chrono::steady_clock::now();
         learner.update();
+        res.update_us.push_back(
+            std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - u0).count());
       }
     }
     BallRollingRunRow row;
@@ -224,6 +237,15 @@ bool write_ball_csv_atomic(const std::string& path, const BallRollingRunResult& 
 
 }  // namespace
 
+std::string latency_summary(std::vector<double> us) {
+  if (us.empty()) return "n/a";
+  std::sort(us.begin(), us.end());
+  auto at = [&](double f) { return us[std::min(us.size() - 1, size_t(f * double(us.size() - 1) + 0.5))]; };
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "p50 %.0f / p99 %.0f / max %.0f us", at(0.5), at(0.99), us.back());
+  return buf;
+}
+
 int run_mpc_demo(const std::string& task, bool adapt, const std::string& out_csv, std::ostream& log) {
   if (task == "ball-rolling") {
     BallRollingRunOptions o;
@@ -235,7 +257,10 @@ int run_mpc_demo(const std::string& task, bool adapt, const std::string& out_csv
         << r.final_r(0) << ", " << r.final_r(1) << ", " << r.final_r(2) << ", " << r.final_r(3)
         << ") m vs true radius error 0.005 m; contact impulse " << r.contact_impulse
         << " N s, re-grips " << r.regrips << "; C3 solved " << r.c3_solved << ", budget "
-        << r.c3_budget << ", bad " << r.c3_bad << "\n";
+        << r.c3_budget << ", bad " << r.c3_bad << "\n"
+        << "latency (one core): C3 step " << latency_summary(r.step_us) << " over " << r.step_us.size()
+        << " steps; learner update (10 samples) " << latency_summary(r.update_us) << " over "
+        << r.update_us.size() << " updates\n";
     if (!out_csv.empty() && !write_ball_csv_atomic(out_csv, r, log)) return 1;
     return r.c3_bad ? 1 : 0;
   }
@@ -251,7 +276,10 @@ int run_mpc_demo(const std::string& task, bool adapt, const std::string& out_csv
       << " rad (last quarter " << r.mean_abs_theta_last << "), wall impulse " << r.wall_impulse
       << " N s, residual (" << r.final_r(0) << ", " << r.final_r(1) << ") vs true (-0.15, 0.15)"
       << (r.fell ? ", FELL" : "") << "; C3 solved " << r.c3_solved << ", budget "
-      << r.c3_budget << "\n";
+      << r.c3_budget << "\n"
+      << "latency (one core): C3 step " << latency_summary(r.step_us) << " over " << r.step_us.size()
+      << " steps; learner update (10 samples) " << latency_summary(r.update_us) << " over "
+      << r.update_us.size() << " updates\n";
   if (!out_csv.empty() && !write_csv_atomic(out_csv, r, log)) return 1;
   return r.fell ? 1 : 0;
 }

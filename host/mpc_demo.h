@@ -50,10 +50,14 @@ struct CartPoleRunResult {
   Eigen::Vector2d final_r{0, 0};
   bool fell = false;             // |θ| exceeded 1.2 rad or the state was rejected
   int c3_solved = 0, c3_budget = 0, c3_bad = 0;
+  std::vector<double> step_us, update_us;  // wall time of each C3 step / learner update
   std::vector<CartPoleRunRow> rows;
 };
 
 CartPoleRunResult run_cartpole(const CartPoleRunOptions& options);
+
+// "p50 / p99 / max" of a list of latencies (µs), for the demo's summary line.
+std::string latency_summary(std::vector<double> us);
 
 // Ball rolling (host/mpc_tasks.h, BallRollingParams): C3 at 80 Hz on the model whose ball
 // radius is 5 mm too large, the true ball simulated by the same LCS with the true radius
@@ -91,6 +95,7 @@ struct BallRollingRunResult {
   int c3_solved = 0, c3_budget = 0, c3_bad = 0;
   int regrips = 0;            // lift-and-return strokes of the gait heuristic
   double c3_seconds = 0;      // wall time spent in C3 step()
+  std::vector<double> step_us, update_us;  // wall time of each C3 step / learner update
   std::vector<BallRollingRunRow> rows;
 };
 

@@ -2,6 +2,7 @@
 // project's synthetic tosses, resume after an interruption, the three methods'
 // runs and evaluations, and a short run on the real tosses.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdlib>
@@ -20,7 +21,9 @@ namespace {
 namespace fs = std::filesystem;
 
 std::string temp_dir(const std::string& name) {
-  const fs::path p = fs::path(::testing::TempDir()) / ("impulse_trainer_" + name);
+  // per process: ctest runs the tests of this file in parallel processes
+  const fs::path p = fs::path(::testing::TempDir()) /
+                     ("impulse_trainer_" + std::to_string(::getpid()) + "_" + name);
   fs::remove_all(p);
   fs::create_directories(p);
   return p.string();
@@ -118,7 +121,9 @@ TEST(Trainer, ResumeAfterInterruptionIsBitExact) {
     EXPECT_EQ(a.history[i].valid_loss, b2.history[i].valid_loss) << "epoch " << i;
     EXPECT_EQ(a.history[i].train_loss, b2.history[i].train_loss) << "epoch " << i;
   }
-  EXPECT_EQ(read_json((fs::path(::testing::TempDir()) / "impulse_trainer_straight" / "params.json").string())["normal"],
+  EXPECT_EQ(read_json((fs::path(::testing::TempDir()) /
+                      ("impulse_trainer_" + std::to_string(::getpid()) + "_straight") / "params.json")
+                         .string())["normal"],
             read_json(c.out + "/params.json")["normal"]);
   // a different configuration in the same directory is refused, naming the field
   c.lr = 1e-2;
