@@ -17,6 +17,19 @@
 
 namespace impulse {
 
+namespace {
+
+// drain the samples into the learner and run one update, recording its wall time (µs)
+void timed_update(ResidualLearner& learner, SampleRing& ring, std::vector<double>& us) {
+  learner.drain(ring);
+  const auto t0 = std::chrono::steady_clock::now();
+  learner.update();
+  us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+}
+
+}  // namespace
+
+
 CartPoleRunResult run_cartpole(const CartPoleRunOptions& o) {
   CartPoleParams p;
   const int N = 10;
@@ -57,11 +70,7 @@ CartPoleRunResult run_cartpole(const CartPoleRunOptions& o) {
     if (o.adapt) {
       c3.observe(x, u, xn);
       if ((t + 1) % o.learn_every == 0) {
-        learner.drain(ring);
-        const auto u0 = std::chrono::steady_clock::now();
-        learner.update();
-        res.update_us.push_back(
-            std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - u0).count());
+        timed_update(learner, ring, res.update_us);
       }
     }
     CartPoleRunRow row;
@@ -141,11 +150,7 @@ BallRollingRunResult run_ball_rolling(const BallRollingRunOptions& o) {
     if (o.adapt) {
       c3.observe(x, u, xn);
       if ((t + 1) % o.learn_every == 0) {
-        learner.drain(ring);
-        const auto u0 = std::chrono::steady_clock::now();
-        learner.update();
-        res.update_us.push_back(
-            std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - u0).count());
+        timed_update(learner, ring, res.update_us);
       }
     }
     BallRollingRunRow row;

@@ -665,23 +665,17 @@ TrainResult train(const TrainConfig& cfg, std::ostream& log_out) {
 }
 
 namespace {
-class PolytopeTrained : public TrainedModel {
+// a trained ContactNets model (Polytope or Deep), rolled out by Stewart-Trinkle
+template <class Model>
+class ContactTrained : public TrainedModel {
  public:
-  explicit PolytopeTrained(const PolytopeParams& p) : model_(p) {}
-  std::string method() const override { return "contactnets-polytope"; }
+  ContactTrained(std::string method, Model model) : method_(std::move(method)), model_(std::move(model)) {}
+  std::string method() const override { return method_; }
   const ContactModel* contact_model() const override { return &model_; }
 
  private:
-  PolytopeModel model_;
-};
-class DeepTrained : public TrainedModel {
- public:
-  DeepTrained(const PolytopeParams& p, double L, Mlp net) : model_(p, L, std::move(net)) {}
-  std::string method() const override { return "contactnets-deep"; }
-  const ContactModel* contact_model() const override { return &model_; }
-
- private:
-  DeepContactModel model_;
+  std::string method_;
+  Model model_;
 };
 
 class EndToEndTrained : public TrainedModel {
@@ -725,10 +719,11 @@ RunInfo load_run(const std::string& run_dir, const std::string& params_file) {
   const nlohmann::json pj = parse_json_file((fs::path(run_dir) / params_file).string());
   const std::string method = pj.value("method", info.config.method);
   if (method == "contactnets-polytope")
-    info.model = std::make_unique<PolytopeTrained>(polytope_from_json(pj));
+    info.model = std::make_unique<ContactTrained<PolytopeModel>>(method, PolytopeModel(polytope_from_json(pj)));
   else if (method == "contactnets-deep")
-    info.model = std::make_unique<DeepTrained>(polytope_from_json(pj), pj.at("length_unit").get<double>(),
-                                               Mlp::from_json(pj.at("network")));
+    info.model = std::make_unique<ContactTrained<DeepContactModel>>(
+        method, DeepContactModel(polytope_from_json(pj), pj.at("length_unit").get<double>(),
+                                 Mlp::from_json(pj.at("network"))));
   else if (method == "end-to-end")
     info.model = std::make_unique<EndToEndTrained>(Mlp::from_json(pj.at("network")),
                                                    pj.at("length_unit").get<double>());

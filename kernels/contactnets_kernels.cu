@@ -16,22 +16,8 @@ namespace cuda {
 namespace {
 
 using detail::check;
+using detail::DevBuf;
 
-template <class T>
-struct Buf {
-  T* p = nullptr;
-  size_t n = 0;
-  void ensure(size_t count) {
-    if (count <= n) return;
-    if (p) cudaFree(p);
-    p = nullptr;
-    check(cudaMalloc(&p, std::max<size_t>(count, 1) * sizeof(T)), "cudaMalloc");
-    n = count;
-  }
-  ~Buf() {
-    if (p) cudaFree(p);
-  }
-};
 
 // The CSR pattern of the loss QP (host/contactnets_loss.cc make_loss_batch).
 void loss_pattern(int octagon, std::vector<int>& row_ptr, std::vector<int>& col) {
@@ -119,15 +105,15 @@ struct DeviceContactNets<T>::Impl {
   cn::LossConsts<T> consts;
   QpSettings<T> settings;
   int n = cn::kN, m = 0, nnz = 0;
-  Buf<int> row_ptr, col;
+  DevBuf<int> row_ptr, col;
   QpShape shape;
   struct Set {
     int count = 0;
-    Buf<T> x, xn, warm;
-    Buf<int> warm_ok;
+    DevBuf<T> x, xn, warm;
+    DevBuf<int> warm_ok;
   } sets[2];
-  Buf<T> theta, P, q, A, b, x, y, work, loss, grad, grad_sum;
-  Buf<int> idx, iters, solved;
+  DevBuf<T> theta, P, q, A, b, x, y, work, loss, grad, grad_sum;
+  DevBuf<int> idx, iters, solved;
   cudaEvent_t start = nullptr, stop = nullptr;
 };
 

@@ -18,6 +18,26 @@ inline void check(cudaError_t e, const char* what) {
     throw Error(std::string("CUDA error in ") + what + ": " + cudaGetErrorString(e));
 }
 
+// A device buffer that only grows (cudaMalloc on growth, cudaFree at the end).
+template <class T>
+struct DevBuf {
+  T* p = nullptr;
+  size_t n = 0;
+  void ensure(size_t count) {
+    if (count <= n) return;
+    if (p) cudaFree(p);
+    p = nullptr;
+    check(cudaMalloc(&p, (count > 0 ? count : 1) * sizeof(T)), "cudaMalloc");
+    n = count;
+  }
+  DevBuf() = default;
+  DevBuf(const DevBuf&) = delete;
+  DevBuf& operator=(const DevBuf&) = delete;
+  ~DevBuf() {
+    if (p) cudaFree(p);
+  }
+};
+
 // problem-contiguous (batch x len) -> batch-fastest (len x batch).
 template <class T>
 void to_batch_fastest(const T* src, int batch, int len, std::vector<T>& dst) {

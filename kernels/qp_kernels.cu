@@ -21,24 +21,10 @@ namespace cuda {
 namespace {
 
 using detail::check;
+using detail::DevBuf;
 using detail::from_batch_fastest;
 using detail::to_batch_fastest;
 
-template <class T>
-struct DevBuf {
-  T* p = nullptr;
-  size_t n = 0;
-  void ensure(size_t count) {
-    if (count <= n) return;
-    if (p) cudaFree(p);
-    p = nullptr;
-    check(cudaMalloc(&p, count * sizeof(T)), "cudaMalloc");
-    n = count;
-  }
-  ~DevBuf() {
-    if (p) cudaFree(p);
-  }
-};
 
 template <class T>
 __global__ void qp_admm_kernel(int batch, QpShape shape, const T* __restrict__ P,
