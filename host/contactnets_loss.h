@@ -23,6 +23,9 @@
 // f(λ*) + y*ᵀ(Aλ* − b) (solver convention: Ax + s = b, s ∈ K, y ∈ K*). It is
 // returned with respect to the frame (φ, J_n, J_t at q and φ at q'), and a
 // contact model chains it into its parameters.
+//
+// The math itself is host-device code in solvers/contactnets_qp.h, shared with
+// the GPU path; this layer converts frames and fills batches. k = 8 contacts.
 #pragma once
 
 #include <vector>
@@ -67,27 +70,22 @@ struct FrameGradient {
   void resize(int k);
 };
 
-// The constants of the host-device loss code (solvers/contactnets_qp.h, used by
-// the GPU path). Throws Error unless the body's inertia is diagonal.
-cn::LossConsts<double> device_consts(const ContactNetsLossConfig& cfg);
+// The loss's constants for the host-device code (solvers/contactnets_qp.h).
+// Throws Error unless the body's inertia is diagonal (principal axes).
+cn::LossConsts<double> loss_consts(const ContactNetsLossConfig& cfg);
 
-// One transition's loss QP, in the scaled units, dense.
-struct LossQp {
-  int n = 0, k = 0;
-  ConeSpec cones;
-  Eigen::MatrixXd P, A;  // n x n, m x n
-  Eigen::VectorXd q, b;
-  double constant = 0;   // loss = ½λᵀPλ + qᵀλ + constant at the optimum
-};
+// Transition t's frame in the host-device layout; throws Error unless it has
+// cn::kK contacts and consistent sizes.
+void to_cn_frame(const TransitionFrame& t, cn::Frame<double>& f);
 
-// Builds transition `t`'s QP (scaled units).
-void assemble_loss_qp(const ContactNetsLossConfig& cfg, const TransitionFrame& t, LossQp& out);
+// Builds transition t's QP (scaled units) as problem `index` of `batch` (made by
+// make_loss_batch); returns the constant term (loss = ½λᵀPλ + qᵀλ + constant).
+double assemble_loss_qp(const ContactNetsLossConfig& cfg, const TransitionFrame& t,
+                        QpBatch<double>& batch, int index);
 
-// The QP's cone layout and A's sparsity pattern for k contacts (shared by a batch).
-QpBatch<double> make_loss_batch(const ContactNetsLossConfig& cfg, int k, int size);
-
-// Writes qp as problem `index` of `batch` (made by make_loss_batch).
-void store_loss_qp(const LossQp& qp, int index, QpBatch<double>& batch);
+// `size` zero problems with the QP's cone layout and A's sparsity pattern
+// (cn::pattern, shared by the batch).
+QpBatch<double> make_loss_batch(const ContactNetsLossConfig& cfg, int size);
 
 // Regularizers R_1 + R_2 of one frame, and their gradient added into g.
 double regularizer_value(const ContactNetsLossConfig& cfg, const ContactFrame& f,
@@ -100,7 +98,6 @@ void loss_qp_gradient(const ContactNetsLossConfig& cfg, const TransitionFrame& t
 
 // The whole loss for a batch of frames: assemble, solve (any backend), QP value
 // plus regularizers per transition, and optionally the frame gradients.
-// `solutions` carries warm starts in and solutions out when options.warm_start.
 struct LossBatchResult {
   std::vector<double> qp_loss, reg_loss;  // per transition
   std::vector<FrameGradient> grad;        // per transition (when requested)
@@ -124,9 +121,10 @@ class ContactNetsLoss {
   ContactNetsLossConfig cfg_;
   QpSettings<double> settings_;
   BatchOptions options_;
+  cn::LossConsts<double> consts_;
   QpBatch<double> batch_;
   QpSolutions<double> sol_;
-  std::vector<LossQp> qps_;
+  std::vector<double> constant_;
 };
 
 }  // namespace impulse

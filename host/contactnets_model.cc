@@ -25,39 +25,15 @@ std::vector<double> PolytopeContactModel::parameter_scale(double length_unit) co
 
 void PolytopeContactModel::backprop(const State& x, const State& x_next, const FrameGradient& g,
                                     double* grad) const {
-  const PolytopeParams& P = model_.params();
-  const int k = PolytopeParams::kVertices;
-  Eigen::Map<Eigen::Vector3d> dz(grad);
-  double* dT = grad + 3;  // row-major 2 x 3
-  double* da = grad + 9;
-  double* db = grad + 33;
-  const Eigen::Vector3d p = x.segment<3>(0), pn = x_next.segment<3>(0);
-  const Eigen::Matrix3d R = rotation(x), Rn = rotation(x_next);
-  const Eigen::Vector3d& z = P.normal;
-  const Eigen::Vector3d u = R.transpose() * z, un = Rn.transpose() * z;
-  Eigen::Vector3d ut[2];
-  for (int r = 0; r < 2; ++r) ut[r] = R.transpose() * P.tangent.row(r).transpose();
-  for (int i = 0; i < k; ++i) {
-    const Eigen::Vector3d a = P.normal_vertices.row(i).transpose();
-    const Eigen::Vector3d b = P.tangent_vertices.row(i).transpose();
-    Eigen::Map<Eigen::Vector3d> dai(da + 3 * i), dbi(db + 3 * i);
-    // φ at q and at q'
-    dz += g.phi(i) * (p + R * a) + g.phi_next(i) * (pn + Rn * a);
-    dai += g.phi(i) * u + g.phi_next(i) * un;
-    // J_n,i = [zᵀ, (a × Rᵀz)ᵀ]
-    const Eigen::Vector3d gl = g.Jn.row(i).head<3>().transpose();
-    const Eigen::Vector3d gr = g.Jn.row(i).tail<3>().transpose();
-    dz += gl + R * gr.cross(a);
-    dai += u.cross(gr);
-    // J_t,i row r = [T_r, (b × RᵀT_rᵀ)ᵀ]
-    for (int r = 0; r < 2; ++r) {
-      const Eigen::Vector3d tl = g.Jt.row(2 * i + r).head<3>().transpose();
-      const Eigen::Vector3d tr = g.Jt.row(2 * i + r).tail<3>().transpose();
-      const Eigen::Vector3d dTr = tl + R * tr.cross(b);
-      for (int c = 0; c < 3; ++c) dT[3 * r + c] += dTr(c);
-      dbi += ut[r].cross(tr);
-    }
+  cn::FrameGrad<double> cg;
+  for (int i = 0; i < cn::kK; ++i) {
+    cg.phi[i] = g.phi(i);
+    cg.phin[i] = g.phi_next(i);
+    for (int e = 0; e < 6; ++e) cg.Jn[i][e] = g.Jn(i, e);
   }
+  for (int r = 0; r < 2 * cn::kK; ++r)
+    for (int e = 0; e < 6; ++e) cg.Jt[r][e] = g.Jt(r, e);
+  cn::polytope_backprop(model_.theta(), x.data(), x_next.data(), cg, grad);
 }
 
 nlohmann::json polytope_to_json(const PolytopeParams& p) {

@@ -9,12 +9,14 @@
 // z = e_z, T = μ [e_x; e_y], a_i = b_i = (±h, ±h, ±h).
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <vector>
 
 #include <Eigen/Dense>
 
 #include "host/contact_model.h"
+#include "solvers/contactnets_qp.h"
 
 namespace impulse {
 
@@ -67,39 +69,40 @@ struct PolytopeParams {
   }
 };
 
+// φ and the Jacobians are the host-device code of solvers/contactnets_qp.h
+// (cn::frame), the same the GPU path runs.
 class PolytopeModel : public ContactModel {
  public:
-  PolytopeModel() = default;
-  explicit PolytopeModel(const PolytopeParams& p) : params_(p) {}
+  PolytopeModel() { set_params(PolytopeParams::cube(0.0524, 0.18)); }
+  explicit PolytopeModel(const PolytopeParams& p) { set_params(p); }
   const PolytopeParams& params() const { return params_; }
-  void set_params(const PolytopeParams& p) { params_ = p; }
+  const double* theta() const { return theta_.data(); }  // packed (PolytopeParams::pack)
+  void set_params(const PolytopeParams& p) {
+    static_assert(PolytopeParams::kSize == cn::kTheta && PolytopeParams::kVertices == cn::kK,
+                  "the polytope layout must match solvers/contactnets_qp.h");
+    params_ = p;
+    const std::vector<double> v = p.pack();
+    std::copy(v.begin(), v.end(), theta_.begin());
+  }
   int contacts() const override { return PolytopeParams::kVertices; }
   void evaluate(const State& x, ContactFrame& out) const override {
-    const int k = PolytopeParams::kVertices;
+    constexpr int k = cn::kK;
+    double phi[k], Jn[k][6], Jt[2 * k][6];
+    cn::frame(theta_.data(), x.data(), phi, Jn, Jt);
     out.phi.resize(k);
     out.Jn.resize(k, 6);
     out.Jt.resize(2 * k, 6);
-    const Eigen::Vector3d p = x.segment<3>(0);
-    const Eigen::Matrix3d R = rotation(x);
-    const Eigen::Vector3d& z = params_.normal;
-    const Eigen::Vector3d uz = R.transpose() * z;
-    Eigen::Vector3d ut[2];
-    for (int r = 0; r < 2; ++r) ut[r] = R.transpose() * params_.tangent.row(r).transpose();
     for (int i = 0; i < k; ++i) {
-      const Eigen::Vector3d a = params_.normal_vertices.row(i).transpose();
-      const Eigen::Vector3d b = params_.tangent_vertices.row(i).transpose();
-      out.phi(i) = z.dot(p + R * a);
-      out.Jn.row(i).head<3>() = z.transpose();
-      out.Jn.row(i).tail<3>() = a.cross(uz).transpose();
-      for (int r = 0; r < 2; ++r) {
-        out.Jt.row(2 * i + r).head<3>() = params_.tangent.row(r);
-        out.Jt.row(2 * i + r).tail<3>() = b.cross(ut[r]).transpose();
-      }
+      out.phi(i) = phi[i];
+      for (int e = 0; e < 6; ++e) out.Jn(i, e) = Jn[i][e];
     }
+    for (int r = 0; r < 2 * k; ++r)
+      for (int e = 0; e < 6; ++e) out.Jt(r, e) = Jt[r][e];
   }
 
  private:
-  PolytopeParams params_ = PolytopeParams::cube(0.0524, 0.18);
+  PolytopeParams params_;
+  std::array<double, PolytopeParams::kSize> theta_{};
 };
 
 }  // namespace impulse

@@ -163,7 +163,7 @@ class ContactNetsMethod : public Method {
     warm_[0].resize(n_train);
     warm_[1].resize(n_valid);
     if (device_assembly)
-      device_ = std::make_unique<cuda::DeviceContactNets<double>>(device_consts(cfg), st);
+      device_ = std::make_unique<cuda::DeviceContactNets<double>>(loss_consts(cfg), st);
   }
   std::vector<double> variables() const override {
     std::vector<double> v = model_->parameters();

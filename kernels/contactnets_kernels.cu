@@ -19,33 +19,6 @@ using detail::check;
 using detail::DevBuf;
 
 
-// The CSR pattern of the loss QP (host/contactnets_loss.cc make_loss_batch).
-void loss_pattern(int octagon, std::vector<int>& row_ptr, std::vector<int>& col) {
-  const int k = cn::kK;
-  row_ptr.assign(1, 0);
-  col.clear();
-  for (int i = 0; i < k; ++i) {
-    for (int c = 0; c < 3 * k; ++c) col.push_back(c);
-    col.push_back(3 * k + i);
-    row_ptr.push_back(static_cast<int>(col.size()));
-  }
-  auto row = [&](std::initializer_list<int> cs) {
-    for (int c : cs) col.push_back(c);
-    row_ptr.push_back(static_cast<int>(col.size()));
-  };
-  if (!octagon) {
-    for (int i = 0; i < k; ++i) {
-      row({i});
-      row({k + 2 * i});
-      row({k + 2 * i + 1});
-    }
-  } else {
-    for (int i = 0; i < k; ++i) row({i});
-    for (int i = 0; i < k; ++i)
-      for (int j = 0; j < cn::kOctagon; ++j) row({i, k + 2 * i, k + 2 * i + 1});
-  }
-}
-
 template <class T>
 __global__ void loss_kernel(int B, QpShape shape, cn::LossConsts<T> c, QpSettings<T> st,
                             const T* __restrict__ theta, const int* __restrict__ idx,
@@ -126,7 +99,7 @@ DeviceContactNets<T>::DeviceContactNets(const cn::LossConsts<T>& consts, const Q
   d.consts = consts;
   d.settings = st;
   std::vector<int> rp, cl;
-  loss_pattern(consts.octagon, rp, cl);
+  cn::pattern(consts.octagon, rp, cl);
   d.m = cn::rows(consts.octagon);
   d.nnz = static_cast<int>(cl.size());
   d.row_ptr.ensure(rp.size());

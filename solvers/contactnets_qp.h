@@ -1,8 +1,13 @@
-// The ContactNets Polytope loss QP of one transition and its envelope gradient,
-// as host-device code: the device assembles and differentiates the loss from
-// transitions kept resident there (kernels/contactnets_kernels.cu), and the
-// tests check these functions against the host implementation
-// (host/contactnets_loss.h, host/contactnets_model.h), which defines the math.
+// The ContactNets loss QP of one transition and its envelope gradient, as
+// host-device code: the one implementation of this math. The host
+// (host/contactnets_loss.cc, for any contact model's frame) and the device
+// (kernels/contactnets_kernels.cu, Polytope, transitions resident there) both
+// call it. The math and the units are described in host/contactnets_loss.h.
+//
+// Layers: a Frame (φ, J_n, J_t at q and φ at q', SI) is what a contact model
+// gives; assemble_frame builds the QP from it, qp_frame_gradient and
+// regularizers differentiate the loss with respect to it, and for the Polytope
+// model polytope_frame / polytope_backprop connect it to θ.
 //
 // Fixed shape: 8 contacts, 32 variables [λ_n (8); λ_t (16); s (8)]; rows: 8
 // penetration rows, then the exact cones (8 × 3 rows) or the octagon (8 rows
@@ -12,6 +17,8 @@
 // States: 13 numbers [p; quaternion w,x,y,z; v world; ω body], SI. The body's
 // inertia is diagonal (principal axes), as in the data sets.
 #pragma once
+
+#include <vector>
 
 #include "solvers/config.h"
 #include "solvers/view.h"
@@ -92,26 +99,52 @@ IMPULSE_HD void frame(const T* th, const T* x, T phi[kK], T Jn[kK][6], T Jt[2 * 
   }
 }
 
-// What assembly and gradient share: the frame in the loss's scaled units.
+// What a contact model gives the loss (SI): φ_n, J_n, J_t at q and φ_n at q'.
+template <class T>
+struct Frame {
+  T phi[kK], phin[kK];
+  T Jn[kK][6], Jt[2 * kK][6];
+};
+// dLoss/d(each entry of a Frame), same layout.
+template <class T>
+using FrameGrad = Frame<T>;
+
+template <class T>
+IMPULSE_HD void zero(Frame<T>& f) {
+  for (int i = 0; i < kK; ++i) {
+    f.phi[i] = f.phin[i] = T(0);
+    for (int e = 0; e < 6; ++e) f.Jn[i][e] = T(0);
+  }
+  for (int r = 0; r < 2 * kK; ++r)
+    for (int e = 0; e < 6; ++e) f.Jt[r][e] = T(0);
+}
+
+// the Polytope model's frame of a transition (x, x').
+template <class T>
+IMPULSE_HD void polytope_frame(const T* th, const T* x, const T* xn, Frame<T>& f) {
+  frame(th, x, f.phi, f.Jn, f.Jt);
+  T Jn2[kK][6], Jt2[2 * kK][6];
+  frame(th, xn, f.phin, Jn2, Jt2);
+}
+
+// The frame and the velocities in the loss's scaled units (length_unit = 1).
 template <class T>
 struct Scaled {
   T phi[kK], phin[kK];
-  T Jn[kK][6], Jt[2 * kK][6];
+  T Jn[kK][6], Jt[2 * kK][6];  // rotational columns divided by L
   T nu[6], nun[6], nuf[6], dv[6], Mi[6];
 };
 
 template <class T>
-IMPULSE_HD void scaled(const LossConsts<T>& c, const T* th, const T* x, const T* xn, Scaled<T>& s) {
-  frame(th, x, s.phi, s.Jn, s.Jt);
-  T Jn2[kK][6], Jt2[2 * kK][6];
-  frame(th, xn, s.phin, Jn2, Jt2);
+IMPULSE_HD void scaled(const LossConsts<T>& c, const Frame<T>& f, const T* x, const T* xn,
+                       Scaled<T>& s) {
   const T L = c.L;
   for (int i = 0; i < kK; ++i) {
-    s.phi[i] /= L, s.phin[i] /= L;
-    for (int e = 3; e < 6; ++e) s.Jn[i][e] /= L;
+    s.phi[i] = f.phi[i] / L, s.phin[i] = f.phin[i] / L;
+    for (int e = 0; e < 6; ++e) s.Jn[i][e] = e < 3 ? f.Jn[i][e] : f.Jn[i][e] / L;
   }
   for (int r = 0; r < 2 * kK; ++r)
-    for (int e = 3; e < 6; ++e) s.Jt[r][e] /= L;
+    for (int e = 0; e < 6; ++e) s.Jt[r][e] = e < 3 ? f.Jt[r][e] : f.Jt[r][e] / L;
   for (int e = 0; e < 3; ++e) {
     s.nu[e] = x[7 + e] / L, s.nu[3 + e] = x[10 + e];
     s.nun[e] = xn[7 + e] / L, s.nun[3 + e] = xn[10 + e];
@@ -127,7 +160,7 @@ IMPULSE_HD void scaled(const LossConsts<T>& c, const T* th, const T* x, const T*
              -gyro[0] * c.dt / (L * L), -gyro[1] * c.dt / (L * L), -gyro[2] * c.dt / (L * L)};
   for (int e = 0; e < 6; ++e) {
     s.nuf[e] = s.nu[e] + s.Mi[e] * Fs[e];
-    s.dv[e] = s.nun[e] - s.nuf[e];
+    s.dv[e] = s.nun[e] - s.nuf[e];  // = M⁻¹ F_data
   }
 }
 
@@ -137,13 +170,39 @@ IMPULSE_HD const T* bcol(const Scaled<T>& s, int j) {
   return j < kK ? s.Jn[j] : s.Jt[j - kK];
 }
 
-// Writes P (32 x 32 row-major), q (32), A (values in the pattern), b; returns
-// the constant term (loss = ½λᵀPλ + qᵀλ + constant at the optimum).
+// The CSR pattern of A (host): penetration rows dense over (λ_n, λ_t) plus their
+// slack, then one entry per cone row, or λ_n ≥ 0 rows and three entries per
+// octagon row.
+inline void pattern(int octagon, std::vector<int>& row_ptr, std::vector<int>& col) {
+  const int k = kK;
+  row_ptr.assign(1, 0);
+  col.clear();
+  auto end_row = [&]() { row_ptr.push_back(static_cast<int>(col.size())); };
+  for (int i = 0; i < k; ++i) {
+    for (int c = 0; c < 3 * k; ++c) col.push_back(c);
+    col.push_back(3 * k + i);
+    end_row();
+  }
+  if (!octagon) {
+    for (int i = 0; i < k; ++i)
+      for (int c : {i, k + 2 * i, k + 2 * i + 1}) col.push_back(c), end_row();
+  } else {
+    for (int i = 0; i < k; ++i) col.push_back(i), end_row();
+    for (int i = 0; i < k; ++i)
+      for (int j = 0; j < kOctagon; ++j) {
+        for (int c : {i, k + 2 * i, k + 2 * i + 1}) col.push_back(c);
+        end_row();
+      }
+  }
+}
+
+// Writes P (32 x 32 row-major), q (32), A (values in pattern()), b from a frame;
+// returns the constant term (loss = ½λᵀPλ + qᵀλ + constant at the optimum).
 template <class T, class S>
-IMPULSE_HD T assemble(const LossConsts<T>& c, const T* th, const T* x, const T* xn, View<T, S> P,
-                      View<T, S> q, View<T, S> A, View<T, S> b) {
+IMPULSE_HD T assemble_frame(const LossConsts<T>& c, const Frame<T>& f, const T* x, const T* xn,
+                            View<T, S> P, View<T, S> q, View<T, S> A, View<T, S> b) {
   Scaled<T> s;
-  scaled(c, th, x, xn, s);
+  scaled(c, f, x, xn, s);
   const int k = kK, n = kN;
   for (int i = 0; i < n * n; ++i) P[i] = T(0);
   for (int i = 0; i < n; ++i) q[i] = T(0);
@@ -164,6 +223,7 @@ IMPULSE_HD T assemble(const LossConsts<T>& c, const T* th, const T* x, const T* 
       P[j * n + i] = T(2) * c.w_match * acc;
     }
   }
+  // activation, dissipation (u_i = λ_n,i c_i + ‖c_i‖ λ_t,i, c_i = J_t,i ν'), slack
   for (int i = 0; i < k; ++i) {
     const T p2 = s.phin[i] * s.phin[i];
     P[i * n + i] += T(2) * c.w_comp_n * p2;
@@ -183,7 +243,7 @@ IMPULSE_HD T assemble(const LossConsts<T>& c, const T* th, const T* x, const T* 
     }
     P[(3 * k + i) * n + 3 * k + i] += T(2) * c.w_slack;
   }
-  // penetration rows (pattern: columns 0 .. 3k−1, then 3k + i)
+  // penetration rows: −dt J_n,i M⁻¹ B λ − s_i + s_c = φ_i + dt J_n,i ν_free
   int p = 0;
   for (int i = 0; i < k; ++i) {
     for (int j = 0; j < 3 * k; ++j) {
@@ -214,17 +274,15 @@ IMPULSE_HD T assemble(const LossConsts<T>& c, const T* th, const T* x, const T* 
   return constant;
 }
 
-// grad (57, SI) += dL/dθ of one transition: the QP part by the envelope theorem
-// at (λ, y) (the penetration rows' duals are y[0..7]) plus the two regularizers;
-// returns the regularizers' value.
+// g += dLoss/dframe of the QP part, by the envelope theorem at (λ, y) (the
+// penetration rows' duals are y[0..k)), SI.
 template <class T, class S>
-IMPULSE_HD T gradient(const LossConsts<T>& c, const T* th, const T* x, const T* xn,
-                      View<const T, S> lam, View<const T, S> y, T* grad) {
+IMPULSE_HD void qp_frame_gradient(const LossConsts<T>& c, const Frame<T>& f, const T* x, const T* xn,
+                                  View<const T, S> lam, View<const T, S> y, FrameGrad<T>& g) {
   Scaled<T> s;
-  scaled(c, th, x, xn, s);
+  scaled(c, f, x, xn, s);
   const int k = kK;
   const T L = c.L, dt = c.dt;
-  // Jλ and the frame gradient (scaled)
   T Jl[6];
   for (int e = 0; e < 6; ++e) {
     T acc = T(0);
@@ -239,12 +297,13 @@ IMPULSE_HD T gradient(const LossConsts<T>& c, const T* th, const T* x, const T* 
     gJ[e] = T(2) * c.w_match * s.Mi[e] * (MiJl - s.dv[e]) - dt * s.Mi[e] * jny;
     pen_dir[e] = MiJl + s.nuf[e];
   }
-  T gJn[kK][6], gJt[2 * kK][6], gphi[kK], gphin[kK];
+  // scaled → SI: φ_s = φ/L, rotational Jacobian columns were divided by L
   for (int i = 0; i < k; ++i) {
-    for (int e = 0; e < 6; ++e) gJn[i][e] = lam[i] * gJ[e] - dt * y[i] * pen_dir[e];
-    gphi[i] = -y[i];
+    for (int e = 0; e < 6; ++e)
+      g.Jn[i][e] += (lam[i] * gJ[e] - dt * y[i] * pen_dir[e]) / (e < 3 ? T(1) : L);
+    g.phi[i] += -y[i] / L;
     const T l0 = lam[k + 2 * i], l1 = lam[k + 2 * i + 1];
-    gphin[i] = T(2) * s.phin[i] * (c.w_comp_n * lam[i] * lam[i] + c.w_comp_t * (l0 * l0 + l1 * l1));
+    g.phin[i] += T(2) * s.phin[i] * (c.w_comp_n * lam[i] * lam[i] + c.w_comp_t * (l0 * l0 + l1 * l1)) / L;
     T cv[2];
     for (int r = 0; r < 2; ++r) {
       cv[r] = T(0);
@@ -259,43 +318,47 @@ IMPULSE_HD T gradient(const LossConsts<T>& c, const T* th, const T* x, const T* 
       dc[1] += T(2) * c.w_cone * lu * cv[1] / cn;
     }
     for (int r = 0; r < 2; ++r)
-      for (int e = 0; e < 6; ++e) gJt[2 * i + r][e] = lam[k + 2 * i + r] * gJ[e] + dc[r] * s.nun[e];
+      for (int e = 0; e < 6; ++e)
+        g.Jt[2 * i + r][e] += (lam[k + 2 * i + r] * gJ[e] + dc[r] * s.nun[e]) / (e < 3 ? T(1) : L);
   }
-  // to SI
-  for (int i = 0; i < k; ++i) {
-    gphi[i] /= L, gphin[i] /= L;
-    for (int e = 3; e < 6; ++e) gJn[i][e] /= L;
-  }
-  for (int r = 0; r < 2 * k; ++r)
-    for (int e = 3; e < 6; ++e) gJt[r][e] /= L;
-  // regularizers on the SI frame (position columns)
-  T phi0[kK], Jn0[kK][6], Jt0[2 * kK][6];
-  frame(th, x, phi0, Jn0, Jt0);
+}
+
+// The regularizers R_1 + R_2 of a frame (position columns of J_n, J_t); g, when
+// given, += their gradient.
+template <class T>
+IMPULSE_HD T regularizers(const LossConsts<T>& c, const Frame<T>& f, FrameGrad<T>* g) {
   T reg = T(0);
-  for (int i = 0; i < k; ++i) {
-    const T* nv = Jn0[i];
+  for (int i = 0; i < kK; ++i) {
+    const T* nv = f.Jn[i];
     const T nn = sqrt_of(nv[0] * nv[0] + nv[1] * nv[1] + nv[2] * nv[2]);
     if (c.w_unit != T(0)) {
       reg += c.w_unit * (nn - T(1)) * (nn - T(1));
-      if (nn > T(0))
-        for (int e = 0; e < 3; ++e) gJn[i][e] += T(2) * c.w_unit * (nn - T(1)) / nn * nv[e];
+      if (g && nn > T(0))
+        for (int e = 0; e < 3; ++e) g->Jn[i][e] += T(2) * c.w_unit * (nn - T(1)) / nn * nv[e];
     }
     if (c.w_perp != T(0) && nn > T(0)) {
       for (int r = 0; r < 2; ++r) {
-        const T* tv = Jt0[2 * i + r];
+        const T* tv = f.Jt[2 * i + r];
         const T tn = sqrt_of(tv[0] * tv[0] + tv[1] * tv[1] + tv[2] * tv[2]);
         if (tn == T(0)) continue;
         T cc = T(0);
         for (int e = 0; e < 3; ++e) cc += nv[e] / nn * tv[e] / tn;
         reg += c.w_perp * cc * cc;
-        for (int e = 0; e < 3; ++e) {
-          gJn[i][e] += T(2) * c.w_perp * cc / nn * (tv[e] / tn - cc * nv[e] / nn);
-          gJt[2 * i + r][e] += T(2) * c.w_perp * cc / tn * (nv[e] / nn - cc * tv[e] / tn);
-        }
+        if (g)
+          for (int e = 0; e < 3; ++e) {
+            g->Jn[i][e] += T(2) * c.w_perp * cc / nn * (tv[e] / tn - cc * nv[e] / nn);
+            g->Jt[2 * i + r][e] += T(2) * c.w_perp * cc / tn * (nv[e] / nn - cc * tv[e] / tn);
+          }
       }
     }
   }
-  // chain into θ (host/contactnets_model.cc, PolytopeContactModel::backprop)
+  return reg;
+}
+
+// grad (57, SI) += dL/dθ of the Polytope model given dL/dframe of (x, x').
+template <class T>
+IMPULSE_HD void polytope_backprop(const T* th, const T* x, const T* xn, const FrameGrad<T>& g,
+                                  T* grad) {
   T R[9], Rn[9];
   rotation(x, R);
   rotation(xn, Rn);
@@ -308,28 +371,31 @@ IMPULSE_HD T gradient(const LossConsts<T>& c, const T* th, const T* x, const T* 
   rt_mul(R, Tm + 3, ut[1]);
   T* dz = grad;
   T* dT = grad + 3;
-  for (int i = 0; i < k; ++i) {
+  for (int i = 0; i < kK; ++i) {
     const T* a = th + 9 + 3 * i;
     const T* bv = th + 33 + 3 * i;
     T* da = grad + 9 + 3 * i;
     T* db = grad + 33 + 3 * i;
+    // φ at q and at q'
     T Ra[3], Rna[3];
     r_mul(R, a, Ra);
     r_mul(Rn, a, Rna);
     for (int e = 0; e < 3; ++e) {
-      dz[e] += gphi[i] * (x[e] + Ra[e]) + gphin[i] * (xn[e] + Rna[e]);
-      da[e] += gphi[i] * u0[e] + gphin[i] * un[e];
+      dz[e] += g.phi[i] * (x[e] + Ra[e]) + g.phin[i] * (xn[e] + Rna[e]);
+      da[e] += g.phi[i] * u0[e] + g.phin[i] * un[e];
     }
-    const T* gl = gJn[i];
-    const T* gr = gJn[i] + 3;
+    // J_n,i = [zᵀ, (a × Rᵀz)ᵀ]
+    const T* gl = g.Jn[i];
+    const T* gr = g.Jn[i] + 3;
     T t1[3], t2[3];
     cross(gr, a, t1);
     r_mul(R, t1, t2);
     cross(u0, gr, t1);
     for (int e = 0; e < 3; ++e) dz[e] += gl[e] + t2[e], da[e] += t1[e];
+    // J_t,i row r = [T_r, (b × RᵀT_rᵀ)ᵀ]
     for (int r = 0; r < 2; ++r) {
-      const T* tl = gJt[2 * i + r];
-      const T* tr = gJt[2 * i + r] + 3;
+      const T* tl = g.Jt[2 * i + r];
+      const T* tr = g.Jt[2 * i + r] + 3;
       cross(tr, bv, t1);
       r_mul(R, t1, t2);
       for (int e = 0; e < 3; ++e) dT[3 * r + e] += tl[e] + t2[e];
@@ -337,6 +403,29 @@ IMPULSE_HD T gradient(const LossConsts<T>& c, const T* th, const T* x, const T* 
       for (int e = 0; e < 3; ++e) db[e] += t1[e];
     }
   }
+}
+
+// The Polytope model's QP of (x, x') at θ (the device's fused path).
+template <class T, class S>
+IMPULSE_HD T assemble(const LossConsts<T>& c, const T* th, const T* x, const T* xn, View<T, S> P,
+                      View<T, S> q, View<T, S> A, View<T, S> b) {
+  Frame<T> f;
+  polytope_frame(th, x, xn, f);
+  return assemble_frame(c, f, x, xn, P, q, A, b);
+}
+
+// grad (57, SI) += dL/dθ of (x, x') at (λ, y), regularizers included; returns
+// the regularizers' value (the device's fused path).
+template <class T, class S>
+IMPULSE_HD T gradient(const LossConsts<T>& c, const T* th, const T* x, const T* xn,
+                      View<const T, S> lam, View<const T, S> y, T* grad) {
+  Frame<T> f;
+  polytope_frame(th, x, xn, f);
+  FrameGrad<T> g;
+  zero(g);
+  qp_frame_gradient(c, f, x, xn, lam, y, g);
+  const T reg = regularizers(c, f, &g);
+  polytope_backprop(th, x, xn, g, grad);
   return reg;
 }
 

@@ -129,11 +129,9 @@ TEST(ContactNetsLoss, QpValueEqualsTermsWrittenOut) {
   const double L = cfg.length_unit;
   const ContactNetsWeights& w = cfg.weights;
   for (size_t t = 0; t < frames.size(); ++t) {
-    LossQp qp;
-    assemble_loss_qp(cfg, frames[t], qp);
     // re-solve alone to get λ
-    QpBatch<double> b = make_loss_batch(cfg, 8, 1);
-    store_loss_qp(qp, 0, b);
+    QpBatch<double> b = make_loss_batch(cfg, 1);
+    assemble_loss_qp(cfg, frames[t], b, 0);
     QpSolutions<double> s;
     solve_batch(b, tight(), opt, s);
     const int k = 8;
@@ -267,42 +265,36 @@ TEST(ContactNetsDeep, GradientMatchesFiniteDifferences) {
 namespace impulse {
 namespace {
 
-// The host-device loss code (what the GPU runs) against the host
-// implementation: the same QP data in the batch's pattern, the same gradient
-// for arbitrary (λ, y), for both friction models.
+// The device's fused Polytope path (cn::assemble / cn::gradient from θ) against
+// the host's path through a contact model's frame (PolytopeModel, the loss
+// batch, PolytopeContactModel::backprop): the same QP data in the batch's
+// pattern and the same gradient for arbitrary (λ, y), for both friction models.
 class DeviceLossMath : public ::testing::TestWithParam<FrictionModel> {};
 
-TEST_P(DeviceLossMath, MatchesHostAssemblyAndGradient) {
+TEST_P(DeviceLossMath, FusedPolytopePathMatchesHostPath) {
   ContactNetsLossConfig cfg;
   cfg.friction = GetParam();
   cfg.body.inertia = Eigen::Vector3d(0.0008, 0.0009, 0.0007).asDiagonal();
-  const cn::LossConsts<double> c = device_consts(cfg);
+  const cn::LossConsts<double> c = loss_consts(cfg);
   PolytopeContactModel model(perturb_polytope(PolytopeParams::cube(0.0524, 0.18), 0.4, 31));
   const std::vector<double> theta = model.parameters();
   const auto frames = random_transitions(model, 5, 41);
-  QpBatch<double> host = make_loss_batch(cfg, 8, 1), dev = make_loss_batch(cfg, 8, 1);
+  QpBatch<double> host = make_loss_batch(cfg, 1), dev = make_loss_batch(cfg, 1);
   ASSERT_EQ(dev.nnz(), cn::nnz(c.octagon));
   ASSERT_EQ(dev.m(), cn::rows(c.octagon));
   std::mt19937_64 rng(5);
   std::normal_distribution<double> N(0.0, 1.0);
   for (const auto& t : frames) {
-    LossQp qp;
-    assemble_loss_qp(cfg, t, qp);
-    store_loss_qp(qp, 0, host);
-    const double constant = cn::assemble<double, UnitStride>(
+    const double constant = assemble_loss_qp(cfg, t, host, 0);
+    const double fused = cn::assemble<double, UnitStride>(
         c, theta.data(), t.x.data(), t.x_next.data(), View<double, UnitStride>{dev.P.data(), {}},
         View<double, UnitStride>{dev.q.data(), {}}, View<double, UnitStride>{dev.A.data(), {}},
         View<double, UnitStride>{dev.b.data(), {}});
-    EXPECT_NEAR(constant, qp.constant, 1e-12 * (1 + std::abs(qp.constant)));
-    auto close = [](const std::vector<double>& a, const std::vector<double>& b, const char* what) {
-      ASSERT_EQ(a.size(), b.size());
-      for (size_t i = 0; i < a.size(); ++i)
-        ASSERT_NEAR(a[i], b[i], 1e-10 * (1 + std::abs(b[i]))) << what << "[" << i << "]";
-    };
-    close(dev.P, host.P, "P");
-    close(dev.q, host.q, "q");
-    close(dev.A, host.A, "A");
-    close(dev.b, host.b, "b");
+    EXPECT_EQ(fused, constant);
+    EXPECT_EQ(dev.P, host.P);
+    EXPECT_EQ(dev.q, host.q);
+    EXPECT_EQ(dev.A, host.A);
+    EXPECT_EQ(dev.b, host.b);
     // gradient at arbitrary (λ, y)
     std::vector<double> lam(32), y(dev.m());
     for (double& v : lam) v = N(rng);
@@ -317,7 +309,8 @@ TEST_P(DeviceLossMath, MatchesHostAssemblyAndGradient) {
         c, theta.data(), t.x.data(), t.x_next.data(), View<const double, UnitStride>{lam.data(), {}},
         View<const double, UnitStride>{y.data(), {}}, got.data());
     EXPECT_NEAR(reg_dev, reg_host, 1e-12 * (1 + reg_host));
-    close(got, want, "grad");
+    for (size_t i = 0; i < got.size(); ++i)
+      EXPECT_NEAR(got[i], want[i], 1e-10 * (1 + std::abs(want[i]))) << "grad[" << i << "]";
   }
 }
 
@@ -351,7 +344,7 @@ TEST(ContactNetsGpu, DeviceLossAndGradientMatchCpu) {
     xs.insert(xs.end(), t.x.data(), t.x.data() + 13);
     xns.insert(xns.end(), t.x_next.data(), t.x_next.data() + 13);
   }
-  cuda::DeviceContactNets<double> dev(device_consts(cfg), tight());
+  cuda::DeviceContactNets<double> dev(loss_consts(cfg), tight());
   dev.upload_transitions(0, xs.data(), xns.data(), static_cast<int>(frames.size()));
   std::vector<int> idx(frames.size());
   for (size_t i = 0; i < idx.size(); ++i) idx[i] = static_cast<int>(i);
