@@ -44,10 +44,6 @@ std::string default_data_path() {
   return "data/synthetic_cube.npz";
 }
 
-void write_text_file(const std::string& path, const std::string& text) {
-  write_file_atomic(path, std::vector<uint8_t>(text.begin(), text.end()));
-}
-
 struct SolveArgs {
   std::string in, out, backend = "cpu", precision = "double";
   int threads = 0, max_iter = 4000;
@@ -259,7 +255,7 @@ int main(int argc, char** argv) {
     }
     if (*ev) {
       const nlohmann::json m = evaluate_run(eo);
-      write_text_file(eval_out, m.dump(2) + "\n");
+      write_text_atomic(eval_out, m.dump(2) + "\n");
       std::printf("%s on %d tosses: position error %.4f m (%.1f%% of width), rotation error %.2f deg, "
                   "penetration %.5f m (%.2f%% of width); wrote %s\n",
                   m["method"].get<std::string>().c_str(), m["n_tosses"].get<int>(),

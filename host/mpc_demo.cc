@@ -8,12 +8,14 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
+#include <sstream>
 
 #include "host/c3.h"
 #include "host/lcs.h"
 #include "host/mpc_tasks.h"
 #include "host/residual_learner.h"
+#include "io/error.h"
+#include "io/zip.h"
 
 namespace impulse {
 
@@ -180,64 +182,43 @@ BallRollingRunResult run_ball_rolling(const BallRollingRunOptions& o) {
 
 namespace {
 
-bool write_csv_atomic(const std::string& path, const CartPoleRunResult& r, std::ostream& log) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp);
-    if (!f) {
-      log << "mpc-demo: cannot write " << tmp << "\n";
-      return false;
-    }
-    f.precision(9);
-    f << "t,x,theta,xdot,thetadot,u,lambda_right,lambda_left,r_right,r_left,loss,c3_status\n";
-    for (const auto& row : r.rows)
-      f << row.t << ',' << row.x(0) << ',' << row.x(1) << ',' << row.x(2) << ',' << row.x(3) << ','
-        << row.u << ',' << row.lambda(0) << ',' << row.lambda(1) << ',' << row.r(0) << ','
-        << row.r(1) << ',' << row.loss << ',' << row.status << '\n';
-    f.flush();
-    if (!f) {
-      log << "mpc-demo: write to " << tmp << " failed\n";
-      return false;
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    log << "mpc-demo: cannot rename " << tmp << " to " << path << "\n";
+// writes the CSV atomically (io/zip.h); false with a log line on failure
+bool write_csv(const std::string& path, const std::ostringstream& text, std::ostream& log) {
+  try {
+    write_text_atomic(path, text.str());
+    return true;
+  } catch (const Error& e) {
+    log << "mpc-demo: " << e.what() << "\n";
     return false;
   }
-  return true;
+}
+
+bool write_csv_atomic(const std::string& path, const CartPoleRunResult& r, std::ostream& log) {
+  std::ostringstream f;
+  f.precision(9);
+  f << "t,x,theta,xdot,thetadot,u,lambda_right,lambda_left,r_right,r_left,loss,c3_status\n";
+  for (const auto& row : r.rows)
+    f << row.t << ',' << row.x(0) << ',' << row.x(1) << ',' << row.x(2) << ',' << row.x(3) << ','
+      << row.u << ',' << row.lambda(0) << ',' << row.lambda(1) << ',' << row.r(0) << ','
+      << row.r(1) << ',' << row.loss << ',' << row.status << '\n';
+  return write_csv(path, f, log);
 }
 
 bool write_ball_csv_atomic(const std::string& path, const BallRollingRunResult& r, std::ostream& log) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp);
-    if (!f) {
-      log << "mpc-demo: cannot write " << tmp << "\n";
-      return false;
-    }
-    f.precision(9);
-    f << "t,ee_rel_x,ee_rel_y,ee_rel_z,ball_x,ball_y,ball_z,ee_vx,ee_vy,ee_vz,ball_vx,ball_vy,ball_vz,"
-         "ref_x,ref_y,u_x,u_y,u_z,lambda_0,lambda_1,lambda_2,lambda_3,r_0,r_1,r_2,r_3,loss,c3_status\n";
-    for (const auto& row : r.rows) {
-      f << row.t;
-      for (int i = 0; i < 12; ++i) f << ',' << row.x(i);
-      f << ',' << row.ref(0) << ',' << row.ref(1);
-      for (int i = 0; i < 3; ++i) f << ',' << row.u(i);
-      for (int i = 0; i < 4; ++i) f << ',' << row.lambda(i);
-      for (int i = 0; i < 4; ++i) f << ',' << row.r(i);
-      f << ',' << row.loss << ',' << row.status << '\n';
-    }
-    f.flush();
-    if (!f) {
-      log << "mpc-demo: write to " << tmp << " failed\n";
-      return false;
-    }
+  std::ostringstream f;
+  f.precision(9);
+  f << "t,ee_rel_x,ee_rel_y,ee_rel_z,ball_x,ball_y,ball_z,ee_vx,ee_vy,ee_vz,ball_vx,ball_vy,ball_vz,"
+       "ref_x,ref_y,u_x,u_y,u_z,lambda_0,lambda_1,lambda_2,lambda_3,r_0,r_1,r_2,r_3,loss,c3_status\n";
+  for (const auto& row : r.rows) {
+    f << row.t;
+    for (int i = 0; i < 12; ++i) f << ',' << row.x(i);
+    f << ',' << row.ref(0) << ',' << row.ref(1);
+    for (int i = 0; i < 3; ++i) f << ',' << row.u(i);
+    for (int i = 0; i < 4; ++i) f << ',' << row.lambda(i);
+    for (int i = 0; i < 4; ++i) f << ',' << row.r(i);
+    f << ',' << row.loss << ',' << row.status << '\n';
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    log << "mpc-demo: cannot rename " << tmp << " to " << path << "\n";
-    return false;
-  }
-  return true;
+  return write_csv(path, f, log);
 }
 
 }  // namespace

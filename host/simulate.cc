@@ -10,6 +10,7 @@
 
 #include "host/qp_batch.h"
 #include "io/error.h"
+#include "io/zip.h"
 
 namespace impulse {
 
@@ -476,31 +477,25 @@ RolloutMetrics evaluate_rollouts(const ContactModel& model, const TossSet& set,
 void write_rollout_csv(const std::string& path, const std::vector<StateRow>& predicted,
                        const std::vector<StateRow>& truth, double half_width, double dt) {
   check_aligned(predicted, truth, "write_rollout_csv");
-  const std::string tmp = path + ".tmp";
-  std::FILE* f = std::fopen(tmp.c_str(), "w");
-  if (!f) throw Error("write_rollout_csv: cannot open '" + tmp + "' for writing");
-  bool ok = std::fputs(
-                "t,px,py,pz,qw,qx,qy,qz,px_true,py_true,pz_true,qw_true,qx_true,qy_true,qz_true,"
-                "position_error_m,angle_error_deg,penetration_m\n",
-                f) >= 0;
-  for (size_t j = 0; j < truth.size() && ok; ++j) {
+  std::string text =
+      "t,px,py,pz,qw,qx,qy,qz,px_true,py_true,pz_true,qw_true,qx_true,qy_true,qz_true,"
+      "position_error_m,angle_error_deg,penetration_m\n";
+  char line[512];
+  for (size_t j = 0; j < truth.size(); ++j) {
     const StateRow& a = predicted[j];
     const StateRow& b = truth[j];
-    ok = std::fprintf(f,
-                      "%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,"
-                      "%.9g,%.9g,%.9g\n",
-                      j * dt, a[0], a[1], a[2], a[3], a[4], a[5], a[6], b[0], b[1], b[2], b[3],
-                      b[4], b[5], b[6], position_error(a, b), angle_error_deg(a, b),
-                      cube_penetration(a, half_width)) > 0;
+    std::snprintf(line, sizeof line,
+                  "%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,"
+                  "%.9g,%.9g,%.9g\n",
+                  j * dt, a[0], a[1], a[2], a[3], a[4], a[5], a[6], b[0], b[1], b[2], b[3], b[4],
+                  b[5], b[6], position_error(a, b), angle_error_deg(a, b),
+                  cube_penetration(a, half_width));
+    text += line;
   }
-  ok = (std::fclose(f) == 0) && ok;
-  if (!ok) {
-    std::remove(tmp.c_str());
-    throw Error("write_rollout_csv: writing '" + tmp + "' failed");
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw Error("write_rollout_csv: cannot rename '" + tmp + "' to '" + path + "'");
+  try {
+    write_text_atomic(path, text);
+  } catch (const Error& e) {
+    throw Error(std::string("write_rollout_csv: ") + e.what());
   }
 }
 

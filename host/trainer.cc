@@ -106,10 +106,6 @@ std::vector<int> permutation(int n, uint64_t seed) {
   return p;
 }
 
-void write_text_atomic(const std::string& path, const std::string& text) {
-  write_file_atomic(path, std::vector<uint8_t>(text.begin(), text.end()));
-}
-
 std::string read_text(const std::string& path) {
   const auto b = read_file_bytes(path);
   return std::string(b.begin(), b.end());
@@ -533,6 +529,15 @@ TrainResult train(const TrainConfig& cfg, std::ostream& log_out) {
         << r.train_seconds << ',' << r.mean_qp_iterations << ',' << r.not_solved << '\n';
     write_text_atomic(hist_path.string(), h.str());
   };
+  // the readable outputs: the best model so far and the history
+  auto write_outputs = [&]() {
+    nlohmann::json pj = best_params;
+    pj["method"] = cfg.method;
+    pj["best_epoch"] = res.best_epoch;
+    pj["best_valid_loss"] = res.best_valid;
+    write_text_atomic((fs::path(cfg.out) / "params.json").string(), pj.dump(2) + "\n");
+    write_history();
+  };
 
   // epoch 0 is the initial model's validation loss (no training step)
   if (start_epoch == 0 && res.history.empty()) {
@@ -641,26 +646,14 @@ TrainResult train(const TrainConfig& cfg, std::ostream& log_out) {
       const std::string name = e.path().filename().string();
       if (name.rfind("warm_starts_", 0) == 0 && name != warm_name) fs::remove(e.path());
     }
-    nlohmann::json pj = best_params;
-    pj["method"] = cfg.method;
-    pj["best_epoch"] = res.best_epoch;
-    pj["best_valid_loss"] = res.best_valid;
-    write_text_atomic((fs::path(cfg.out) / "params.json").string(), pj.dump(2) + "\n");
-    write_history();
+    write_outputs();
     if (cfg.max_seconds > 0 &&
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t_run).count() > cfg.max_seconds) {
       log("time limit reached after epoch " + std::to_string(epoch) + "; resume with the same command");
       break;
     }
   }
-  if (!fs::exists(fs::path(cfg.out) / "params.json")) {
-    nlohmann::json pj = best_params;
-    pj["method"] = cfg.method;
-    pj["best_epoch"] = res.best_epoch;
-    pj["best_valid_loss"] = res.best_valid;
-    write_text_atomic((fs::path(cfg.out) / "params.json").string(), pj.dump(2) + "\n");
-    write_history();
-  }
+  if (!fs::exists(fs::path(cfg.out) / "params.json")) write_outputs();
   return res;
 }
 

@@ -435,4 +435,8 @@ void write_file_atomic(const std::string& path, const std::vector<uint8_t>& byte
   }
 }
 
+void write_text_atomic(const std::string& path, const std::string& text) {
+  write_file_atomic(path, std::vector<uint8_t>(text.begin(), text.end()));
+}
+
 }  // namespace impulse

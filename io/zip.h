@@ -39,5 +39,7 @@ std::vector<uint8_t> read_file_bytes(const std::string& path);
 // directory, so readers see the old file or the new one, never a partial one.
 // The temporary file is removed on failure.
 void write_file_atomic(const std::string& path, const std::vector<uint8_t>& bytes);
+// The same for text (CSV, JSON, logs a person reads).
+void write_text_atomic(const std::string& path, const std::string& text);
 
 }  // namespace impulse
