@@ -60,14 +60,8 @@ C3Costs cartpole_costs(const CartPoleParams& p) {
   return c;
 }
 
-C3Settings cartpole_settings() {
-  C3Settings s;
-  s.admm_iterations = 10;
-  s.rho0 = 1.0;
-  s.rho_scale = 2.0;
-  s.consensus_tol = 1e-2;
-  return s;
-}
+// C3Settings' defaults (10 ADMM iterations, ρ₀ = 1, ρ doubling, consensus 1e-2)
+C3Settings cartpole_settings() { return C3Settings{}; }
 
 // ---- ball rolling -----------------------------------------------------------------
 
@@ -142,14 +136,8 @@ C3Costs ball_rolling_costs(const BallRollingParams& p) {
   return c;
 }
 
-C3Settings ball_rolling_settings() {
-  C3Settings s;
-  s.admm_iterations = 10;
-  s.rho0 = 1.0;
-  s.rho_scale = 2.0;
-  s.consensus_tol = 1e-2;
-  return s;
-}
+// C3Settings' defaults (10 ADMM iterations, ρ₀ = 1, ρ doubling, consensus 1e-2)
+C3Settings ball_rolling_settings() { return C3Settings{}; }
 
 void ball_rolling_reference(const BallRollingParams& p, double t, const Eigen::Vector3d& ee_rel,
                             Eigen::Ref<Eigen::VectorXd> x_ref) {

@@ -9,6 +9,8 @@
 // a body-frame angular velocity is ½ quat ⊗ (0, ω).
 #pragma once
 
+#include <cmath>
+
 #include <Eigen/Dense>
 
 namespace impulse {
@@ -93,10 +95,12 @@ inline Vec6 smooth_impulse(const State& x, const BodyParams& body, double dt) {
   return f;
 }
 
-// Angle (rad) of the rotation between two orientations.
+// Angle (rad) of the rotation between two orientations, by atan2 of the
+// relative quaternion so that identical orientations score 0 (acos near 1 loses
+// half the digits).
 inline double rotation_angle_between(const Eigen::Quaterniond& a, const Eigen::Quaterniond& b) {
-  const double d = std::abs(a.normalized().dot(b.normalized()));
-  return 2.0 * std::acos(std::min(1.0, d));
+  const Eigen::Quaterniond r = a.normalized().conjugate() * b.normalized();
+  return 2.0 * std::atan2(r.vec().norm(), std::abs(r.w()));
 }
 
 }  // namespace impulse

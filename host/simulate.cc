@@ -401,14 +401,10 @@ double position_error(const StateRow& a, const StateRow& b) {
                    (a[2] - b[2]) * (a[2] - b[2]));
 }
 
-// the angle of R_aᵀ R_b, as rotation_angle_between, but by atan2 of the relative
-// quaternion so that identical orientations score 0 rather than ~1e-6 degrees
-// (acos loses half the digits near 1)
 double angle_error_deg(const StateRow& a, const StateRow& b) {
-  const Eigen::Quaterniond qa = Eigen::Quaterniond(a[3], a[4], a[5], a[6]).normalized();
-  const Eigen::Quaterniond qb = Eigen::Quaterniond(b[3], b[4], b[5], b[6]).normalized();
-  const Eigen::Quaterniond r = qa.conjugate() * qb;
-  return 2.0 * std::atan2(r.vec().norm(), std::abs(r.w())) * 180.0 / kPi;
+  return rotation_angle_between(Eigen::Quaterniond(a[3], a[4], a[5], a[6]),
+                                Eigen::Quaterniond(b[3], b[4], b[5], b[6])) *
+         180.0 / kPi;
 }
 
 void check_aligned(const std::vector<StateRow>& predicted, const std::vector<StateRow>& truth,
