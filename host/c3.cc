@@ -334,8 +334,7 @@ bool C3Controller::ensure_factor(int iteration) {
 }
 
 bool C3Controller::set_model(const Lcs& m) {
-  if (m.nx != nx_ || m.nu != nu_ || m.nl != nl_ || m.horizon() != N_ || m.r.size() != nl_)
-    return false;
+  if (m.nx != nx_ || m.nu != nu_ || m.nl != nl_ || m.horizon() != N_) return false;
   for (int k = 0; k < N_; ++k) {
     if (m.A[k].rows() != nx_ || m.A[k].cols() != nx_ || m.B[k].rows() != nx_ ||
         m.B[k].cols() != nu_ || m.D[k].rows() != nx_ || m.D[k].cols() != nl_ ||
@@ -357,7 +356,7 @@ bool C3Controller::set_model(const Lcs& m) {
     model_.H[k] = m.H[k];
     model_.c[k] = m.c[k];
   }
-  if (m.r.allFinite()) model_.r = m.r;
+  // r stays: it is the learned residual (set_residual / the attached channel)
   for (auto& v : qp_valid_) v = 0;
   set_projectors();
   return true;

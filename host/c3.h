@@ -143,8 +143,9 @@ class C3Controller {
   C3Status step(const Eigen::Ref<const Eigen::VectorXd>& x, double t,
                 Eigen::Ref<Eigen::VectorXd> u_out);
 
-  // replace the model matrices (same sizes; no allocation; refactors lazily). False on
-  // a size mismatch, the model unchanged.
+  // replace the model matrices (same sizes; no allocation; refactors lazily), e.g. a
+  // re-linearization at every step. The residual r in use is kept (m.r is ignored). False
+  // on a size mismatch or a non-finite entry, the model unchanged.
   bool set_model(const Lcs& model);
   // x̄_k for k = 0..N (nx x (N+1)); default zero. False on a size mismatch.
   bool set_reference(const Eigen::Ref<const Eigen::MatrixXd>& x_ref);

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <sstream>
 
 #include "host/c3.h"
@@ -106,18 +107,24 @@ BallRollingRunResult run_ball_rolling(const BallRollingRunOptions& o) {
   BallRollingParams p;
   const int N = o.horizon;
   p.radius_error = o.radius_error;
-  const Lcs model = ball_rolling_lcs(p, N, p.radius + p.radius_error, p.plan_dt);
-  // the learner's model: the same at the sampling step (r is in metres: shared)
-  const Lcs model_ctrl = ball_rolling_lcs(p, 1, p.radius + p.radius_error, p.dt);
-  const Lcs truth = ball_rolling_lcs(p, 1, p.radius, p.dt);
+  const double model_radius = p.radius + p.radius_error;
+  // the controller's model (re-linearized every step), the learner's (per sample, at
+  // the sampling step; r is in metres: shared), and the truth
+  BallRollingModel ctrl_lin(p, model_radius, p.plan_dt);
+  BallRollingModel learn_lin(p, model_radius, p.dt);
+  BallRollingModel truth_lin(p, p.radius, p.dt);
+  Eigen::VectorXd x = ball_rolling_x0(p), u = Eigen::VectorXd::Zero(I::kNu), xn(I::kNx), lam(I::kNl);
+  Lcs model = ctrl_lin.make_lcs(N, x);
+  Lcs truth = truth_lin.make_lcs(1, x);
   C3Controller c3(model, ball_rolling_costs(p), ball_rolling_settings());
   ResidualLearnerSettings ls;
   ls.buffer = 10;
   ls.lr = o.lr;
+  ls.gamma = p.compliance;  // Anitescu: σ_min(F + Fᵀ) ≥ 2κ at every linearization
   Eigen::VectorXd qd = Eigen::VectorXd::Zero(I::kNx);
-  qd.segment<6>(I::kEeVel).setConstant(1e4);  // velocities carry the contact information
+  qd.segment<4>(I::kEeVel).setConstant(1e4);  // velocities carry the contact information
   ls.Qd = qd;
-  ResidualLearner learner(model_ctrl, ls);
+  ResidualLearner learner(learn_lin.make_lcs(1, x), ls, &learn_lin);
   SampleRing ring(64, I::kNx, I::kNu);
   c3.attach_residual(&learner.channel());
   c3.attach_samples(&ring);
@@ -125,29 +132,37 @@ BallRollingRunResult run_ball_rolling(const BallRollingRunOptions& o) {
   BallRollingRunResult res;
   LcsStepWork work;
   work.reserve(I::kNl);
-  Eigen::VectorXd x = ball_rolling_x0(p), u(I::kNu), xn(I::kNx), lam(I::kNl);
   Eigen::MatrixXd xref(I::kNx, N + 1);
-  BallRollingGait gait;
+  ContactFrame fr;
+  fr.phi.setZero(1);
+  fr.Jn.setZero(1, I::kNq);
+  fr.Jt.setZero(2, I::kNq);
   const int steps = static_cast<int>(std::lround(o.duration_s / p.dt));
   double se = 0, se_last = 0;
   int n_last = 0;
+  res.min_gap = std::numeric_limits<double>::infinity();
   res.rows.reserve(steps);
   for (int t = 0; t < steps; ++t) {
     const double time = t * p.dt;
-    const Eigen::Vector3d ee_rel = gait.update(p, x, c3.model().r.mean());
-    for (int k = 0; k <= N; ++k) ball_rolling_reference(p, time + k * p.plan_dt, ee_rel, xref.col(k));
-    c3.set_reference(xref);
     const auto t0 = std::chrono::steady_clock::now();
+    // re-linearize the model about the measured state, then one C3 step
+    ctrl_lin.linearize(x, u, model, 0);
+    replicate_step(model, 0);
+    c3.set_model(model);
+    ball_rolling_reference(p, time, x, c3.model().r.mean(), xref);
+    c3.set_reference(xref);
     const C3Status s = c3.step(x, time, u);
-    res.c3_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    res.step_us.push_back(
-        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+    const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+    res.c3_seconds += us * 1e-6;
+    res.step_us.push_back(us);
     res.c3_solved += s == C3Status::kSolved;
     res.c3_budget += s == C3Status::kBudgetExhausted;
     if (s == C3Status::kBadInput) {
       ++res.c3_bad;
       break;
     }
+    // the true system: the contact model with the true radius, linearized here
+    truth_lin.linearize(x, u, truth, 0);
     lcs_step(truth, 0, x, u, xn, lam, work);
     if (o.adapt) {
       c3.observe(x, u, xn);
@@ -155,6 +170,7 @@ BallRollingRunResult run_ball_rolling(const BallRollingRunOptions& o) {
         timed_update(learner, ring, res.update_us);
       }
     }
+    truth_lin.frame(x, fr);
     BallRollingRunRow row;
     row.t = time;
     row.x = x;
@@ -162,21 +178,25 @@ BallRollingRunResult run_ball_rolling(const BallRollingRunOptions& o) {
     row.u = u;
     row.lambda = lam;
     row.r = c3.model().r;
+    row.gap = fr.phi[0];
     row.loss = learner.stats().loss;
     row.status = static_cast<int>(s);
     res.rows.push_back(row);
     const double e2 = (x.segment<2>(I::kBall) - row.ref).squaredNorm();
     se += e2;
-    if (t >= steps / 2) se_last += e2, ++n_last;
+    if (t >= steps / 2) {
+      se_last += e2, ++n_last;
+      res.max_error_last = std::max(res.max_error_last, std::sqrt(e2));
+    }
     res.contact_impulse += lam.sum() * p.dt;
+    res.max_contact_force = std::max(res.max_contact_force, lam.sum());
+    res.min_gap = std::min(res.min_gap, row.gap);
     x = xn;
   }
   const int done = static_cast<int>(res.rows.size());
   res.rms_error = done ? std::sqrt(se / done) : 0;
   res.rms_error_last = n_last ? std::sqrt(se_last / n_last) : 0;
-  res.regrips = gait.regrips;
-  res.regrips = gait.regrips;
-  res.final_r = o.adapt ? Eigen::Vector4d(learner.residual()) : Eigen::Vector4d::Zero();
+  res.final_r = o.adapt ? Eigen::Vector2d(learner.residual()) : Eigen::Vector2d::Zero();
   return res;
 }
 
@@ -207,16 +227,14 @@ bool write_csv_atomic(const std::string& path, const CartPoleRunResult& r, std::
 bool write_ball_csv_atomic(const std::string& path, const BallRollingRunResult& r, std::ostream& log) {
   std::ostringstream f;
   f.precision(9);
-  f << "t,ee_rel_x,ee_rel_y,ee_rel_z,ball_x,ball_y,ball_z,ee_vx,ee_vy,ee_vz,ball_vx,ball_vy,ball_vz,"
-       "ref_x,ref_y,u_x,u_y,u_z,lambda_0,lambda_1,lambda_2,lambda_3,r_0,r_1,r_2,r_3,loss,c3_status\n";
+  f << "t,ee_x,ee_y,ball_x,ball_y,ball_spin,ee_vx,ee_vy,ball_vx,ball_vy,ball_spin_rate,"
+       "ref_x,ref_y,u_x,u_y,lambda_0,lambda_1,gap,r_0,r_1,loss,c3_status\n";
   for (const auto& row : r.rows) {
     f << row.t;
-    for (int i = 0; i < 12; ++i) f << ',' << row.x(i);
-    f << ',' << row.ref(0) << ',' << row.ref(1);
-    for (int i = 0; i < 3; ++i) f << ',' << row.u(i);
-    for (int i = 0; i < 4; ++i) f << ',' << row.lambda(i);
-    for (int i = 0; i < 4; ++i) f << ',' << row.r(i);
-    f << ',' << row.loss << ',' << row.status << '\n';
+    for (int i = 0; i < 10; ++i) f << ',' << row.x(i);
+    f << ',' << row.ref(0) << ',' << row.ref(1) << ',' << row.u(0) << ',' << row.u(1) << ','
+      << row.lambda(0) << ',' << row.lambda(1) << ',' << row.gap << ',' << row.r(0) << ','
+      << row.r(1) << ',' << row.loss << ',' << row.status << '\n';
   }
   return write_csv(path, f, log);
 }
@@ -238,15 +256,15 @@ int run_mpc_demo(const std::string& task, bool adapt, const std::string& out_csv
     o.adapt = adapt;
     const BallRollingRunResult r = run_ball_rolling(o);
     log << "mpc-demo ball-rolling (adapt " << (adapt ? "on" : "off") << "): " << r.rows.size()
-        << " steps at 80 Hz, learner at 20 Hz; RMS |ball - reference| " << r.rms_error_last
-        << " m over the last half (whole run " << r.rms_error << " m), circle radius 0.1 m; residual ("
-        << r.final_r(0) << ", " << r.final_r(1) << ", " << r.final_r(2) << ", " << r.final_r(3)
+        << " steps at 80 Hz, learner at 20 Hz; |ball - reference| over the last half: RMS "
+        << r.rms_error_last << " m, max " << r.max_error_last << " m (whole run RMS " << r.rms_error
+        << " m), circle radius 0.1 m; residual (" << r.final_r(0) << ", " << r.final_r(1)
         << ") m vs true radius error 0.005 m; contact impulse " << r.contact_impulse
-        << " N s, re-grips " << r.regrips << "; C3 solved " << r.c3_solved << ", budget "
-        << r.c3_budget << ", bad " << r.c3_bad << "\n"
-        << "latency (one core): C3 step " << latency_summary(r.step_us) << " over " << r.step_us.size()
-        << " steps; learner update (10 samples) " << latency_summary(r.update_us) << " over "
-        << r.update_us.size() << " updates\n";
+        << " N s, max contact force " << r.max_contact_force << " N, min gap " << r.min_gap
+        << " m; C3 solved " << r.c3_solved << ", budget " << r.c3_budget << ", bad " << r.c3_bad << "\n"
+        << "latency (one core): C3 step with re-linearization " << latency_summary(r.step_us) << " over "
+        << r.step_us.size() << " steps; learner update (10 samples) " << latency_summary(r.update_us)
+        << " over " << r.update_us.size() << " updates\n";
     if (!out_csv.empty() && !write_ball_csv_atomic(out_csv, r, log)) return 1;
     return r.c3_bad ? 1 : 0;
   }

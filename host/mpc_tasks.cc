@@ -5,6 +5,8 @@
 
 #include <cmath>
 
+#include "io/error.h"
+
 namespace impulse {
 
 Lcs cartpole_lcs(const CartPoleParams& p, int N, const Eigen::Vector2d& offset) {
@@ -65,51 +67,57 @@ C3Settings cartpole_settings() { return C3Settings{}; }
 
 // ---- ball rolling -----------------------------------------------------------------
 
-Lcs ball_rolling_lcs(const BallRollingParams& p, int N, double radius, double dt) {
+BallRollingModel::BallRollingModel(const BallRollingParams& p, double radius, double dt)
+    : p_(p), radius_(radius) {
   using I = BallIdx;
-  const int nx = I::kNx, nu = I::kNu, nl = I::kNl;
-  const double mu = p.mu;
-  const double kroll = 10.0 / 7.0;  // ball: m_b (7/5) a = 2 f → a = (10/7) f / m_b
-  // edge directions of the force on the EE: n + μ t_j, n = +z, t ∈ {+x, −x, +y, −y}
-  Eigen::Matrix<double, 3, 4> W;
-  W << mu, -mu, 0, 0,  //
-      0, 0, mu, -mu,   //
-      1, 1, 1, 1;
-  // next velocities v⁺ = (v_e⁺, v_b⁺) = Av x + Bv u + Dv λ
-  Eigen::MatrixXd Av = Eigen::MatrixXd::Zero(6, nx), Bv = Eigen::MatrixXd::Zero(6, nu),
-                  Dv = Eigen::MatrixXd::Zero(6, nl);
-  Av.block<6, 6>(0, I::kEeVel).setIdentity();
-  Av(5, I::kBallVel + 2) = 0.0;  // the ball's vertical velocity stays 0 (on the table)
-  Bv.topRows(3) = dt / p.ee_mass * Eigen::Matrix3d::Identity();
-  Dv.topRows(3) = dt / p.ee_mass * W;
-  Dv.block(3, 0, 2, nl) = -dt * kroll / p.ball_mass * W.topRows(2);
-  // state update: v⁺ as above, p⁺ = p + dt v⁺
-  Eigen::MatrixXd A = Eigen::MatrixXd::Zero(nx, nx), B(nx, nu), D(nx, nl);
-  A.topLeftCorner(6, 6).setIdentity();
-  A.topRows(6) += dt * Av;
-  A.bottomRows(6) = Av;
-  B.topRows(6) = dt * Bv;
-  B.bottomRows(6) = Bv;
-  D.topRows(6) = dt * Dv;
-  D.bottomRows(6) = Dv;
-  // relative contact velocity v_e − v_top, v_top = (2 v_b,x, 2 v_b,y, 0)
-  Eigen::Matrix<double, 3, 6> G = Eigen::Matrix<double, 3, 6>::Zero();
-  G.leftCols(3).setIdentity();
-  G(0, 3) = -2.0;
-  G(1, 4) = -2.0;
-  const Eigen::MatrixXd J = dt * W.transpose() * G;  // nl x 6
-  Eigen::MatrixXd E = J * Av;
-  E.col(I::kEe + 2).array() += 1.0;    // φ = z_e − z_b − R
-  E.col(I::kBall + 2).array() -= 1.0;
-  const Eigen::MatrixXd F = J * Dv + p.compliance * Eigen::MatrixXd::Identity(nl, nl);
-  const Eigen::MatrixXd H = J * Bv;
-  const Eigen::VectorXd c = Eigen::VectorXd::Constant(nl, -radius);
-  // to the task's coordinates: EE position relative to the ball, x = T x_abs
-  Eigen::MatrixXd T = Eigen::MatrixXd::Identity(nx, nx), Ti = T;
-  T.block<3, 3>(I::kEe, I::kBall) = -Eigen::Matrix3d::Identity();
-  Ti.block<3, 3>(I::kEe, I::kBall) = Eigen::Matrix3d::Identity();
-  return Lcs::time_invariant(N, T * A * Ti, T * B, T * D, Eigen::VectorXd::Zero(nx), E * Ti,
-                             0.5 * (F + F.transpose()), H, c);
+  settings_.dt = dt;
+  settings_.compliance = p.compliance;
+  settings_.friction_edges = 2;
+  settings_.validate();
+  if (!(radius > 0.0) || !(p.ball_mass > 0.0) || !(p.ee_mass > 0.0) || !(p.mu >= 0.0))
+    throw Error("BallRollingModel: radius, masses must be > 0 and mu >= 0");
+  const int n = I::kNq;
+  Minv_.setZero(n, n);
+  Minv_(0, 0) = Minv_(1, 1) = 1.0 / p.ee_mass;
+  Minv_(2, 2) = Minv_(3, 3) = 1.0 / (1.4 * p.ball_mass);  // rolling: m_b (7/5) a = F
+  Minv_(4, 4) = 1.0 / (0.4 * p.ball_mass * radius * radius);
+  Bu_.setZero(n, I::kNu);
+  Bu_(0, 0) = Bu_(1, 1) = 1.0;
+  f0_.setZero(n);
+  frame_.phi.setZero(1);
+  frame_.Jn.setZero(1, n);
+  frame_.Jt.setZero(2, n);
+  work_.reserve(n, I::kNu, I::kNl);
+}
+
+void BallRollingModel::frame(const Eigen::Ref<const Eigen::VectorXd>& x, ContactFrame& f) const {
+  using I = BallIdx;
+  const double dx = x[I::kBall] - x[I::kEe], dy = x[I::kBall + 1] - x[I::kEe + 1];
+  const double dist = std::hypot(dx, dy);
+  // normal from the EE to the ball centre (any direction when they coincide)
+  const double nx = dist > 1e-12 ? dx / dist : 1.0, ny = dist > 1e-12 ? dy / dist : 0.0;
+  const double tx = -ny, ty = nx;  // ẑ × n
+  f.phi[0] = dist - radius_;
+  f.Jn.setZero();
+  f.Jn(0, I::kEe) = -nx, f.Jn(0, I::kEe + 1) = -ny;
+  f.Jn(0, I::kBall) = nx, f.Jn(0, I::kBall + 1) = ny;
+  f.Jt.setZero();
+  f.Jt(0, I::kEe) = -p_.mu * tx, f.Jt(0, I::kEe + 1) = -p_.mu * ty;
+  f.Jt(0, I::kBall) = p_.mu * tx, f.Jt(0, I::kBall + 1) = p_.mu * ty;
+  f.Jt(0, I::kSpin) = -p_.mu * radius_;
+}
+
+void BallRollingModel::linearize(const Eigen::Ref<const Eigen::VectorXd>& x,
+                                 const Eigen::Ref<const Eigen::VectorXd>& /*u*/, Lcs& out, int k) {
+  frame(x, frame_);
+  anitescu_lcs_step(frame_, x.head(BallIdx::kNq), Minv_, f0_, Bu_, settings_, work_, out, k);
+}
+
+Lcs BallRollingModel::make_lcs(int N, const Eigen::Ref<const Eigen::VectorXd>& x) {
+  Lcs l = make_lcs_storage(N, nx(), nu(), nl());
+  linearize(x, Eigen::VectorXd::Zero(nu()), l, 0);
+  replicate_step(l, 0);
+  return l;
 }
 
 C3Costs ball_rolling_costs(const BallRollingParams& p) {
@@ -117,21 +125,22 @@ C3Costs ball_rolling_costs(const BallRollingParams& p) {
   using I = BallIdx;
   C3Costs c;
   Eigen::VectorXd q = Eigen::VectorXd::Zero(I::kNx);
-  q.segment<2>(I::kBall).setConstant(1e4);    // ball position (x, y)
-  q.segment<2>(I::kBallVel).setConstant(100.0);   // ball velocity (x, y)
-  q.segment<2>(I::kEe).setConstant(1e3);          // EE over the ball
-  q(I::kEe + 2) = 1e4;                           // EE height: pressing
-  q.segment<3>(I::kEeVel).setConstant(0.1);
+  q.segment<2>(I::kBall).setConstant(1e4);      // ball position
+  q.segment<2>(I::kBallVel).setConstant(1e3);   // ball velocity
+  q.segment<2>(I::kEe).setConstant(3e3);        // EE at the push pose
+  q.segment<2>(I::kEeVel).setConstant(1.0);
   c.Q = q.asDiagonal();
   c.QN = c.Q;
-  c.R = 0.01 * Eigen::MatrixXd::Identity(I::kNu, I::kNu);
+  c.R = 1e-2 * Eigen::MatrixXd::Identity(I::kNu, I::kNu);
   const int nz = I::kNx + I::kNl + I::kNu;
   c.G = Eigen::VectorXd::Constant(nz, 0.1);
   c.G.segment<I::kNl>(I::kNx).setConstant(10.0);
-  c.G.tail<I::kNu>().setConstant(0.1);
   c.U = Eigen::VectorXd::Constant(nz, 0.1);
   c.U.head<I::kNx>().setConstant(1000.0);
   c.x_bound = Eigen::VectorXd::Constant(I::kNx, 5.0);
+  c.x_bound[I::kSpin] = 1e9;                         // the spin angle is free
+  c.x_bound.segment<5>(I::kEeVel).setConstant(20.0);
+  c.x_bound[I::kSpinRate] = 1e3;
   c.u_limit = Eigen::VectorXd::Constant(I::kNu, 30.0);
   return c;
 }
@@ -139,46 +148,58 @@ C3Costs ball_rolling_costs(const BallRollingParams& p) {
 // C3Settings' defaults (10 ADMM iterations, ρ₀ = 1, ρ doubling, consensus 1e-2)
 C3Settings ball_rolling_settings() { return C3Settings{}; }
 
-void ball_rolling_reference(const BallRollingParams& p, double t, const Eigen::Vector3d& ee_rel,
-                            Eigen::Ref<Eigen::VectorXd> x_ref) {
+void ball_rolling_reference(const BallRollingParams& p, double t, const Eigen::Ref<const Eigen::VectorXd>& x,
+                            double r_mean, Eigen::Ref<Eigen::MatrixXd> x_ref) {
   using I = BallIdx;
-  const double w = 2.0 * M_PI / p.period, a = w * t;
-  x_ref.setZero();
-  x_ref(I::kBall) = p.circle_radius * std::cos(a);
-  x_ref(I::kBall + 1) = p.circle_radius * std::sin(a);
-  x_ref(I::kBall + 2) = p.radius + p.radius_error;
-  x_ref(I::kBallVel) = -p.circle_radius * w * std::sin(a);
-  x_ref(I::kBallVel + 1) = p.circle_radius * w * std::cos(a);
-  x_ref.segment<3>(I::kEe) = ee_rel;
-  x_ref(I::kEeVel) = x_ref(I::kBallVel);
-  x_ref(I::kEeVel + 1) = x_ref(I::kBallVel + 1);
-}
-
-Eigen::Vector3d BallRollingGait::update(const BallRollingParams& p, const Eigen::Ref<const Eigen::VectorXd>& x,
-                                        double r_mean) {
-  using I = BallIdx;
-  const double top = p.radius + p.radius_error - r_mean;  // the model's top above the centre
-  const Eigen::Vector2d rel = x.segment<2>(I::kEe);
-  if (rolling) {
-    if (rel.norm() > p.stroke) {
-      // the EE has rolled over the top: lift and go back behind it
-      rolling = false;
-      back = -0.5 * p.stroke * rel.normalized();
-      ++regrips;
-    }
-  } else if ((rel - back).norm() < 0.003 && x(I::kEe + 2) > top + 0.5 * p.lift) {
-    rolling = true;
+  const double w = 2.0 * M_PI / p.period, R = p.circle_radius;
+  const double a0 = w * t, c0 = std::cos(a0), s0 = std::sin(a0);
+  const double bx = x[I::kBall], by = x[I::kBall + 1];
+  // desired push direction d: the circle's acceleration plus PD on the ball
+  double dx = -R * w * w * c0 + p.kp * (R * c0 - bx) + p.kd * (-R * w * s0 - x[I::kBallVel]);
+  double dy = -R * w * w * s0 + p.kp * (R * s0 - by) + p.kd * (R * w * c0 - x[I::kBallVel + 1]);
+  const double dn = std::hypot(dx, dy);
+  if (dn > 1e-9) dx /= dn, dy /= dn;
+  else dx = -s0, dy = c0;  // along the circle
+  // the EE's direction from the ball now, and the push pose's (−d)
+  double ex = x[I::kEe] - bx, ey = x[I::kEe + 1] - by;
+  const double en = std::hypot(ex, ey);
+  if (en > 1e-9) ex /= en, ey /= en;
+  else ex = -dx, ey = -dy;
+  const double cross = ex * (-dy) - ey * (-dx), dot = ex * (-dx) + ey * (-dy);
+  const double delta = std::atan2(cross, dot);  // angle from e to −d
+  const double reach = p.radius + p.radius_error - r_mean;  // the model's contact distance
+  double ox, oy, dist;
+  if (std::fabs(delta) <= p.push_cone) {
+    ox = -dx, oy = -dy, dist = reach - p.press;  // push
+  } else {
+    // orbit: turn around the ball at a clearance, at most orbit_step ahead of the EE
+    const double step = std::copysign(std::fmin(std::fabs(delta), p.orbit_step), delta);
+    ox = std::cos(step) * ex - std::sin(step) * ey;
+    oy = std::sin(step) * ex + std::cos(step) * ey;
+    dist = reach + p.clearance;
   }
-  if (rolling) return Eigen::Vector3d(0, 0, top - p.press);
-  return Eigen::Vector3d(back(0), back(1), top + p.lift);
+  x_ref.setZero();
+  for (int k = 0; k < x_ref.cols(); ++k) {
+    const double a = w * (t + k * p.plan_dt);
+    auto col = x_ref.col(k);
+    col[I::kBall] = R * std::cos(a);
+    col[I::kBall + 1] = R * std::sin(a);
+    col[I::kBallVel] = -R * w * std::sin(a);
+    col[I::kBallVel + 1] = R * w * std::cos(a);
+    // the EE at the pose relative to the ball, moving with the reference
+    col[I::kEe] = bx + (col[I::kBall] - R * c0) + dist * ox;
+    col[I::kEe + 1] = by + (col[I::kBall + 1] - R * s0) + dist * oy;
+    col[I::kEeVel] = col[I::kBallVel];
+    col[I::kEeVel + 1] = col[I::kBallVel + 1];
+  }
 }
 
 Eigen::VectorXd ball_rolling_x0(const BallRollingParams& p) {
   using I = BallIdx;
   Eigen::VectorXd x = Eigen::VectorXd::Zero(I::kNx);
-  x(I::kBall) = p.circle_radius;
-  x(I::kBall + 2) = p.radius;  // measured: the true centre height
-  x(I::kEe + 2) = p.radius + p.radius_error + 0.01;
+  x[I::kBall] = p.circle_radius;
+  x[I::kEe] = p.circle_radius;
+  x[I::kEe + 1] = -(p.radius + p.radius_error + 0.01);
   return x;
 }
 

@@ -20,6 +20,7 @@
 
 #include "host/c3.h"
 #include "host/lcs.h"
+#include "host/lcs_linearize.h"
 
 namespace impulse {
 
@@ -41,89 +42,108 @@ C3Settings cartpole_settings();
 
 // ---- ball rolling -----------------------------------------------------------------
 //
-// A point end-effector (EE) rolls a ball on a table (paper Sec. VII-B; the C3 ball-rolling
-// example of Aydinoglu, Wei and Posa 2023). 3-D, with these simplifications:
-//   * the EE touches the ball near its top: the contact normal is fixed to +z (the
-//     linearization about "EE above the centre"); the gap is φ = z_e − z_b − R (the cost
-//     keeps the EE over the centre, where this holds);
-//   * the ball/table contact is sticking and closed (rolling without slip, ball centre at
-//     z = R): it is eliminated instead of being a complementarity row, which leaves the
-//     ball's horizontal dynamics m_b (7/5) a = 2 f for a horizontal force f at the top
-//     (the top point then moves at 2 v_b). This needs the table friction |f_t| = 3/7 |f|
-//     ≤ μ_t (m_b g + N_ee); with |f| ≤ μ N_ee that holds for any table μ_t ≥ 3/7 μ ≈ 0.26;
-//   * EE/ball friction: Anitescu's linearized cone with 4 edges (±x, ±y), so λ (4) are
-//     the edge forces [N]; EE force on the ball is −Σ λ_j (n + μ t_j).
-// Time stepping is semi-implicit Euler (v⁺ from forces, p⁺ = p + dt v⁺). Each
-// complementarity row is Anitescu's condition scaled to metres,
-//   0 ≤ λ_j ⊥ φ + dt (n + μ t_j)ᵀ (v_e⁺ − v_top⁺) + κ λ_j ≥ 0,
-// so c = −R and a radius error shows up in r as the same offset in metres in every row.
-// κ (compliance) regularizes F (Anitescu's F is only PSD; paper eq. 8's ε_c).
+// A point end-effector (EE) rolls a ball on a table along a circle (paper Sec. VII-B,
+// in simulation). Planar: the EE tip is held at the height of the ball's centre by the
+// arm's impedance controller and pushes the ball at its equator; the ball rolls on the
+// table without slipping. (An EE on top of the ball, as on the paper's robot, must lift
+// and return after every stroke, a gait C3's 0.25 s horizon cannot plan; a first version
+// with that gait did not follow the circle even with the exact model.)
 //
-// State x (12) = (EE position relative to the ball centre, ball centre, EE velocity, ball
-// velocity) [m, m/s] (relative, so that the cost keeps the EE over the ball);
-// input u (3) = force on the EE beyond gravity compensation [N] (what the paper's
-// impedance controller tracks); λ (4) as above.
+// Bodies and contact (host/lcs_linearize.h builds the LCS, Anitescu, rows in metres):
+//   * EE: point of mass ee_mass, input u = planar force beyond gravity compensation [N];
+//   * ball: radius R, mass m_b; rolling without slip under a horizontal force F through
+//     its centre gives m_b (7/5) a = F, so its planar effective mass is 1.4 m_b; its spin
+//     ω_z about the vertical (inertia 2/5 m_b R²) is free (no pivot friction). Rolling
+//     needs the table friction (2/7)|F| ≤ μ_table m_b g: |F| ≤ 6.9 N for μ_table = 0.5
+//     (the run reports the largest contact force);
+//   * EE/ball contact: sphere-point, gap φ = |p_b − p_e| − R, normal n = (p_b − p_e)/|·|,
+//     tangent t = ẑ × n; friction μ with the planar cone's two edges (n ± μ t); the ball's
+//     contact point moves at v_b − R ω_z t (rolling adds only a vertical component).
+// The true ball is simulated by re-linearizing this model at every step with the true
+// radius and solving the step's LCP with Lemke (lcs_step): Anitescu time stepping. The
+// controller re-linearizes the same model at every step with its own radius (5 mm too
+// large: a gap error of −5 mm in every row, which r learns as +5 mm).
+//
+// State x (10) = (q, v): q = (EE position (2), ball centre (2), ball spin angle),
+// v = (EE velocity (2), ball velocity (2), spin rate) [m, rad, m/s, rad/s]; u (2) [N];
+// λ (2): the two cone-edge forces [N].
 struct BallRollingParams {
   // ball: a 10 cm solid ball of density ~760 kg/m³ (a hard wooden or polymer ball);
   // the paper's balls are of this size (Fig. 5); its exact values are not given.
   double radius = 0.05;         // true radius [m]
   double radius_error = 0.005;  // the controller's model uses radius + this (paper: 5 mm)
-  double ball_mass = 0.4;       // [kg], uniform sphere (I = 2/5 m R²)
+  double ball_mass = 0.4;       // [kg], uniform sphere
   // EE: apparent mass of a Franka Panda under Cartesian impedance control, order 1 kg
   double ee_mass = 1.0;         // [kg]
-  double mu = 0.6;              // EE/ball friction (rubber tip on a hard ball)
+  double mu = 0.4;              // EE/ball friction
   double compliance = 1e-4;     // κ [m/N]: 1 N presses 0.1 mm (a stiff 10 kN/m contact)
   double dt = 0.0125;           // control and simulation step [s] (C3 at 80 Hz, as the paper)
   double plan_dt = 0.025;       // C3's model step [s] (horizon N plan_dt)
-  // reference: the ball centre on a circle (centre, radius, period), counter-clockwise,
-  // starting at angle 0 (the ball's initial position)
+  // reference: the ball centre on a circle about the origin, counter-clockwise, starting
+  // at angle 0 (the ball's initial position)
   double circle_radius = 0.1;   // [m]
   double period = 8.0;          // [s]: 0.079 m/s along the circle
-  double press = 0.002;         // EE z reference: the model's ball top − press [m]
-  double stroke = 0.015;        // re-grip when the EE is this far from the centre [m]
-  double lift = 0.01;           // lift height above the model's top when re-gripping [m]
+  // EE reference (ball_rolling_reference): the push pose is behind the ball along the
+  // desired acceleration d = a_ref + kp e_p + kd e_v, at the model's contact distance
+  // minus `press`; when the EE is more than push_cone away from it (angle about the ball),
+  // the EE orbits towards it at `clearance` from the model's surface
+  double press = 0.0;           // [m]
+  double kp = 16.0;             // [1/s²]
+  double kd = 8.0;              // [1/s]
+  double push_cone = 0.5;       // [rad]
+  double orbit_step = 0.6;      // [rad] how far ahead of the EE the orbit reference is
+  double clearance = 0.01;      // [m]
 };
 
 // state indices
 struct BallIdx {
-  static constexpr int kEe = 0, kBall = 3, kEeVel = 6, kBallVel = 9, kNx = 12, kNu = 3, kNl = 4;
+  static constexpr int kEe = 0, kBall = 2, kSpin = 4, kEeVel = 5, kBallVel = 7, kSpinRate = 9;
+  static constexpr int kNq = 5, kNx = 10, kNu = 2, kNl = 2;
 };
 
-// the LCS over N steps of dt for a ball of the given radius (time-invariant). Rows are in
-// metres, so the residual r means the same for any dt.
-Lcs ball_rolling_lcs(const BallRollingParams& p, int N, double radius, double dt);
+// The EE/ball/table model above as an LcsLinearizer: linearize() fills one step about
+// (x, u) for the given ball radius and step. No allocation after construction; one
+// instance per thread.
+class BallRollingModel final : public LcsLinearizer {
+ public:
+  BallRollingModel(const BallRollingParams& p, double radius, double dt);
+  int nx() const override { return BallIdx::kNx; }
+  int nu() const override { return BallIdx::kNu; }
+  int nl() const override { return BallIdx::kNl; }
+  void linearize(const Eigen::Ref<const Eigen::VectorXd>& x, const Eigen::Ref<const Eigen::VectorXd>& u,
+                 Lcs& out, int k) override;
+  // the contact frame (φ, J_n, J_t with μ folded in) at the configuration part of x
+  void frame(const Eigen::Ref<const Eigen::VectorXd>& x, ContactFrame& out) const;
+  // an N-step LCS linearized about x (allocates; for set-up and tests)
+  Lcs make_lcs(int N, const Eigen::Ref<const Eigen::VectorXd>& x);
+  double radius() const { return radius_; }
 
-// C3 weights: ball position to the reference (and its velocity), the EE held over the
-// ball reference at press depth; G, U as in cartpole_costs (λ weighted in the QP step,
-// x held in the projection); |u| ≤ 30 N.
+ private:
+  BallRollingParams p_;
+  double radius_;
+  AnitescuSettings settings_;
+  Eigen::MatrixXd Minv_, Bu_;
+  Eigen::VectorXd f0_;
+  ContactFrame frame_;
+  AnitescuWork work_;
+};
+
+// C3 weights: ball position and velocity to the reference, the EE to the push reference;
+// G, U as in cartpole_costs (λ weighted in the QP step, x held in the projection);
+// |u| ≤ 30 N.
 C3Costs ball_rolling_costs(const BallRollingParams& p);
 C3Settings ball_rolling_settings();
 
-// the reference state at time t: ball on the circle with its velocity; EE over the
-// ball's centre at the model's radius − press (pressing), with the ball's velocity. No
+// the reference for C3 over the horizon (nx x (N+1), column k at time t + k·plan_dt): the
+// ball on the circle with its velocity; the EE at the push pose (or orbiting towards it,
+// see BallRollingParams), relative to the measured ball and moving with the reference.
+// The model's contact distance is its radius − r_mean (the residual learned so far). No
 // allocation.
-void ball_rolling_reference(const BallRollingParams& p, double t, const Eigen::Vector3d& ee_rel,
-                            Eigen::Ref<Eigen::VectorXd> x_ref);
+void ball_rolling_reference(const BallRollingParams& p, double t, const Eigen::Ref<const Eigen::VectorXd>& x,
+                            double r_mean, Eigen::Ref<Eigen::MatrixXd> x_ref);
 
-// Re-grip heuristic for the EE reference (C3 plans contact forces over a 0.25 s horizon,
-// too short to plan a lift-and-return itself; the C3 ball-rolling example uses a
-// heuristic of this kind too). Rolling with a sticking contact moves the EE over the ball
-// at the ball's speed (the top moves at 2 v_b), so after a stroke the EE must lift, move
-// back behind the top and press again:
-//   rolling: EE reference over the centre at the model's top − press; when the EE is more
-//            than `stroke` from the centre (horizontally), switch to lifting;
-//   lifting: EE reference `stroke`/2 behind the centre (opposite to where it went), `lift`
-//            above the model's top; back to rolling when there.
-// The model's top is (model radius − r̄) above the centre, r̄ the mean residual in use: the
-// reference follows the adapted model.
-struct BallRollingGait {
-  bool rolling = true;
-  Eigen::Vector2d back = Eigen::Vector2d::Zero();
-  int regrips = 0;
-  // the EE reference relative to the ball centre for state x. No allocation.
-  Eigen::Vector3d update(const BallRollingParams& p, const Eigen::Ref<const Eigen::VectorXd>& x, double r_mean);
-};
-// the initial state: ball at rest at the start of the circle, EE 1 cm above the model's top.
+// the initial state: ball at rest at the start of the circle, EE at rest 1 cm behind it
+// (−y side: the circle starts towards +y), at the model's contact distance + 1 cm.
 Eigen::VectorXd ball_rolling_x0(const BallRollingParams& p);
 
 }  // namespace impulse

@@ -11,7 +11,11 @@
 namespace impulse {
 
 ResidualLearner::ResidualLearner(const Lcs& model, const ResidualLearnerSettings& settings)
-    : settings_(settings), channel_(model.nl) {
+    : ResidualLearner(model, settings, nullptr) {}
+
+ResidualLearner::ResidualLearner(const Lcs& model, const ResidualLearnerSettings& settings,
+                                 LcsLinearizer* linearizer)
+    : linearizer_(linearizer), settings_(settings), channel_(model.nl) {
   model.validate();
   nx_ = model.nx;
   nu_ = model.nu;
@@ -22,15 +26,15 @@ ResidualLearner::ResidualLearner(const Lcs& model, const ResidualLearnerSettings
   if (!(settings_.epsilon > 0.0))
     throw Error("ResidualLearner: epsilon must be > 0, got " + std::to_string(settings_.epsilon));
   if (!(settings_.lr > 0.0)) throw Error("ResidualLearner: lr must be > 0");
-  A_ = model.A[0], B_ = model.B[0], D_ = model.D[0], E_ = model.E[0], F_ = model.F[0],
-  H_ = model.H[0];
-  d_ = model.d[0], c_ = model.c[0];
+  if (linearizer_ && (linearizer_->nx() != nx_ || linearizer_->nu() != nu_ || linearizer_->nl() != nl_))
+    throw Error("ResidualLearner: the linearizer's sizes differ from the model's");
+  const Eigen::MatrixXd& F0 = model.F[0];
   Qd_ = settings_.Qd.size() == 0 ? Eigen::VectorXd::Ones(nx_) : settings_.Qd;
   if (Qd_.size() != nx_ || !(Qd_.array() >= 0.0).all())
     throw Error("ResidualLearner: Qd must have " + std::to_string(nx_) + " entries >= 0, got " +
                 std::to_string(Qd_.size()));
   // γ below σ_min(F + Fᵀ)
-  const Eigen::MatrixXd S = F_ + F_.transpose();
+  const Eigen::MatrixXd S = F0 + F0.transpose();
   const double smin = Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd>(S).eigenvalues().minCoeff();
   if (!(smin > 0.0))
     throw Error("ResidualLearner: F + F^T must be positive definite (its smallest eigenvalue is " +
@@ -46,19 +50,21 @@ ResidualLearner::ResidualLearner(const Lcs& model, const ResidualLearnerSettings
   bxn_.setZero(nx_, nb);
   warm_.assign(nb, 0);
 
-  // QP: P is the same for every sample
+  // per-slot models (all the construction model's step 0 until a linearizer replaces them)
   const int n = 2 * nl_, m = 2 * nl_;
-  const double ie = 1.0 / settings_.epsilon, ieg = ie / gamma_;
-  const Eigen::MatrixXd I = Eigen::MatrixXd::Identity(nl_, nl_);
-  Eigen::MatrixXd P(n, n);
-  P.topLeftCorner(nl_, nl_) = D_.transpose() * Qd_.asDiagonal() * D_ + ieg * F_.transpose() * F_;
-  P.topRightCorner(nl_, nl_) = ie * I - ieg * F_.transpose();
-  P.bottomLeftCorner(nl_, nl_) = ie * I - ieg * F_;
-  P.bottomRightCorner(nl_, nl_) = ieg * I;
-  P = 0.5 * (P + P.transpose()).eval();
-  P_.resize(size_t(n) * n);
-  for (int i = 0; i < n; ++i)
-    for (int j = 0; j < n; ++j) P_[size_t(i) * n + j] = P(i, j);
+  slots_ = model;
+  slots_.A.assign(nb, model.A[0]);
+  slots_.B.assign(nb, model.B[0]);
+  slots_.D.assign(nb, model.D[0]);
+  slots_.d.assign(nb, model.d[0]);
+  slots_.E.assign(nb, model.E[0]);
+  slots_.F.assign(nb, model.F[0]);
+  slots_.H.assign(nb, model.H[0]);
+  slots_.c.assign(nb, model.c[0]);
+  Ps_.setZero(n, n);
+  P_.assign(size_t(nb) * n * n, 0.0);
+  for (int s = 0; s < nb; ++s) slot_hessian(s);
+  const Eigen::Map<const Eigen::MatrixXd> P(P_.data(), n, n);
   q_.assign(n, 0.0);
   a_row_ptr_.resize(m + 1);
   a_col_.resize(m);
@@ -82,6 +88,7 @@ ResidualLearner::ResidualLearner(const Lcs& model, const ResidualLearnerSettings
     throw Error("ResidualLearner: the loss QP is not convex (gamma too large)");
 
   zdyn_.setZero(nx_);
+  zdyn_qd_.setZero(nx_);
   qlcp_.setZero(nl_);
   tmp_nl_.setZero(nl_);
   grad_.setZero(nl_);
@@ -99,6 +106,29 @@ ResidualLearner::ResidualLearner(const Lcs& model, const ResidualLearnerSettings
 
 ResidualLearner::~ResidualLearner() { stop(); }
 
+// P = [DᵀQ_dD + FᵀF/(εγ), I/ε − Fᵀ/(εγ); I/ε − F/(εγ), I/(εγ)], symmetrized; column-major
+// into slot's block of P_ (symmetric, so the layout does not matter). No allocation.
+void ResidualLearner::slot_hessian(int s) {
+  const int n = 2 * nl_;
+  const double ie = 1.0 / settings_.epsilon, ieg = ie / gamma_;
+  const Eigen::MatrixXd& D = slots_.D[s];
+  const Eigen::MatrixXd& F = slots_.F[s];
+  for (int i = 0; i < nl_; ++i) {
+    for (int j = 0; j < nl_; ++j) {
+      double dqd = 0.0, ff = 0.0;
+      for (int a = 0; a < nx_; ++a) dqd += D(a, i) * Qd_[a] * D(a, j);
+      for (int a = 0; a < nl_; ++a) ff += F(a, i) * F(a, j);
+      Ps_(i, j) = dqd + ieg * ff;
+      Ps_(i, nl_ + j) = (i == j ? ie : 0.0) - ieg * F(j, i);
+      Ps_(nl_ + i, j) = (i == j ? ie : 0.0) - ieg * F(i, j);
+      Ps_(nl_ + i, nl_ + j) = i == j ? ieg : 0.0;
+    }
+  }
+  double* out = P_.data() + size_t(s) * n * n;
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < n; ++j) out[size_t(i) * n + j] = 0.5 * (Ps_(i, j) + Ps_(j, i));
+}
+
 void ResidualLearner::add_sample(const Eigen::Ref<const Eigen::VectorXd>& x,
                                  const Eigen::Ref<const Eigen::VectorXd>& u,
                                  const Eigen::Ref<const Eigen::VectorXd>& x_next) {
@@ -107,6 +137,10 @@ void ResidualLearner::add_sample(const Eigen::Ref<const Eigen::VectorXd>& x,
   bx_.col(head_) = x;
   bu_.col(head_) = u;
   bxn_.col(head_) = x_next;
+  if (linearizer_) {
+    linearizer_->linearize(x, u, slots_, head_);
+    slot_hessian(head_);
+  }
   warm_[head_] = 0;
   head_ = (head_ + 1) % settings_.buffer;
   if (count_ < settings_.buffer) ++count_;
@@ -131,20 +165,23 @@ double ResidualLearner::sample_loss(int slot, const Eigen::Ref<const Eigen::Vect
                                     Eigen::Ref<Eigen::VectorXd> grad) {
   const int n = 2 * nl_;
   const double ie = 1.0 / settings_.epsilon, ieg = ie / gamma_;
+  const Eigen::MatrixXd& D = slots_.D[slot];
+  const Eigen::MatrixXd& F = slots_.F[slot];
   // z = A x + B u + d − x⁺, q = E x + H u + c, b0 = q + r
-  zdyn_.noalias() = A_ * bx_.col(slot);
-  zdyn_.noalias() += B_ * bu_.col(slot);
-  zdyn_ += d_ - bxn_.col(slot);
-  qlcp_.noalias() = E_ * bx_.col(slot);
-  qlcp_.noalias() += H_ * bu_.col(slot);
-  qlcp_ += c_ + r;
+  zdyn_.noalias() = slots_.A[slot] * bx_.col(slot);
+  zdyn_.noalias() += slots_.B[slot] * bu_.col(slot);
+  zdyn_ += slots_.d[slot] - bxn_.col(slot);
+  qlcp_.noalias() = slots_.E[slot] * bx_.col(slot);
+  qlcp_.noalias() += slots_.H[slot] * bu_.col(slot);
+  qlcp_ += slots_.c[slot] + r;
   // linear term: λ: DᵀQd z + Fᵀ b0/(εγ); η: −b0/(εγ)
   Eigen::Map<Eigen::VectorXd> q(q_.data(), n);
-  tmp_nl_.noalias() = D_.transpose() * Qd_.cwiseProduct(zdyn_);
+  zdyn_qd_ = Qd_.cwiseProduct(zdyn_);
+  tmp_nl_.noalias() = D.transpose() * zdyn_qd_;
   q.head(nl_) = tmp_nl_;
-  q.head(nl_).noalias() += ieg * (F_.transpose() * qlcp_);
+  q.head(nl_).noalias() += ieg * (F.transpose() * qlcp_);
   q.tail(nl_) = -ieg * qlcp_;
-  QpData<double, UnitStride> data{unit_view<const double>(P_.data()), unit_view<const double>(q_.data()),
+  QpData<double, UnitStride> data{unit_view<const double>(P_.data() + size_t(slot) * n * n), unit_view<const double>(q_.data()),
                                   unit_view<const double>(Aval_.data()),
                                   unit_view<const double>(b_.data())};
   auto w = QpWork<double, UnitStride>::carve(unit_view(work_.data()), n, n);
@@ -158,7 +195,8 @@ double ResidualLearner::sample_loss(int slot, const Eigen::Ref<const Eigen::Vect
   const auto lam = xs_.col(slot).head(nl_);
   const auto eta = xs_.col(slot).tail(nl_);
   grad = qlcp_;
-  grad.noalias() += F_ * lam.cwiseMax(0.0);
+  tmp_nl_ = lam.cwiseMax(0.0);
+  grad.noalias() += F * tmp_nl_;
   grad -= eta.cwiseMax(0.0);
   grad *= ieg;
   return loss;

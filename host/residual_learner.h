@@ -18,9 +18,13 @@
 // (impulse::AdamW, no weight decay), then publishes r on a ResidualChannel
 // (host/rt_channels.h) that the controller reads without locks.
 //
-// The model matrices θ* are those of step 0 of the Lcs given at construction (fixed: the
-// cart-pole and ball tasks use one linearization). update() and loss_and_grad() do not
-// allocate after construction; they are deterministic. start() runs update() in its own
+// The model matrices θ* of a sample are those of step 0 of the Lcs given at construction,
+// or, with an LcsLinearizer (host/lcs_linearize.h), the model re-linearized about the
+// sample's (x, u) when it enters the buffer (the ball task: the contact normal turns as
+// the end-effector moves around the ball). With a linearizer, every linearization must
+// keep σ_min(F + Fᵀ) above γ (Anitescu's F ⪰ κI does: set γ < 2κ). add_sample(),
+// update() and loss_and_grad() do not allocate after construction; they are
+// deterministic. start() runs update() in its own
 // thread at a fixed rate, taking samples from a SampleRing the controller fills.
 #pragma once
 
@@ -31,6 +35,7 @@
 
 #include "host/adam.h"
 #include "host/lcs.h"
+#include "host/lcs_linearize.h"
 #include "host/rt_channels.h"
 #include "solvers/qp_admm.h"
 
@@ -60,6 +65,9 @@ class ResidualLearner {
  public:
   // throws Error on a bad model / settings or when F + Fᵀ is not positive definite.
   ResidualLearner(const Lcs& model, const ResidualLearnerSettings& settings = {});
+  // per-sample linearization: `linearizer` (sizes equal to the model's; not owned, must
+  // outlive the learner and be used by no other thread) is called in add_sample().
+  ResidualLearner(const Lcs& model, const ResidualLearnerSettings& settings, LcsLinearizer* linearizer);
   ~ResidualLearner();
   ResidualLearner(const ResidualLearner&) = delete;
   ResidualLearner& operator=(const ResidualLearner&) = delete;
@@ -91,10 +99,13 @@ class ResidualLearner {
 
  private:
   double sample_loss(int slot, const Eigen::Ref<const Eigen::VectorXd>& r, Eigen::Ref<Eigen::VectorXd> grad);
+  void slot_hessian(int slot);  // the QP Hessian of slot's model into P_
 
   int nx_, nu_, nl_;
-  Eigen::MatrixXd A_, B_, D_, E_, F_, H_;
-  Eigen::VectorXd d_, c_, Qd_;
+  LcsLinearizer* linearizer_ = nullptr;
+  Lcs slots_;  // step s: the model of buffer slot s
+  Eigen::MatrixXd Ps_;  // n x n, scratch for slot_hessian
+  Eigen::VectorXd Qd_;
   ResidualLearnerSettings settings_;
   double gamma_ = 0.0;
   // buffer
@@ -104,10 +115,10 @@ class ResidualLearner {
   // QP (n = 2 nl variables, 2 nl nonnegative rows, A = −I)
   QpShape shape_;
   std::vector<int> a_row_ptr_, a_col_;
-  std::vector<double> P_, q_, Aval_, b_, work_;
+  std::vector<double> P_, q_, Aval_, b_, work_;  // P_: n x n per slot
   Eigen::MatrixXd xs_, ys_;  // per slot warm starts (2nl x buffer)
   QpSettings<double> qp_settings_;
-  Eigen::VectorXd zdyn_, qlcp_, tmp_nl_, grad_, sample_grad_;
+  Eigen::VectorXd zdyn_, zdyn_qd_, qlcp_, tmp_nl_, grad_, sample_grad_;
   // learning
   Eigen::VectorXd r_;
   AdamW adam_;
