@@ -11,6 +11,44 @@ namespace impulse {
 // triangle holds L^T (so that both triangular solves read rows contiguously),
 // and the diagonal holds 1 / L_ii (no divisions in the solves).
 // Returns false when a pivot is not positive (K not positive definite).
+namespace detail {
+
+// The same factorization on contiguous storage, right-looking on the upper
+// triangle (row j of U = Lᵀ scales the rows below it: contiguous axpys). Each
+// update starts at the multiple of 8 at or below its first needed column, so
+// that the vector loops run on whole, aligned chunks; the entries left of the
+// diagonal it touches are scratch until the final mirror overwrites them.
+template <class T>
+IMPULSE_HD bool cholesky_raw(int n, T* __restrict__ K) {
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < i; ++j) K[j * n + i] = K[i * n + j];
+  for (int j = 0; j < n; ++j) {
+    T* __restrict__ rj = K + j * n;
+    const T d = rj[j];
+    if (!(d > T(0)) || !is_finite(d)) return false;
+    const T inv = T(1) / sqrt_of(d);
+    IMPULSE_SIMD
+    for (int k = j + 1; k < n; ++k) rj[k] *= inv;
+    rj[j] = inv;
+    for (int i = j + 1; i < n; ++i) {
+      const T l = rj[i];
+      T* __restrict__ ri = K + i * n;
+      IMPULSE_SIMD
+      for (int k = i & ~7; k < n; ++k) ri[k] -= l * rj[k];
+    }
+  }
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < i; ++j) K[i * n + j] = K[j * n + i];
+  return true;
+}
+
+}  // namespace detail
+
+template <class T>
+IMPULSE_HD bool cholesky_in_place(int n, View<T, UnitStride> K) {
+  return detail::cholesky_raw(n, K.p);
+}
+
 template <class T, class S>
 IMPULSE_HD bool cholesky_in_place(int n, View<T, S> K) {
   for (int j = 0; j < n; ++j) {
@@ -84,6 +122,59 @@ IMPULSE_HD void cholesky_inverse_in_place(int n, View<T, S> L, View<T, SS> scrat
   }
 }
 
+namespace detail {
+
+// the end of the chunk of 8 holding index i (at most n)
+IMPULSE_HD int chunk_end(int i, int n) { return ((i + 8) & ~7) < n ? ((i + 8) & ~7) : n; }
+
+// K⁻¹ on contiguous storage: M = L⁻¹ by rows (row i of M from the rows above
+// it, contiguous axpys), kept in scratch; then the lower triangle of K⁻¹ = MᵀM
+// as rank-one updates by the rows of M (contiguous again); then mirrored.
+template <class T>
+IMPULSE_HD void cholesky_inverse_raw(int n, T* __restrict__ L, T* __restrict__ M) {
+  for (int i = 0; i < n; ++i) {
+    T* __restrict__ mi = M + i * n;
+    const T* __restrict__ li = L + i * n;
+    const int end = chunk_end(i, n);  // whole chunks of 8 past i
+    IMPULSE_SIMD
+    for (int c = 0; c < end; ++c) mi[c] = T(0);
+    for (int k = 0; k < i; ++k) {
+      const T lik = li[k];
+      const T* __restrict__ mk = M + k * n;
+      const int ek = chunk_end(k, n);
+      IMPULSE_SIMD
+      for (int c = 0; c < ek; ++c) mi[c] -= lik * mk[c];
+    }
+    const T dinv = li[i];
+    IMPULSE_SIMD
+    for (int c = 0; c < i; ++c) mi[c] *= dinv;
+    mi[i] = dinv;
+    for (int c = i + 1; c < end; ++c) mi[c] = T(0);
+  }
+  // K⁻¹[a][b] = Σ_{k ≥ a} M[k][a] M[k][b] for b ≤ a
+  for (int a = 0; a < n; ++a) {
+    T* __restrict__ ra = L + a * n;
+    const int ea = chunk_end(a, n);
+    IMPULSE_SIMD
+    for (int b = 0; b < ea; ++b) ra[b] = T(0);
+    for (int k = a; k < n; ++k) {
+      const T* __restrict__ mk = M + k * n;
+      const T f = mk[a];
+      IMPULSE_SIMD
+      for (int b = 0; b < ea; ++b) ra[b] += f * mk[b];
+    }
+  }
+  for (int a = 0; a < n; ++a)
+    for (int b = 0; b < a; ++b) L[b * n + a] = L[a * n + b];
+}
+
+}  // namespace detail
+
+template <class T>
+IMPULSE_HD void cholesky_inverse_in_place(int n, View<T, UnitStride> L, View<T, UnitStride> scratch) {
+  detail::cholesky_inverse_raw(n, L.p, scratch.p);
+}
+
 // out = M v (M dense n x n row-major).
 template <class T, class S, class SV, class SO>
 IMPULSE_HD void dense_matvec(int n, View<const T, S> M, View<const T, SV> v, View<T, SO> out) {
@@ -93,6 +184,76 @@ IMPULSE_HD void dense_matvec(int n, View<const T, S> M, View<const T, SV> v, Vie
     for (int j = 0; j < n; ++j) acc += M[i * n + j] * v[j];
     out[i] = acc;
   }
+}
+
+// out = M v for a symmetric M (n x n row-major, both triangles stored), as a
+// sum of rows scaled by v (contiguous axpys: vectorizes without reductions).
+template <class T, class S, class SV, class SO>
+IMPULSE_HD void dense_symv(int n, View<const T, S> M, View<const T, SV> v, View<T, SO> out) {
+  for (int i = 0; i < n; ++i) out[i] = T(0);
+  for (int j = 0; j < n; ++j) {
+    const T vj = v[j];
+    IMPULSE_SIMD
+    for (int i = 0; i < n; ++i) out[i] += M[j * n + i] * vj;
+  }
+}
+
+namespace detail {
+template <class T>
+IMPULSE_HD void dense_symv_raw(int n, const T* __restrict__ M, const T* __restrict__ v,
+                               T* __restrict__ out) {
+  for (int i = 0; i < n; ++i) out[i] = T(0);
+  for (int j = 0; j < n; ++j) {
+    const T vj = v[j];
+    const T* __restrict__ row = M + j * n;
+    IMPULSE_SIMD
+    for (int i = 0; i < n; ++i) out[i] += row[i] * vj;
+  }
+}
+}  // namespace detail
+
+// contiguous storage: the same product on pointers that do not alias
+template <class T>
+IMPULSE_HD void dense_symv(int n, View<const T, UnitStride> M, View<const T, UnitStride> v,
+                           View<T, UnitStride> out) {
+  detail::dense_symv_raw(n, M.p, v.p, out.p);
+}
+
+// out_j = c·D_j·max_i |M_ij|·D_i (column infinity norms of c·D M D).
+template <class T, class S, class SD, class SO>
+IMPULSE_HD void dense_col_absmax_scaled(int n, View<const T, S> M, View<const T, SD> D, T c,
+                                        View<T, SO> out) {
+  for (int j = 0; j < n; ++j) out[j] = T(0);
+  for (int i = 0; i < n; ++i) {
+    const T di = D[i];
+    for (int j = 0; j < n; ++j) out[j] = max_of(out[j], abs_of(M[i * n + j]) * di);
+  }
+  for (int j = 0; j < n; ++j) out[j] *= c * D[j];
+}
+
+namespace detail {
+template <class T>
+IMPULSE_HD void dense_col_absmax_scaled_raw(int n, const T* __restrict__ M, const T* __restrict__ D,
+                                            T c, T* __restrict__ out) {
+  for (int j = 0; j < n; ++j) out[j] = T(0);
+  for (int i = 0; i < n; ++i) {
+    const T di = D[i];
+    const T* __restrict__ row = M + i * n;
+    IMPULSE_SIMD
+    for (int j = 0; j < n; ++j) {
+      const T v = (row[j] < T(0) ? -row[j] : row[j]) * di;
+      out[j] = out[j] > v ? out[j] : v;
+    }
+  }
+  IMPULSE_SIMD
+  for (int j = 0; j < n; ++j) out[j] *= c * D[j];
+}
+}  // namespace detail
+
+template <class T>
+IMPULSE_HD void dense_col_absmax_scaled(int n, View<const T, UnitStride> M,
+                                        View<const T, UnitStride> D, T c, View<T, UnitStride> out) {
+  detail::dense_col_absmax_scaled_raw(n, M.p, D.p, c, out.p);
 }
 
 // Sparse pattern shared by every problem of a batch (CSR): row r holds the

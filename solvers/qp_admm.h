@@ -4,10 +4,12 @@
 //
 // K is a ConeSpec (zero, nonnegative, 3-D second-order cones, in that row
 // order). With z = Ax = b − s the iteration is OSQP's over the set C = b − K:
-//   (P + σI + Aᵀ diag(ρ) A) x̃ = σx − q + Aᵀ(ρ∘z − y),   z̃ = A x̃
+//   (P + diag(σ) + Aᵀ diag(ρ) A) x̃ = σ∘x − q + Aᵀ(ρ∘z − y),   z̃ = A x̃
 //   x ← αx̃ + (1−α)x,  v = αz̃ + (1−α)z
 //   z ← Π_C(v + y/ρ),  y ← y + ρ∘(v − z)
-// Π_C(w) = b − Π_K(b − w) in closed form per cone. The duals satisfy, at a
+// Π_C(w) = b − Π_K(b − w) in closed form per cone. Per-row ρ and per-variable
+// σ come from a Ruiz equilibration (QpSettings::scaling_iters), which makes
+// this the OSQP iteration on the scaled problem expressed in original units. The duals satisfy, at a
 // solution, Px + q + Aᵀy = 0, y ∈ K* (y free on zero rows), sᵀy = 0, so that
 // the optimal value's gradient with respect to b is −y.
 //
@@ -26,7 +28,7 @@ namespace impulse {
 // Solver settings; plain struct with documented defaults.
 template <class T>
 struct QpSettings {
-  T rho = T(0.1);             // ADMM step size for inequality / cone rows
+  T rho = T(1);               // ADMM step size for inequality / cone rows (of the scaled problem)
   T rho_eq_scale = T(1e3);    // equality rows use rho * rho_eq_scale
   T sigma = T(1e-6);          // proximal term on x (keeps the system definite)
   T alpha = T(1.6);           // over-relaxation, in (0, 2)
@@ -35,7 +37,10 @@ struct QpSettings {
   T eps_pinf = T(1e-6);       // primal infeasibility certificate tolerance
   T eps_dinf = T(1e-6);       // dual infeasibility certificate tolerance
   int max_iter = 4000;        // iteration budget
-  int check_every = 5;        // residuals are checked at iteration 1 and every k-th
+  // residuals (and the stopping test) every k-th iteration, and at iteration 1
+  // of a warm start, which may already be optimal; a check costs about one
+  // iteration (P·x, A·x, Aᵀy)
+  int check_every = 5;
   bool adaptive_rho = true;   // rescale rho from the residual ratio
   int adaptive_rho_interval = 25;   // iterations between rho updates (multiple of check_every)
   T adaptive_rho_tolerance = T(5);  // refactor only when rho changes by this factor
@@ -51,6 +56,11 @@ struct QpSettings {
   bool explicit_inverse = sizeof(T) == 8;
   // P + psd_tol·max(1, max|P_ii|)·I must factor (float rounding needs more room)
   T psd_tol = sizeof(T) == 4 ? T(1e-5) : T(1e-9);
+  // Ruiz equilibration passes (0 = off): the iteration runs as if on the
+  // problem scaled by D (columns), E (rows, one factor per cone) and c (cost),
+  // which amounts to per-row ρ_i = ρ·E_i²/c and per-variable σ_j = σ/(c·D_j²);
+  // x, y, residuals and stopping stay in the original units.
+  int scaling_iters = 5;
 
   // host-only: nullptr when valid, else what is wrong.
   const char* validate() const {
@@ -69,6 +79,7 @@ struct QpSettings {
     if (max_rho_updates < 0) return "max_rho_updates must be >= 0";
     if (!(rho_min > T(0) && rho_max >= rho_min)) return "need 0 < rho_min <= rho_max";
     if (!(psd_tol >= T(0))) return "psd_tol must be >= 0";
+    if (scaling_iters < 0) return "scaling_iters must be >= 0";
     return nullptr;
   }
 };
@@ -100,12 +111,13 @@ struct QpData {
 };
 
 // Elements of workspace one problem needs.
-IMPULSE_HD int qp_work_size(int n, int m) { return 2 * n * n + 3 * n + 6 * m; }
+IMPULSE_HD int qp_work_size(int n, int m) { return 2 * n * n + 5 * n + 7 * m + 1; }
 
 // Workspace slices.
 template <class T, class S>
 struct QpWork {
   View<T, S> L, L_scratch, xt, x_prev, tmp_n, z, zt, y_prev, rho, rho_inv, tmp_m;
+  View<T, S> dscale, sig, escale, cscale;  // equilibration D (n), σ_j (n), E (m), c (1)
   IMPULSE_HD static QpWork carve(View<T, S> base, int n, int m) {
     QpWork w;
     int o = 0;
@@ -120,6 +132,10 @@ struct QpWork {
     w.rho = base.slice(o), o += m;
     w.rho_inv = base.slice(o), o += m;
     w.tmp_m = base.slice(o), o += m;
+    w.dscale = base.slice(o), o += n;
+    w.sig = base.slice(o), o += n;
+    w.escale = base.slice(o), o += m;
+    w.cscale = base.slice(o), o += 1;
     return w;
   }
 };
@@ -160,21 +176,18 @@ namespace detail {
 // K = P + σI + Aᵀ diag(ρ) A (lower triangle) factored into w.L; with
 // explicit_inverse, w.L then holds K⁻¹ (full, symmetric).
 template <class T, class S, class SW>
-IMPULSE_HD bool qp_factor(const QpShape& sh, const QpData<T, S>& d, QpWork<T, SW>& w, T sigma,
+IMPULSE_HD bool qp_factor(const QpShape& sh, const QpData<T, S>& d, QpWork<T, SW>& w,
                           bool explicit_inverse) {
   const int n = sh.n;
   for (int i = 0; i < n; ++i)
-    for (int j = 0; j <= i; ++j) w.L[i * n + j] = d.P[i * n + j] + (i == j ? sigma : T(0));
+    for (int j = 0; j <= i; ++j) w.L[i * n + j] = d.P[i * n + j] + (i == j ? w.sig[i] : T(0));
   for (int r = 0; r < sh.a.rows; ++r) {
     const T rr = w.rho[r];
     const int k0 = sh.a.row_ptr[r], k1 = sh.a.row_ptr[r + 1];
-    for (int k = k0; k < k1; ++k) {
-      const int ck = sh.a.col[k];
+    for (int k = k0; k < k1; ++k) {  // columns increase along a row: l <= k is col <= col_k
+      const int row = sh.a.col[k] * n;
       const T ak = rr * d.A[k];
-      for (int l = k0; l < k1; ++l) {
-        const int cl = sh.a.col[l];
-        if (cl <= ck) w.L[ck * n + cl] += ak * d.A[l];
-      }
+      for (int l = k0; l <= k; ++l) w.L[row + sh.a.col[l]] += ak * d.A[l];
     }
   }
   if (!cholesky_in_place(n, w.L)) return false;
@@ -186,9 +199,131 @@ IMPULSE_HD bool qp_factor(const QpShape& sh, const QpData<T, S>& d, QpWork<T, SW
 template <class T, class SW>
 IMPULSE_HD void qp_set_rho(const QpShape& sh, QpWork<T, SW>& w, T rho, T eq_scale) {
   const int m = sh.m();
+  const T c_inv = T(1) / w.cscale[0];
   for (int i = 0; i < m; ++i) {
-    w.rho[i] = i < sh.cones.n_zero ? rho * eq_scale : rho;
+    const T e = w.escale[i];
+    w.rho[i] = (i < sh.cones.n_zero ? rho * eq_scale : rho) * (e * e * c_inv);
     w.rho_inv[i] = T(1) / w.rho[i];
+  }
+}
+
+// OSQP's limits on one scaling factor's norm
+template <class T>
+IMPULSE_HD T qp_limit_scaling(T v) {
+  if (v < T(1e-4)) return T(1);
+  return v > T(1e4) ? T(1e4) : v;
+}
+
+// Ruiz equilibration of [P Aᵀ; A 0] (infinity norms) and cost scaling, as
+// OSQP does, without forming the scaled data: D (w.dscale), E (w.escale,
+// one factor per second-order cone), c (w.cscale[0]) and σ_j = σ/(c·D_j²)
+// (w.sig). With iters = 0 everything is 1 and σ_j = σ.
+template <class T, class S, class SW>
+IMPULSE_HD void qp_equilibrate(const QpShape& sh, const QpData<T, S>& d, QpWork<T, SW>& w,
+                               int iters, T sigma) {
+  const int n = sh.n, m = sh.m();
+  const CsrPattern& a = sh.a;
+  for (int j = 0; j < n; ++j) w.dscale[j] = T(1);
+  for (int i = 0; i < m; ++i) w.escale[i] = T(1);
+  T c = T(1);
+  for (int it = 0; it <= iters; ++it) {
+    // column norms of c·D P D
+    dense_col_absmax_scaled(n, d.P, w.dscale.as_const(), c, w.tmp_n);
+    // cost scaling: 1 / max(mean column norm of the scaled P, ‖c·D q‖∞)
+    if (it > 0 || iters == 0) {
+      T mean = T(0), qn = T(0);
+      for (int j = 0; j < n; ++j) {
+        mean += w.tmp_n[j];
+        qn = max_of(qn, abs_of(d.q[j]) * w.dscale[j]);
+      }
+      mean /= T(n);
+      qn *= c;
+      const T gamma = T(1) / qp_limit_scaling(max_of(mean, qn));
+      if (iters > 0) {
+        c *= gamma;
+        for (int j = 0; j < n; ++j) w.tmp_n[j] *= gamma;
+      }
+    }
+    if (it == iters) break;
+    // column and row norms of E A D
+    for (int j = 0; j < n; ++j) w.xt[j] = T(0);
+    for (int r = 0; r < m; ++r) {
+      const T er = w.escale[r];
+      T rn = T(0);
+      for (int k = a.row_ptr[r]; k < a.row_ptr[r + 1]; ++k) {
+        const int j = a.col[k];
+        const T v = abs_of(d.A[k]) * w.dscale[j];
+        rn = max_of(rn, v);
+        w.xt[j] = max_of(w.xt[j], v * er);
+      }
+      w.tmp_m[r] = rn * er;
+    }
+    for (int k = 0; k < sh.cones.n_soc; ++k) {  // one factor per cone
+      const int r = sh.cones.soc_begin() + 3 * k;
+      const T v = max_of(w.tmp_m[r], max_of(w.tmp_m[r + 1], w.tmp_m[r + 2]));
+      w.tmp_m[r] = w.tmp_m[r + 1] = w.tmp_m[r + 2] = v;
+    }
+    for (int j = 0; j < n; ++j)
+      w.dscale[j] *= T(1) / sqrt_of(qp_limit_scaling(max_of(w.tmp_n[j], w.xt[j])));
+    for (int r = 0; r < m; ++r) w.escale[r] *= T(1) / sqrt_of(qp_limit_scaling(w.tmp_m[r]));
+  }
+  if (iters == 0) c = T(1);
+  w.cscale[0] = c;
+  for (int j = 0; j < n; ++j) w.sig[j] = sigma / (c * w.dscale[j] * w.dscale[j]);
+}
+
+// One ADMM iteration, fused into two passes (x-step; then per constraint row
+// z̃, relaxation, projection onto C and the y update):
+//   x̃ = K⁻¹(σ∘x − q + Aᵀ(ρ∘z − y)),  x ← αx̃ + (1−α)x,  v = αAx̃ + (1−α)z,
+//   z ← Π_C(v + y/ρ),  y ← y + ρ∘(v − z).
+template <class T, class S, class SW, class SX>
+IMPULSE_HD void qp_admm_step(const QpShape& sh, const QpData<T, S>& d, QpWork<T, SW>& w,
+                             View<T, SX> x, View<T, SX> y, T alpha, bool explicit_inverse) {
+  const int n = sh.n;
+  const CsrPattern& a = sh.a;
+  const ConeSpec& c = sh.cones;
+  const T beta = T(1) - alpha;
+  // right-hand side σ∘x − q + Aᵀ(ρ∘z − y) into tmp_n
+  for (int j = 0; j < n; ++j) w.tmp_n[j] = w.sig[j] * x[j] - d.q[j];
+  for (int r = 0; r < a.rows; ++r) {
+    const T t = w.rho[r] * w.z[r] - y[r];
+    for (int k = a.row_ptr[r]; k < a.row_ptr[r + 1]; ++k) w.tmp_n[a.col[k]] += d.A[k] * t;
+  }
+  if (explicit_inverse) {
+    dense_symv(n, w.L.as_const(), w.tmp_n.as_const(), w.xt);
+  } else {
+    for (int j = 0; j < n; ++j) w.xt[j] = w.tmp_n[j];
+    cholesky_solve_in_place(n, w.L.as_const(), w.xt);
+  }
+  for (int j = 0; j < n; ++j) x[j] = alpha * w.xt[j] + beta * x[j];
+  // rows: v = αAx̃ + (1−α)z, then project and update y
+  auto relaxed = [&](int r) {
+    T acc = T(0);
+    for (int k = a.row_ptr[r]; k < a.row_ptr[r + 1]; ++k) acc += d.A[k] * w.xt[a.col[k]];
+    return alpha * acc + beta * w.z[r];
+  };
+  int r = 0;
+  for (; r < c.n_zero; ++r) {  // z = b
+    const T v = relaxed(r), zn = d.b[r];
+    y[r] += w.rho[r] * (v - zn);
+    w.z[r] = zn;
+  }
+  for (; r < c.n_zero + c.n_nonneg; ++r) {  // z = min(v + y/ρ, b)
+    const T v = relaxed(r), zn = min_of(v + y[r] * w.rho_inv[r], d.b[r]);
+    y[r] += w.rho[r] * (v - zn);
+    w.z[r] = zn;
+  }
+  for (int k = 0; k < c.n_soc; ++k, r += 3) {  // z = b − Π_K(b − v − y/ρ)
+    const T v0 = relaxed(r), v1 = relaxed(r + 1), v2 = relaxed(r + 2);
+    T t = d.b[r] - (v0 + y[r] * w.rho_inv[r]);
+    T u1 = d.b[r + 1] - (v1 + y[r + 1] * w.rho_inv[r + 1]);
+    T u2 = d.b[r + 2] - (v2 + y[r + 2] * w.rho_inv[r + 2]);
+    project_soc3(t, u1, u2);
+    const T z0 = d.b[r] - t, z1 = d.b[r + 1] - u1, z2 = d.b[r + 2] - u2;
+    y[r] += w.rho[r] * (v0 - z0);
+    y[r + 1] += w.rho[r + 1] * (v1 - z1);
+    y[r + 2] += w.rho[r + 2] * (v2 - z2);
+    w.z[r] = z0, w.z[r + 1] = z1, w.z[r + 2] = z2;
   }
 }
 
@@ -240,8 +375,9 @@ IMPULSE_HD_NOINLINE QpInfo<T> qp_admm_solve(const QpShape& sh, const QpData<T, S
   }
 
   T rho = st.rho;
+  detail::qp_equilibrate(sh, d, w, st.scaling_iters, st.sigma);
   detail::qp_set_rho(sh, w, rho, st.rho_eq_scale);
-  if (!detail::qp_factor(sh, d, w, st.sigma, st.explicit_inverse)) {
+  if (!detail::qp_factor(sh, d, w, st.explicit_inverse)) {
     info.status = SolveStatus::kNumericalError;
     return info;
   }
@@ -252,57 +388,49 @@ IMPULSE_HD_NOINLINE QpInfo<T> qp_admm_solve(const QpShape& sh, const QpData<T, S
   int it = 0;
   for (it = 1; it <= st.max_iter; ++it) {
     // keep the previous iterate for the infeasibility certificates, which
-    // are only tested at check iterations (1, every check_every-th, the last)
-    const bool check = it == 1 || it % st.check_every == 0 || it == st.max_iter;
+    // are only tested at check iterations (1 when warm, every check_every-th, the last)
+    const bool check = (warm && it == 1) || it % st.check_every == 0 || it == st.max_iter;
     if (check) {
       for (int i = 0; i < n; ++i) w.x_prev[i] = x[i];
       for (int i = 0; i < m; ++i) w.y_prev[i] = y[i];
     }
 
-    // x̃ = K⁻¹(σx − q + Aᵀ(ρ∘z − y))
-    for (int i = 0; i < m; ++i) w.tmp_m[i] = w.rho[i] * w.z[i] - y[i];
-    csr_matvec_t(a, d.A, w.tmp_m.as_const(), w.xt);
-    for (int i = 0; i < n; ++i) w.xt[i] += st.sigma * x[i] - d.q[i];
-    if (st.explicit_inverse) {
-      dense_matvec(n, w.L.as_const(), w.xt.as_const(), w.tmp_n);
-      for (int i = 0; i < n; ++i) w.xt[i] = w.tmp_n[i];
-    } else {
-      cholesky_solve_in_place(n, w.L.as_const(), w.xt);
-    }
-
-    // z̃ = A x̃; relaxed x
-    csr_matvec(a, d.A, w.xt.as_const(), w.zt);
-    for (int i = 0; i < n; ++i) x[i] = alpha * w.xt[i] + (T(1) - alpha) * x[i];
-
-    // z and y updates: v = αz̃ + (1−α)z, z ← Π_C(v + y/ρ), y ← y + ρ(v − z)
-    for (int i = 0; i < m; ++i) {
-      const T v = alpha * w.zt[i] + (T(1) - alpha) * w.z[i];
-      w.zt[i] = v;
-      w.z[i] = v + y[i] * w.rho_inv[i];
-    }
-    detail::project_onto_c(sh.cones, d.b, w.z);
-    for (int i = 0; i < m; ++i) y[i] += w.rho[i] * (w.zt[i] - w.z[i]);
+    detail::qp_admm_step(sh, d, w, x, y, alpha, st.explicit_inverse);
 
     if (!check) continue;
 
     // residuals: r_prim = Ax − z, r_dual = Px + q + Aᵀy
     csr_matvec(a, d.A, x.as_const(), w.tmp_m);
     T ax_norm = T(0), z_norm = T(0);
+    T sp_res = T(0), sax_norm = T(0), sz_norm = T(0);  // scaled by E, for ρ
     prim_res = T(0);
     for (int i = 0; i < m; ++i) {
-      prim_res = max_of(prim_res, abs_of(w.tmp_m[i] - w.z[i]));
-      ax_norm = max_of(ax_norm, abs_of(w.tmp_m[i]));
-      z_norm = max_of(z_norm, abs_of(w.z[i]));
+      const T e = w.escale[i];
+      const T r = abs_of(w.tmp_m[i] - w.z[i]), ax = abs_of(w.tmp_m[i]), zz = abs_of(w.z[i]);
+      prim_res = max_of(prim_res, r);
+      ax_norm = max_of(ax_norm, ax);
+      z_norm = max_of(z_norm, zz);
+      sp_res = max_of(sp_res, e * r);
+      sax_norm = max_of(sax_norm, e * ax);
+      sz_norm = max_of(sz_norm, e * zz);
     }
-    dense_matvec(n, d.P, x.as_const(), w.tmp_n);
+    dense_symv(n, d.P, x.as_const(), w.tmp_n);  // P is symmetric
     csr_matvec_t(a, d.A, y.as_const(), w.xt);  // x̃ is free again
     T px_norm = T(0), aty_norm = T(0), q_norm = T(0);
+    T sd_res = T(0), spx_norm = T(0), saty_norm = T(0), sq_norm = T(0);  // scaled by D
     dual_res = T(0);
     for (int i = 0; i < n; ++i) {
-      dual_res = max_of(dual_res, abs_of(w.tmp_n[i] + d.q[i] + w.xt[i]));
-      px_norm = max_of(px_norm, abs_of(w.tmp_n[i]));
-      aty_norm = max_of(aty_norm, abs_of(w.xt[i]));
-      q_norm = max_of(q_norm, abs_of(d.q[i]));
+      const T dd = w.dscale[i];
+      const T r = abs_of(w.tmp_n[i] + d.q[i] + w.xt[i]), px = abs_of(w.tmp_n[i]),
+              aty = abs_of(w.xt[i]), qq = abs_of(d.q[i]);
+      dual_res = max_of(dual_res, r);
+      px_norm = max_of(px_norm, px);
+      aty_norm = max_of(aty_norm, aty);
+      q_norm = max_of(q_norm, qq);
+      sd_res = max_of(sd_res, dd * r);
+      spx_norm = max_of(spx_norm, dd * px);
+      saty_norm = max_of(saty_norm, dd * aty);
+      sq_norm = max_of(sq_norm, dd * qq);
     }
     if (!is_finite(prim_res) || !is_finite(dual_res)) {
       status = SolveStatus::kNumericalError;
@@ -367,7 +495,7 @@ IMPULSE_HD_NOINLINE QpInfo<T> qp_admm_solve(const QpShape& sh, const QpData<T, S
               in_recession = false;
           }
           if (in_recession) {
-            dense_matvec(n, d.P, w.xt.as_const(), w.tmp_n);
+            dense_symv(n, d.P, w.xt.as_const(), w.tmp_n);
             if (norm_inf(n, w.tmp_n.as_const()) <= tol) {
               status = SolveStatus::kDualInfeasible;
               break;
@@ -380,14 +508,14 @@ IMPULSE_HD_NOINLINE QpInfo<T> qp_admm_solve(const QpShape& sh, const QpData<T, S
     // adaptive rho: balance the normalized residuals, refactor a bounded number of times
     if (st.adaptive_rho && it % st.adaptive_rho_interval == 0 &&
         info.rho_updates < st.max_rho_updates) {
-      const T pn = prim_res / (max_of(ax_norm, z_norm) + T(1e-30));
-      const T dn = dual_res / (max_of(max_of(px_norm, aty_norm), q_norm) + T(1e-30));
+      const T pn = sp_res / (max_of(sax_norm, sz_norm) + T(1e-30));
+      const T dn = sd_res / (max_of(max_of(spx_norm, saty_norm), sq_norm) + T(1e-30));
       T rho_new = rho * sqrt_of(pn / (dn + T(1e-30)));
       rho_new = min_of(max_of(rho_new, st.rho_min), st.rho_max);
       if (rho_new > rho * st.adaptive_rho_tolerance || rho_new * st.adaptive_rho_tolerance < rho) {
         rho = rho_new;
         detail::qp_set_rho(sh, w, rho, st.rho_eq_scale);
-        if (!detail::qp_factor(sh, d, w, st.sigma, st.explicit_inverse)) {
+        if (!detail::qp_factor(sh, d, w, st.explicit_inverse)) {
           status = SolveStatus::kNumericalError;
           break;
         }
@@ -401,12 +529,17 @@ IMPULSE_HD_NOINLINE QpInfo<T> qp_admm_solve(const QpShape& sh, const QpData<T, S
     status = SolveStatus::kSolvedInaccurate;
 
   // objective ½xᵀPx + qᵀx, accumulated in double: its terms cancel, and the
-  // learning losses are these values
+  // learning losses are these values. In double, a solve that stopped at a
+  // check still holds Px for the returned x in tmp_n.
   double obj = 0.0;
-  for (int i = 0; i < n; ++i) {
-    double pxi = 0.0;
-    for (int j = 0; j < n; ++j) pxi += double(d.P[i * n + j]) * double(x[j]);
-    obj += double(x[i]) * (0.5 * pxi + double(d.q[i]));
+  if (sizeof(T) == 8 && status == SolveStatus::kSolved) {
+    for (int i = 0; i < n; ++i) obj += double(x[i]) * (0.5 * double(w.tmp_n[i]) + double(d.q[i]));
+  } else {
+    for (int i = 0; i < n; ++i) {
+      double pxi = 0.0;
+      for (int j = 0; j < n; ++j) pxi += double(d.P[i * n + j]) * double(x[j]);
+      obj += double(x[i]) * (0.5 * pxi + double(d.q[i]));
+    }
   }
 
   info.status = status;

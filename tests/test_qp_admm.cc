@@ -5,6 +5,7 @@
 #include <Eigen/Dense>
 #include <cstring>
 #include <random>
+#include <string>
 
 #include "host/generate.h"
 #include "host/qp_batch.h"
@@ -174,6 +175,52 @@ TEST(QpAdmm, WarmStartResolvesInACoupleOfIterations) {
     EXPECT_EQ(sol.status[k], SolveStatus::kSolved);
     EXPECT_LE(sol.iterations[k], 2) << "problem " << k;
   }
+}
+
+// Equilibration changes the path, not the answer: with and without it the
+// cube shapes and random cones reach the same optimum, and so does a check
+// on every iteration.
+TEST(QpAdmm, ScalingAndCheckCadenceKeepTheOptimum) {
+  const GeneratedQps cube = cube_loss_batch(16, FrictionModel::kCone, 21);
+  const GeneratedQps rnd = random_qp_batch(16, 10, cones(2, 8, 2), 22);
+  for (const QpBatch<double>* bt : {&cube.batch, &rnd.batch}) {
+    QpSettings<double> plain = tight(), every = tight();
+    plain.scaling_iters = 0;
+    every.check_every = 1;
+    every.adaptive_rho_interval = 25;
+    QpSolutions<double> a, b, c;
+    solve_batch(*bt, tight(), BatchOptions{}, a);
+    solve_batch(*bt, plain, BatchOptions{}, b);
+    solve_batch(*bt, every, BatchOptions{}, c);
+    for (int k = 0; k < bt->size; ++k) {
+      ASSERT_EQ(a.status[k], SolveStatus::kSolved);
+      ASSERT_EQ(b.status[k], SolveStatus::kSolved);
+      ASSERT_EQ(c.status[k], SolveStatus::kSolved);
+      const double scale = 1.0 + std::abs(b.objective[k]);
+      EXPECT_NEAR(a.objective[k], b.objective[k], 1e-7 * scale) << "problem " << k;
+      EXPECT_NEAR(c.objective[k], b.objective[k], 1e-7 * scale) << "problem " << k;
+      const auto r = testing::kkt_residuals(*bt, k, &a.x[size_t(k) * bt->n], &a.y[size_t(k) * bt->m()]);
+      EXPECT_LT(r.stationarity, 1e-6);
+      EXPECT_LT(r.primal, 1e-6);
+      EXPECT_LT(r.dual, 1e-6);
+    }
+  }
+}
+
+TEST(QpAdmm, SettingsValidationNamesTheField) {
+  QpSettings<double> st;
+  EXPECT_EQ(st.validate(), nullptr);
+  st.scaling_iters = -1;
+  ASSERT_NE(st.validate(), nullptr);
+  EXPECT_NE(std::string(st.validate()).find("scaling_iters"), std::string::npos);
+  st = QpSettings<double>{};
+  st.check_every = 0;
+  ASSERT_NE(st.validate(), nullptr);
+  EXPECT_NE(std::string(st.validate()).find("check_every"), std::string::npos);
+  st = QpSettings<double>{};
+  st.check_every = 10;  // the default rho interval (25) is not a multiple of 10
+  ASSERT_NE(st.validate(), nullptr);
+  EXPECT_NE(std::string(st.validate()).find("adaptive_rho_interval"), std::string::npos);
 }
 
 TEST(QpAdmm, BitwiseDeterministicOnCpu) {
