@@ -346,16 +346,7 @@ bool C3Controller::set_model(const Lcs& m) {
         !m.E[k].allFinite() || !m.F[k].allFinite() || !m.H[k].allFinite() || !m.c[k].allFinite())
       return false;
   }
-  for (int k = 0; k < N_; ++k) {
-    model_.A[k] = m.A[k];
-    model_.B[k] = m.B[k];
-    model_.D[k] = m.D[k];
-    model_.d[k] = m.d[k];
-    model_.E[k] = m.E[k];
-    model_.F[k] = m.F[k];
-    model_.H[k] = m.H[k];
-    model_.c[k] = m.c[k];
-  }
+  for (int k = 0; k < N_; ++k) model_.copy_step(m, k, k);
   // r stays: it is the learned residual (set_residual / the attached channel)
   for (auto& v : qp_valid_) v = 0;
   set_projectors();

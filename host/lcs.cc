@@ -48,6 +48,17 @@ void expect_finite(const char* name, int k, const M& m) {
 
 }  // namespace
 
+void Lcs::copy_step(const Lcs& s, int from, int to) {
+  A[to] = s.A[from];
+  B[to] = s.B[from];
+  D[to] = s.D[from];
+  d[to] = s.d[from];
+  E[to] = s.E[from];
+  F[to] = s.F[from];
+  H[to] = s.H[from];
+  c[to] = s.c[from];
+}
+
 void Lcs::validate() const {
   if (nx < 1 || nu < 0 || nl < 0)
     throw Error("Lcs: need nx >= 1, nu >= 0, nl >= 0; got nx " + std::to_string(nx) + ", nu " +

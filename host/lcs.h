@@ -37,6 +37,10 @@ struct Lcs {
                             const Eigen::MatrixXd& E, const Eigen::MatrixXd& F,
                             const Eigen::MatrixXd& H, const Eigen::VectorXd& c);
 
+  // copy the matrices of step `from` of `src` into step `to` of this (same sizes: no
+  // allocation); r is not touched.
+  void copy_step(const Lcs& src, int from, int to);
+
   // throws Error naming the first inconsistency ("D[3]: expected 4 x 2, got 4 x 3") or a
   // non-finite entry.
   void validate() const;

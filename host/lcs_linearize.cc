@@ -99,15 +99,7 @@ Lcs make_lcs_storage(int N, int nx, int nu, int nl) {
 
 void replicate_step(Lcs& l, int from) {
   for (int k = 0; k < l.horizon(); ++k) {
-    if (k == from) continue;
-    l.A[k] = l.A[from];
-    l.B[k] = l.B[from];
-    l.D[k] = l.D[from];
-    l.d[k] = l.d[from];
-    l.E[k] = l.E[from];
-    l.F[k] = l.F[from];
-    l.H[k] = l.H[from];
-    l.c[k] = l.c[from];
+    if (k != from) l.copy_step(l, from, k);
   }
 }
 

@@ -100,7 +100,9 @@ TEST(AnitescuLcs, MatchesTheNonlinearContactModel) {
                               p.compliance * lam[j];
       err = std::max(err, std::fabs(gap_part - f.phi[0]));
     }
-    if (err_prev > 0) EXPECT_LT(err, 0.3 * err_prev) << "h " << h;  // quadratic: 1/4 per halving
+    if (err_prev > 0) {
+      EXPECT_LT(err, 0.3 * err_prev) << "h " << h;  // quadratic: 1/4 per halving
+    }
     EXPECT_LT(err, 100 * h * h) << "h " << h;
     err_prev = err;
     EXPECT_LT((xn.head(I::kNq) - x.head(I::kNq) - p.dt * xn.tail(I::kNq)).cwiseAbs().maxCoeff(), 1e-15);
@@ -159,8 +161,11 @@ TEST(BallRolling, RadiusErrorIsAGapOffset) {
     xs.tail(5).setZero();
     Lcs l = mt.make_lcs(1, xs);
     lcs_step(l, 0, xs, u, xn, lam, work);
-    if (gap < 0) EXPECT_GT(lam.sum(), 1.0);
-    else EXPECT_EQ(lam.sum(), 0.0);
+    if (gap < 0) {
+      EXPECT_GT(lam.sum(), 1.0);
+    } else {
+      EXPECT_EQ(lam.sum(), 0.0);
+    }
   }
 }
 
@@ -179,8 +184,7 @@ TEST(ResidualLearnerLinearized, MatchesFixedModelAndFiniteDifferences) {
     int nl() const override { return l->nl; }
     void linearize(const Eigen::Ref<const Eigen::VectorXd>&, const Eigen::Ref<const Eigen::VectorXd>&, Lcs& out,
                    int k) override {
-      out.A[k] = l->A[0], out.B[k] = l->B[0], out.D[k] = l->D[0], out.d[k] = l->d[0];
-      out.E[k] = l->E[0], out.F[k] = l->F[0], out.H[k] = l->H[0], out.c[k] = l->c[0];
+      out.copy_step(*l, 0, k);
     }
   } same;
   same.l = &fixed;
