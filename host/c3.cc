@@ -306,7 +306,6 @@ C3Controller::C3Controller(const Lcs& model, const C3Costs& costs, const C3Setti
   w_.setZero(nz_, N_);
   g_.setZero(nz_, N_);
   target_.setZero(nz_, N_);
-  best_z_.setZero(nz_, N_);
   xN_.setZero(nx_);
   gN_.setZero(nx_);
   o_.setZero(nl_);

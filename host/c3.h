@@ -188,7 +188,7 @@ class C3Controller {
   Eigen::MatrixXd base_W_;  // blkdiag(2Q, 0, 2R)
   Eigen::MatrixXd WN_;      // 2 Q_N
   Eigen::MatrixXd x_ref_;   // nx x (N+1)
-  Eigen::MatrixXd z_, delta_, w_, g_, target_, best_z_;
+  Eigen::MatrixXd z_, delta_, w_, g_, target_;
   Eigen::VectorXd xN_, gN_, o_, p_, tmp_nz_, r_in_, best_u_, last_u_;
   bool have_warm_ = false;
   double last_consensus_ = 0.0;

@@ -16,6 +16,12 @@ struct ContactFrame {
   Eigen::MatrixXd Jn;   // k x 6
   Eigen::MatrixXd Jt;   // 2k x 6, rows 2i, 2i+1 belong to contact i
   int contacts() const { return static_cast<int>(phi.size()); }
+  // k contacts in n velocity coordinates, zeroed (allocates only when the sizes change)
+  void resize(int k, int n) {
+    phi.setZero(k);
+    Jn.setZero(k, n);
+    Jt.setZero(2 * k, n);
+  }
 };
 
 class ContactModel {

@@ -99,7 +99,6 @@ struct BallRollingRunResult {
   double min_gap = 0;         // smallest true gap (penetration if < 0) [m]
   Eigen::Vector2d final_r = Eigen::Vector2d::Zero();
   int c3_solved = 0, c3_budget = 0, c3_bad = 0;
-  double c3_seconds = 0;      // wall time spent in C3 step()
   std::vector<double> step_us, update_us;  // wall time of each C3 step (with its re-linearization) / learner update
   std::vector<BallRollingRunRow> rows;
 };

@@ -84,9 +84,7 @@ BallRollingModel::BallRollingModel(const BallRollingParams& p, double radius, do
   Bu_.setZero(n, I::kNu);
   Bu_(0, 0) = Bu_(1, 1) = 1.0;
   f0_.setZero(n);
-  frame_.phi.setZero(1);
-  frame_.Jn.setZero(1, n);
-  frame_.Jt.setZero(2, n);
+  frame_.resize(1, n);
   work_.reserve(n, I::kNu, I::kNl);
 }
 

@@ -64,7 +64,7 @@ Eigen::VectorXd touching_state(const BallRollingParams& p, double angle, double 
 double exact_row(BallRollingModel& m, const BallRollingParams& p, double dt, const Eigen::VectorXd& x,
                  const Eigen::VectorXd& vn, int j, double lam) {
   ContactFrame f;
-  f.phi.setZero(1), f.Jn.setZero(1, I::kNq), f.Jt.setZero(2, I::kNq);
+  f.resize(1, I::kNq);
   m.frame(x, f);
   const double sign = j == 0 ? 1.0 : -1.0;
   return f.phi[0] + dt * (f.Jn.row(0) + sign * f.Jt.row(0)).dot(vn) + p.compliance * lam;
@@ -84,7 +84,7 @@ TEST(AnitescuLcs, MatchesTheNonlinearContactModel) {
   Eigen::VectorXd dir(I::kNx);
   for (int i = 0; i < I::kNx; ++i) dir[i] = nd(rng);
   ContactFrame f, fs;
-  f.phi.setZero(1), f.Jn.setZero(1, I::kNq), f.Jt.setZero(2, I::kNq);
+  f.resize(1, I::kNq);
   fs = f;
   m.frame(xs, fs);
   double err_prev = 0;
