@@ -191,7 +191,7 @@ void ContactNetsLoss::evaluate(const std::vector<TransitionFrame>& frames, bool 
     cn::Frame<double> f;
     cn::FrameGrad<double> g;
     for (int i = begin; i < end; ++i) {
-      out.qp_loss[i] = std::max(0.0, sol_.objective[i] + constant_[i]);
+      out.qp_loss[i] = std::max(0.0, sol_.value[i] + constant_[i]);
       to_cn_frame(frames[i], f);
       cn::zero(g);
       if (want_grad)

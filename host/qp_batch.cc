@@ -217,6 +217,7 @@ void QpSolutions<T>::resize(int size_, int n_, int m_) {
     y.assign(size_t(size) * m, T(0));
   }
   objective.assign(size, T(0));
+  value.assign(size, T(0));
   prim_res.assign(size, T(0));
   dual_res.assign(size, T(0));
   status.assign(size, SolveStatus::kNotRun);
@@ -284,6 +285,7 @@ void solve_batch(const QpBatch<T>& batch, const QpSettings<T>& settings,
     r.x = out.x.data();
     r.y = out.y.data();
     r.objective = out.objective.data();
+    r.value = out.value.data();
     r.prim_res = out.prim_res.data();
     r.dual_res = out.dual_res.data();
     r.status = status.data();
@@ -302,11 +304,11 @@ void solve_batch(const QpBatch<T>& batch, const QpSettings<T>& settings,
     return;
   }
 
-  // CPU: each worker owns one workspace, sized once
+  // CPU: each worker owns one workspace, sized once (aligned: see qp_work_size)
   const int threads = resolve_threads(options.threads);
-  std::vector<std::vector<T>> work(threads, std::vector<T>(qp_work_size(n, m)));
+  std::vector<std::vector<T>> work(threads, std::vector<T>(qp_work_size(n, m) + 16));
   parallel_for(B, threads, [&](int worker, int begin, int end) {
-    auto w = QpWork<T, UnitStride>::carve(unit_view(work[worker].data()), n, m);
+    auto w = QpWork<T, UnitStride>::carve(unit_view(qp_work_align(work[worker].data())), n, m);
     for (int k = begin; k < end; ++k) {
       QpData<T, UnitStride> d{unit_view(batch.P.data() + size_t(k) * n * n),
                               unit_view(batch.q.data() + size_t(k) * n),
@@ -320,6 +322,7 @@ void solve_batch(const QpBatch<T>& batch, const QpSettings<T>& settings,
         out.solve_us[k] =
             std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
       out.objective[k] = info.objective;
+      out.value[k] = info.value;
       out.prim_res[k] = info.prim_res;
       out.dual_res[k] = info.dual_res;
       out.status[k] = info.status;

@@ -62,7 +62,7 @@ template <class T>
 struct QpSolutions {
   int size = 0, n = 0, m = 0;
   std::vector<T> x, y;  // B * n, B * m
-  std::vector<T> objective, prim_res, dual_res;
+  std::vector<T> objective, value, prim_res, dual_res;  // value: QpInfo::value
   std::vector<SolveStatus> status;
   std::vector<InputFault> fault;
   std::vector<int> iterations, rho_updates;

@@ -87,6 +87,7 @@ void write_solution_file(const std::string& path, const QpSolutions<T>& s) {
   ar["x"] = make_npy(dims({B, s.n}), d(s.x));
   ar["y"] = make_npy(dims({B, s.m}), d(s.y));
   ar["objective"] = make_npy(dims({B}), d(s.objective));
+  ar["value"] = make_npy(dims({B}), d(s.value));
   ar["prim_res"] = make_npy(dims({B}), d(s.prim_res));
   ar["dual_res"] = make_npy(dims({B}), d(s.dual_res));
   ar["status"] = make_npy(dims({B}), status);
@@ -108,6 +109,7 @@ QpSolutions<double> read_solution_file(const std::string& path) {
   s.x = x.as<double>();
   s.y = y.as<double>();
   s.objective = npz_get(ar, "objective", path).as<double>();
+  s.value = npz_get(ar, "value", path).as<double>();
   s.solve_us = npz_get(ar, "solve_us", path).as<double>();
   s.iterations = npz_get(ar, "iterations", path).as<int>();
   const std::vector<int> st = npz_get(ar, "status", path).as<int>();

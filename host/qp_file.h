@@ -10,7 +10,8 @@
 //   meaning: minimize ½xᵀPx + qᵀx  s.t.  Ax + s = b,  s ∈ K
 //   optional warm start: x0 (B, n), y0 (B, m)
 // Solution file:
-//   x (B, n), y (B, m), objective (B,), prim_res (B,), dual_res (B,) float64;
+//   x (B, n), y (B, m), objective (B,) = ½xᵀPx + qᵀx, value (B,) = the optimal-value
+//   estimate objective + yᵀ(Ax − b), prim_res (B,), dual_res (B,) float64;
 //   status (B,) int32 (0 not_run, 1 solved, 2 solved_inaccurate, 3 max_iterations,
 //   4 primal_infeasible, 5 dual_infeasible, 6 numerical_error, 7 invalid_input),
 //   fault (B,) int32, iterations (B,) int32, solve_us (B,) float64 (per-problem
@@ -34,7 +35,7 @@ QpFile read_qp_file(const std::string& path);
 void write_qp_file(const std::string& path, const QpBatch<double>& batch);
 template <class T>
 void write_solution_file(const std::string& path, const QpSolutions<T>& sol);
-// reads x, y, objective, status, iterations, solve_us back (the other fields zero).
+// reads x, y, objective, value, status, iterations, solve_us back (the other fields zero).
 QpSolutions<double> read_solution_file(const std::string& path);
 
 }  // namespace impulse

@@ -49,7 +49,7 @@ __global__ void loss_kernel(int B, QpShape shape, cn::LossConsts<T> c, QpSetting
   T g[cn::kTheta];
   for (int i = 0; i < cn::kTheta; ++i) g[i] = T(0);
   const T reg = cn::gradient(c, th, x0, x1, xv.as_const(), yv.as_const(), g);
-  const T qp = info.objective + constant;
+  const T qp = info.value + constant;
   loss[k] = (qp > T(0) ? qp : T(0)) + reg;
   if (want_grad)
     for (int i = 0; i < cn::kTheta; ++i) grad[size_t(i) * B + k] = g[i];

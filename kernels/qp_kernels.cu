@@ -30,7 +30,7 @@ template <class T>
 __global__ void qp_admm_kernel(int batch, QpShape shape, const T* __restrict__ P,
                                const T* __restrict__ q, const T* __restrict__ A,
                                const T* __restrict__ b, T* x, T* y, T* work, T* objective,
-                               T* prim_res, T* dual_res, int* status, int* fault, int* iterations,
+                               T* value, T* prim_res, T* dual_res, int* status, int* fault, int* iterations,
                                int* rho_updates, QpSettings<T> st, bool warm) {
   const int k = blockIdx.x * blockDim.x + threadIdx.x;
   if (k >= batch) return;
@@ -41,6 +41,7 @@ __global__ void qp_admm_kernel(int batch, QpShape shape, const T* __restrict__ P
   const QpInfo<T> info = qp_admm_solve(shape, d, View<T, RunStride>{x + k, s},
                                        View<T, RunStride>{y + k, s}, w, st, warm);
   objective[k] = info.objective;
+  value[k] = info.value;
   prim_res[k] = info.prim_res;
   dual_res[k] = info.dual_res;
   status[k] = static_cast<int>(info.status);
@@ -84,7 +85,7 @@ struct DeviceQpBatch<T>::Impl {
   int batch = 0, n = 0, m = 0, nnz = 0;
   ConeSpec cones;
   DevBuf<int> row_ptr, col;
-  DevBuf<T> P, q, A, b, x, y, work, objective, prim_res, dual_res;
+  DevBuf<T> P, q, A, b, x, y, work, objective, value, prim_res, dual_res;
   DevBuf<int> status, fault, iterations, rho_updates;
   cudaEvent_t start = nullptr, stop = nullptr;
 };
@@ -136,6 +137,7 @@ void DeviceQpBatch<T>::upload(const HostQpArrays<T>& h) {
   d.y.ensure(B * std::max(d.m, 1));
   d.work.ensure(B * qp_work_size(d.n, d.m));
   d.objective.ensure(B);
+  d.value.ensure(B);
   d.prim_res.ensure(B);
   d.dual_res.ensure(B);
   d.status.ensure(B);
@@ -166,7 +168,7 @@ double DeviceQpBatch<T>::solve(const QpSettings<T>& st, bool warm) {
   const int blocks = (d.batch + threads - 1) / threads;
   check(cudaEventRecord(d.start), "cudaEventRecord");
   qp_admm_kernel<T><<<blocks, threads>>>(d.batch, shape, d.P.p, d.q.p, d.A.p, d.b.p, d.x.p, d.y.p,
-                                         d.work.p, d.objective.p, d.prim_res.p, d.dual_res.p,
+                                         d.work.p, d.objective.p, d.value.p, d.prim_res.p, d.dual_res.p,
                                          d.status.p, d.fault.p, d.iterations.p, d.rho_updates.p,
                                          st, warm);
   check(cudaGetLastError(), "qp_admm_kernel launch");
@@ -191,6 +193,7 @@ void DeviceQpBatch<T>::download(HostQpResults<T>& r) const {
   get(d.x, d.n, r.x);
   get(d.y, d.m, r.y);
   get(d.objective, 1, r.objective);
+  get(d.value, 1, r.value);
   get(d.prim_res, 1, r.prim_res);
   get(d.dual_res, 1, r.dual_res);
   auto geti = [&](const DevBuf<int>& buf, int* dst) {

@@ -54,6 +54,7 @@ struct HostQpResults {
   T* x = nullptr;           // batch * n (warm start in, answer out)
   T* y = nullptr;           // batch * m
   T* objective = nullptr;   // batch
+  T* value = nullptr;       // batch
   T* prim_res = nullptr;
   T* dual_res = nullptr;
   int* status = nullptr;    // SolveStatus as int

@@ -16,6 +16,7 @@ struct Kkt {
   double dual = 0;           // distance of y from K*
   double complementarity = 0;  // |s^T y|
   double objective = 0;
+  double lagrangian = 0;       // objective + y^T (Ax - b)
 };
 
 // recomputes the KKT residuals of problem k from the data alone.
@@ -49,6 +50,7 @@ Kkt kkt_residuals(const QpBatch<T>& bt, int k, const T* x_, const T* y_) {
   }
   r.complementarity = std::abs(s.dot(y));
   r.objective = 0.5 * x.dot(P * x) + q.dot(x);
+  r.lagrangian = r.objective - y.dot(s);
   return r;
 }
 
