@@ -155,7 +155,7 @@ def solve_impulse(impulse, in_path, out_path, eps, max_iter, repeat):
     status = best["status"].astype(int)
     return dict(x=best["x"], t_solve=best["solve_us"].astype(float),
                 t_total=best["solve_us"].astype(float), iters=best["iterations"].astype(int),
-                solved=status == 1,
+                value=best.get("value"), solved=status == 1,
                 status=[IMPULSE_STATUS.get(int(s), str(s)) for s in status])
 
 
@@ -310,6 +310,11 @@ def section(name, eps, batch, results, note):
             rs, rt = summary[key]
             lines.append("- median per-problem ratio %s %s / impulse solve_us: **%.2f**; "
                          "(set-up + solve) / impulse: **%.2f**" % (label, sl, rs, rt))
+    if ref is not None and imp.get("value") is not None:
+        lines.append("- impulse's optimal-value estimate (`value` = ½xᵀPx + qᵀx + yᵀ(Ax − b), "
+                     "the Lagrangian): max abs Δ vs ref_obj **%s** (its objective's: %s)" % (
+                         fmt_e(max_absdiff(imp["value"], ref, imp["solved"])),
+                         fmt_e(max_absdiff(objs["impulse"], ref, imp["solved"]))))
     scale = np.median(np.abs(ref if ref is not None else objs["impulse"]))
     lines.append("- objective scale: median |obj| = %.2e (objectives recomputed as "
                  "½xᵀPx + qᵀx from each solver's x; Δ over problems both solved)" % scale)
