@@ -1,3 +1,5 @@
+// GCC 12 reports false -Wmaybe-uninitialized inside Eigen's AVX-512 kernels (-march=native).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include "host/trainer.h"
 
 #include <unistd.h>

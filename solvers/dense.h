@@ -174,59 +174,6 @@ IMPULSE_HD void cholesky_inverse_in_place(int n, View<T, S> L, View<T, SS> scrat
   }
 }
 
-namespace detail {
-
-// the end of the chunk of 8 holding index i (at most n)
-IMPULSE_HD int chunk_end(int i, int n) { return ((i + 8) & ~7) < n ? ((i + 8) & ~7) : n; }
-
-// K⁻¹ on contiguous storage: M = L⁻¹ by rows (row i of M from the rows above
-// it, contiguous axpys), kept in scratch; then the lower triangle of K⁻¹ = MᵀM
-// as rank-one updates by the rows of M (contiguous again); then mirrored.
-template <class T>
-IMPULSE_HD void cholesky_inverse_raw(int n, T* __restrict__ L, T* __restrict__ M) {
-  for (int i = 0; i < n; ++i) {
-    T* __restrict__ mi = M + i * n;
-    const T* __restrict__ li = L + i * n;
-    const int end = chunk_end(i, n);  // whole chunks of 8 past i
-    IMPULSE_SIMD
-    for (int c = 0; c < end; ++c) mi[c] = T(0);
-    for (int k = 0; k < i; ++k) {
-      const T lik = li[k];
-      const T* __restrict__ mk = M + k * n;
-      const int ek = chunk_end(k, n);
-      IMPULSE_SIMD
-      for (int c = 0; c < ek; ++c) mi[c] -= lik * mk[c];
-    }
-    const T dinv = li[i];
-    IMPULSE_SIMD
-    for (int c = 0; c < i; ++c) mi[c] *= dinv;
-    mi[i] = dinv;
-    for (int c = i + 1; c < end; ++c) mi[c] = T(0);
-  }
-  // K⁻¹[a][b] = Σ_{k ≥ a} M[k][a] M[k][b] for b ≤ a
-  for (int a = 0; a < n; ++a) {
-    T* __restrict__ ra = L + a * n;
-    const int ea = chunk_end(a, n);
-    IMPULSE_SIMD
-    for (int b = 0; b < ea; ++b) ra[b] = T(0);
-    for (int k = a; k < n; ++k) {
-      const T* __restrict__ mk = M + k * n;
-      const T f = mk[a];
-      IMPULSE_SIMD
-      for (int b = 0; b < ea; ++b) ra[b] += f * mk[b];
-    }
-  }
-  for (int a = 0; a < n; ++a)
-    for (int b = 0; b < a; ++b) L[b * n + a] = L[a * n + b];
-}
-
-}  // namespace detail
-
-template <class T>
-IMPULSE_HD void cholesky_inverse_in_place(int n, View<T, UnitStride> L, View<T, UnitStride> scratch) {
-  detail::cholesky_inverse_raw(n, L.p, scratch.p);
-}
-
 // K⁻¹ (full symmetric) over K, for a symmetric positive definite K of which
 // the lower triangle is read. scratch: n x n. False when K is not positive
 // definite. Contiguous storage: Gauss-Jordan (detail::spd_inverse_raw);

@@ -1,6 +1,8 @@
 // ContactNets loss: the assembled QP against the loss terms written out
 // directly, and the envelope gradient against central finite differences of the
 // solved loss, for every parameter group of the polytope model.
+// GCC 12 reports false -Wmaybe-uninitialized inside Eigen's AVX-512 kernels (-march=native).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <gtest/gtest.h>
 
 #include <random>
@@ -109,9 +111,9 @@ TEST_P(ContactNetsGradient, EnvelopeGradientMatchesFiniteDifferences) {
 
 INSTANTIATE_TEST_SUITE_P(Friction, ContactNetsGradient,
                          ::testing::Values(FrictionModel::kCone, FrictionModel::kOctagon),
-                         [](const auto& info) {
-                           return info.param == FrictionModel::kCone ? std::string("Cone")
-                                                                     : std::string("Octagon");
+                         [](const auto& param_info) {
+                           return param_info.param == FrictionModel::kCone ? std::string("Cone")
+                                                                           : std::string("Octagon");
                          });
 
 // The QP's value equals the loss terms of the paper written out directly at its
@@ -316,9 +318,9 @@ TEST_P(DeviceLossMath, FusedPolytopePathMatchesHostPath) {
 
 INSTANTIATE_TEST_SUITE_P(Friction, DeviceLossMath,
                          ::testing::Values(FrictionModel::kCone, FrictionModel::kOctagon),
-                         [](const auto& info) {
-                           return info.param == FrictionModel::kCone ? std::string("Cone")
-                                                                     : std::string("Octagon");
+                         [](const auto& param_info) {
+                           return param_info.param == FrictionModel::kCone ? std::string("Cone")
+                                                                           : std::string("Octagon");
                          });
 
 }  // namespace

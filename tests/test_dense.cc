@@ -1,0 +1,116 @@
+// The small dense kernels under the QP solver, against Eigen: the SPD inverse
+// (Gauss-Jordan on contiguous storage, Cholesky + inverse on batch-strided
+// views), the Cholesky factor, and the finite-value scan.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <gtest/gtest.h>
+
+#include <Eigen/Dense>
+#include <cmath>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "solvers/dense.h"
+
+namespace impulse {
+namespace {
+
+using Mat = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+// a random SPD matrix with condition number about 1e4
+Mat random_spd(int n, std::mt19937_64& rng) {
+  std::normal_distribution<double> g;
+  Mat Q = Mat::NullaryExpr(n, n, [&]() { return g(rng); });
+  Eigen::HouseholderQR<Mat> qr(Q);
+  const Mat U = qr.householderQ();
+  Eigen::VectorXd ev(n);
+  for (int i = 0; i < n; ++i) ev(i) = std::pow(1e4, double(i) / std::max(1, n - 1)) * 1e-2;
+  return U * ev.asDiagonal() * U.transpose();
+}
+
+// every size with a fixed-size copy (8, 16, 24, 32, 48, 64) and some without
+TEST(DenseKernels, SpdInverseMatchesEigenOnContiguousAndStridedStorage) {
+  std::mt19937_64 rng(7);
+  for (int n : {1, 3, 8, 13, 16, 24, 31, 32, 33, 48, 64}) {
+    const Mat K = random_spd(n, rng);
+    const Mat ref = K.inverse();
+    // contiguous: only the lower triangle is read (garbage above it)
+    std::vector<double> a(size_t(n) * n), scratch(size_t(n) * n);
+    for (int i = 0; i < n; ++i)
+      for (int j = 0; j < n; ++j) a[size_t(i) * n + j] = j <= i ? K(i, j) : 1e300;
+    ASSERT_TRUE(spd_inverse_in_place(n, unit_view(a.data()), unit_view(scratch.data()))) << n;
+    // batch-strided (the GPU's layout): problem 1 of a batch of 3
+    const int B = 3;
+    std::vector<double> s(size_t(n) * n * B, 0.0), ss(size_t(n) * n * B);
+    for (int i = 0; i < n; ++i)
+      for (int j = 0; j <= i; ++j) s[size_t(i * n + j) * B + 1] = K(i, j);
+    ASSERT_TRUE(spd_inverse_in_place(n, strided_view(s.data() + 1, B), strided_view(ss.data() + 1, B)));
+    const double tol = 1e-10 * ref.cwiseAbs().maxCoeff();
+    for (int i = 0; i < n; ++i)
+      for (int j = 0; j < n; ++j) {
+        EXPECT_NEAR(a[size_t(i) * n + j], ref(i, j), tol) << "n " << n << " (" << i << "," << j << ")";
+        EXPECT_NEAR(s[size_t(i * n + j) * B + 1], ref(i, j), tol) << "n " << n << " strided";
+      }
+  }
+}
+
+TEST(DenseKernels, SpdInverseAndCholeskyRejectIndefiniteMatrices) {
+  std::mt19937_64 rng(8);
+  for (int n : {2, 8, 32, 33}) {
+    Mat K = random_spd(n, rng);
+    K(n - 1, n - 1) = -1.0;  // the last pivot goes negative
+    std::vector<double> a(K.data(), K.data() + size_t(n) * n), b = a, scratch(size_t(n) * n);
+    EXPECT_FALSE(spd_inverse_in_place(n, unit_view(a.data()), unit_view(scratch.data()))) << n;
+    EXPECT_FALSE(cholesky_in_place(n, unit_view(b.data()))) << n;
+    std::vector<double> c(K.data(), K.data() + size_t(n) * n);
+    c[0] = std::numeric_limits<double>::quiet_NaN();
+    EXPECT_FALSE(cholesky_in_place(n, unit_view(c.data()))) << n;
+  }
+}
+
+// factor layout: L below the diagonal, Lᵀ above, 1/L_ii on the diagonal
+TEST(DenseKernels, CholeskyMatchesEigenAndSolves) {
+  std::mt19937_64 rng(9);
+  for (int n : {1, 5, 8, 17, 32, 40}) {
+    const Mat K = random_spd(n, rng);
+    const Mat L = K.llt().matrixL();
+    std::vector<double> a(K.data(), K.data() + size_t(n) * n);
+    ASSERT_TRUE(cholesky_in_place(n, unit_view(a.data())));
+    const double tol = 1e-12 * L.cwiseAbs().maxCoeff();
+    for (int i = 0; i < n; ++i) {
+      EXPECT_NEAR(a[size_t(i) * n + i], 1.0 / L(i, i), 1e-12 / L(i, i)) << n;
+      for (int j = 0; j < i; ++j) {
+        EXPECT_NEAR(a[size_t(i) * n + j], L(i, j), tol) << n;
+        EXPECT_NEAR(a[size_t(j) * n + i], L(i, j), tol) << n;
+      }
+    }
+    Eigen::VectorXd r = Eigen::VectorXd::LinSpaced(n, -1.0, 2.0), x = r;
+    cholesky_solve_in_place(n, unit_view<const double>(a.data()), unit_view(x.data()));
+    EXPECT_LT((K * x - r).lpNorm<Eigen::Infinity>(), 1e-9 * (1.0 + r.lpNorm<Eigen::Infinity>()));
+  }
+}
+
+TEST(DenseKernels, AllFiniteFindsNanAndInfAnywhere) {
+  const double bad[] = {std::numeric_limits<double>::quiet_NaN(),
+                        std::numeric_limits<double>::infinity(),
+                        -std::numeric_limits<double>::infinity()};
+  for (int len : {1, 7, 8, 9, 33, 100}) {
+    std::vector<double> v(size_t(len), 1.5e300);  // large but finite
+    EXPECT_TRUE(all_finite(len, unit_view<const double>(v.data())));
+    EXPECT_TRUE(all_finite(len, strided_view<const double>(v.data(), 1)));
+    for (int pos : {0, len / 2, len - 1})
+      for (double b : bad) {
+        std::vector<double> w = v;
+        w[size_t(pos)] = b;
+        EXPECT_FALSE(all_finite(len, unit_view<const double>(w.data()))) << len << " at " << pos;
+        EXPECT_FALSE(all_finite(len, strided_view<const double>(w.data(), 1))) << len << " at " << pos;
+      }
+  }
+  std::vector<float> f(21, 3e38f);
+  EXPECT_TRUE(all_finite(21, unit_view<const float>(f.data())));
+  f[20] = std::numeric_limits<float>::infinity();
+  EXPECT_FALSE(all_finite(21, unit_view<const float>(f.data())));
+}
+
+}  // namespace
+}  // namespace impulse
