@@ -11,6 +11,7 @@
 
 #include "host/generate.h"
 #include "host/qp_batch.h"
+#include "kernels/qp_kernels.h"
 
 namespace impulse {
 namespace {
@@ -82,6 +83,58 @@ void BM_Qp(benchmark::State& state, Shape shape, Backend backend, bool warm) {
       double(size) * state.iterations() / threads, benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 
+// The device alone: the batch is uploaded once and stays resident; each
+// timed iteration is one kernel launch over the whole batch, timed by CUDA
+// events (no transfers, no host-side transposition). This is the figure to
+// set against the device's limits; BM_Qp with the CUDA backend includes the
+// transfers a caller with host data pays.
+template <class T>
+void BM_GpuKernel(benchmark::State& state, Shape shape, bool warm) {
+  if (!cuda::available()) {
+    state.SkipWithError("no CUDA device");
+    return;
+  }
+  const int size = static_cast<int>(state.range(0));
+  const QpBatch<T> batch = make_batch<T>(shape, size);
+  cuda::HostQpArrays<T> h;
+  h.batch = size;
+  h.n = batch.n;
+  h.cones = batch.cones;
+  h.nnz = batch.nnz();
+  h.a_row_ptr = batch.a_row_ptr.data();
+  h.a_col = batch.a_col.data();
+  h.P = batch.P.data();
+  h.q = batch.q.data();
+  h.A = batch.A.data();
+  h.b = batch.b.data();
+  cuda::DeviceQpBatch<T> dev;
+  dev.upload(h);
+  QpSettings<T> st;
+  dev.solve(st, false);  // warm-up (and the warm start's source)
+  std::vector<int> iters(size_t(size), 0), status(size_t(size), 0);
+  for (auto _ : state) state.SetIterationTime(dev.solve(st, warm) * 1e-3);
+  cuda::HostQpResults<T> r;
+  r.iterations = iters.data();
+  r.status = status.data();
+  dev.download(r);
+  long it = 0, solved = 0;
+  for (int k = 0; k < size; ++k) {
+    it += iters[size_t(k)];
+    solved += status[size_t(k)] == int(SolveStatus::kSolved);
+  }
+  state.SetItemsProcessed(state.iterations() * size);
+  state.counters["iters"] = double(it) / size;
+  state.counters["solved_frac"] = double(solved) / size;
+}
+
+void gpu_kernel_args(benchmark::internal::Benchmark* b) {
+  for (int size : {10000, 100000, 1000000}) b->Arg(size);
+  b->Unit(benchmark::kMillisecond)->UseManualTime();
+}
+
+void BM_GpuKernelDouble(benchmark::State& st, Shape s, bool warm) { BM_GpuKernel<double>(st, s, warm); }
+void BM_GpuKernelFloat(benchmark::State& st, Shape s, bool warm) { BM_GpuKernel<float>(st, s, warm); }
+
 void cpu_args(benchmark::internal::Benchmark* b) {
   for (int threads : {1, 2})
     for (int size : {1, 100, 10000, 100000}) b->Args({size, threads});
@@ -108,6 +161,11 @@ IMPULSE_QP_BENCH(anitescu_float_cold, Float, kAnitescu, Backend::kCpu, false, cp
 IMPULSE_QP_BENCH(gpu_cube_cone_float_cold, Float, kCubeCone, Backend::kCuda, false, gpu_args);
 IMPULSE_QP_BENCH(gpu_cube_cone_float_warm, Float, kCubeCone, Backend::kCuda, true, gpu_args);
 IMPULSE_QP_BENCH(gpu_anitescu_float_cold, Float, kAnitescu, Backend::kCuda, false, gpu_args);
+BENCHMARK_CAPTURE(BM_GpuKernelFloat, kernel_cube_cone_float_cold, kCubeCone, false)->Apply(gpu_kernel_args);
+BENCHMARK_CAPTURE(BM_GpuKernelFloat, kernel_cube_cone_float_warm, kCubeCone, true)->Apply(gpu_kernel_args);
+BENCHMARK_CAPTURE(BM_GpuKernelDouble, kernel_cube_cone_double_cold, kCubeCone, false)->Apply(gpu_kernel_args);
+BENCHMARK_CAPTURE(BM_GpuKernelFloat, kernel_cube_octagon_float_cold, kCubeOctagon, false)->Apply(gpu_kernel_args);
+BENCHMARK_CAPTURE(BM_GpuKernelFloat, kernel_anitescu_float_cold, kAnitescu, false)->Apply(gpu_kernel_args);
 
 }  // namespace
 }  // namespace impulse
