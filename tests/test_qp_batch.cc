@@ -129,6 +129,8 @@ TEST(QpFile, RoundTripsProblemsAndSolutions) {
   const QpSolutions<double> back = read_solution_file(s);
   EXPECT_EQ(back.x, sol.x);
   EXPECT_EQ(back.y, sol.y);
+  EXPECT_EQ(back.objective, sol.objective);
+  EXPECT_EQ(back.value, sol.value);
   EXPECT_EQ(back.status, sol.status);
   EXPECT_EQ(back.iterations, sol.iterations);
   std::remove(p.c_str());
@@ -169,6 +171,8 @@ void expect_gpu_matches_cpu(const QpBatch<T>& bt, const QpSettings<T>& st, doubl
   for (int k = 0; k < bt.size; ++k) {
     ASSERT_EQ(cpu.status[k], gpu.status[k]) << "problem " << k;
     EXPECT_NEAR(cpu.objective[k], gpu.objective[k], tol * (1 + std::abs(double(cpu.objective[k]))))
+        << "problem " << k;
+    EXPECT_NEAR(cpu.value[k], gpu.value[k], tol * (1 + std::abs(double(cpu.value[k]))))
         << "problem " << k;
     for (int j = 0; j < bt.n; ++j)
       EXPECT_NEAR(cpu.x[size_t(k) * bt.n + j], gpu.x[size_t(k) * bt.n + j], 50 * tol);
