@@ -41,6 +41,7 @@ __global__ void loss_kernel(int B, QpShape shape, cn::LossConsts<T> c, QpSetting
     for (int i = 0; i < n + m; ++i) (i < n ? xv[i] : yv[i - n]) = warm[size_t(t) * (n + m) + i];
   QpData<T, RunStride> d{Pv.as_const(), qv.as_const(), Av.as_const(), bv.as_const()};
   auto w = QpWork<T, RunStride>::carve(View<T, RunStride>{work + k, s}, n, m);
+  st.predict_checks = false;  // the threads of a warp check together (QpSettings)
   const QpInfo<T> info = qp_admm_solve(shape, d, xv, yv, w, st, have_warm);
   for (int i = 0; i < n + m; ++i) warm[size_t(t) * (n + m) + i] = i < n ? xv[i] : yv[i - n];
   warm_ok[t] = 1;

@@ -34,6 +34,7 @@ __global__ void qp_admm_kernel(int batch, QpShape shape, const T* __restrict__ P
                                int* rho_updates, QpSettings<T> st, bool warm) {
   const int k = blockIdx.x * blockDim.x + threadIdx.x;
   if (k >= batch) return;
+  st.predict_checks = false;  // the threads of a warp check together (QpSettings)
   const RunStride s{batch};
   QpData<T, RunStride> d{View<const T, RunStride>{P + k, s}, View<const T, RunStride>{q + k, s},
                          View<const T, RunStride>{A + k, s}, View<const T, RunStride>{b + k, s}};

@@ -47,6 +47,8 @@ IMPULSE_HD T abs_of(T a) { return a < T(0) ? -a : a; }
 namespace impulse {
 IMPULSE_HD float sqrt_of(float v) { return ::sqrtf(v); }
 IMPULSE_HD double sqrt_of(double v) { return ::sqrt(v); }
+IMPULSE_HD float log_of(float v) { return ::logf(v); }
+IMPULSE_HD double log_of(double v) { return ::log(v); }
 IMPULSE_HD bool is_finite(float v) { return ::isfinite(v); }
 IMPULSE_HD bool is_finite(double v) { return ::isfinite(v); }
 }  // namespace impulse
@@ -55,6 +57,8 @@ IMPULSE_HD bool is_finite(double v) { return ::isfinite(v); }
 namespace impulse {
 inline float sqrt_of(float v) { return std::sqrt(v); }
 inline double sqrt_of(double v) { return std::sqrt(v); }
+inline float log_of(float v) { return std::log(v); }
+inline double log_of(double v) { return std::log(v); }
 inline bool is_finite(float v) { return std::isfinite(v); }
 inline bool is_finite(double v) { return std::isfinite(v); }
 }  // namespace impulse

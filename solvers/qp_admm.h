@@ -47,6 +47,13 @@ struct QpSettings {
   // running Ax says the primal residual is met was tried: the dual residual
   // is the one that lags on the cube QPs, so it saved nothing.)
   int check_every = 5;
+  // schedule each check from the last two: with the residuals' ratio to
+  // their tolerances r₁ > r₂ > 1 at checks Δ iterations apart, the next is
+  // where a steady rate would bring r to 1 (at most 2·check_every ahead).
+  // The cube QP then stops at its iteration, not at the next multiple of
+  // check_every, after fewer checks. The GPU launchers turn it off: threads
+  // of a warp that check at different iterations all wait for each check.
+  bool predict_checks = true;
   bool adaptive_rho = true;   // rescale rho from the residual ratio
   int adaptive_rho_interval = 25;   // iterations between rho updates (multiple of check_every)
   T adaptive_rho_tolerance = T(5);  // refactor only when rho changes by this factor
@@ -413,10 +420,15 @@ IMPULSE_HD_NOINLINE QpInfo<T> qp_admm_solve(const QpShape& sh, const QpData<T, S
   SolveStatus status = SolveStatus::kMaxIterations;
   T prim_res = T(0), dual_res = T(0), eps_prim = T(0), eps_dual = T(0);
   int it = 0;
+  int next_check = warm ? 1 : st.check_every;
+  int last_check = 0;   // iteration of the last check with a usable ratio (0: none)
+  T last_ratio = T(0);  // its max(prim_res / eps_prim, dual_res / eps_dual)
   for (it = 1; it <= st.max_iter; ++it) {
     // keep the previous iterate for the infeasibility certificates, which
-    // are only tested at check iterations (1 when warm, every check_every-th, the last)
-    const bool check = (warm && it == 1) || it % st.check_every == 0 || it == st.max_iter;
+    // are only tested at check iterations (1 when warm, the scheduled ones,
+    // every adaptive_rho_interval-th, the last)
+    const bool check = it == next_check || it == st.max_iter ||
+                       (st.adaptive_rho && it % st.adaptive_rho_interval == 0);
     if (check) {
       for (int i = 0; i < n; ++i) w.x_prev[i] = x[i];
       for (int i = 0; i < m; ++i) w.y_prev[i] = y[i];
@@ -468,6 +480,17 @@ IMPULSE_HD_NOINLINE QpInfo<T> qp_admm_solve(const QpShape& sh, const QpData<T, S
     if (prim_res <= eps_prim && dual_res <= eps_dual) {
       status = SolveStatus::kSolved;
       break;
+    }
+    {  // the next check
+      const T ratio = max_of(prim_res / (eps_prim + T(1e-30)), dual_res / (eps_dual + T(1e-30)));
+      int gap = st.check_every;
+      if (st.predict_checks && last_check > 0 && ratio < last_ratio && ratio > T(1)) {
+        const T need = T(it - last_check) * log_of(ratio) / log_of(last_ratio / ratio);
+        gap = need < T(2 * st.check_every) ? int(need) + 1 : 2 * st.check_every;
+      }
+      last_check = it;
+      last_ratio = ratio;
+      next_check = it + gap;
     }
 
     // primal infeasibility: δy ∈ K*, Aᵀδy ≈ 0, bᵀδy < 0
@@ -541,6 +564,7 @@ IMPULSE_HD_NOINLINE QpInfo<T> qp_admm_solve(const QpShape& sh, const QpData<T, S
       rho_new = min_of(max_of(rho_new, st.rho_min), st.rho_max);
       if (rho_new > rho * st.adaptive_rho_tolerance || rho_new * st.adaptive_rho_tolerance < rho) {
         rho = rho_new;
+        last_check = 0;  // a new ρ: the rate so far says nothing of the next iterations
         detail::qp_set_rho(sh, w, rho, st.rho_eq_scale);
         if (!detail::qp_factor(sh, d, w, st.explicit_inverse)) {
           status = SolveStatus::kNumericalError;

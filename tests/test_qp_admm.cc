@@ -178,27 +178,31 @@ TEST(QpAdmm, WarmStartResolvesInACoupleOfIterations) {
 }
 
 // Equilibration changes the path, not the answer: with and without it the
-// cube shapes and random cones reach the same optimum, and so does a check
-// on every iteration.
+// cube shapes and random cones reach the same optimum, and so do a check on
+// every iteration and the fixed check schedule (predict_checks off).
 TEST(QpAdmm, ScalingAndCheckCadenceKeepTheOptimum) {
   const GeneratedQps cube = cube_loss_batch(16, FrictionModel::kCone, 21);
   const GeneratedQps rnd = random_qp_batch(16, 10, cones(2, 8, 2), 22);
   for (const QpBatch<double>* bt : {&cube.batch, &rnd.batch}) {
-    QpSettings<double> plain = tight(), every = tight();
+    QpSettings<double> plain = tight(), every = tight(), fixed = tight();
     plain.scaling_iters = 0;
     every.check_every = 1;
     every.adaptive_rho_interval = 25;
-    QpSolutions<double> a, b, c;
+    fixed.predict_checks = false;
+    QpSolutions<double> a, b, c, f;
     solve_batch(*bt, tight(), BatchOptions{}, a);
     solve_batch(*bt, plain, BatchOptions{}, b);
     solve_batch(*bt, every, BatchOptions{}, c);
+    solve_batch(*bt, fixed, BatchOptions{}, f);
     for (int k = 0; k < bt->size; ++k) {
       ASSERT_EQ(a.status[k], SolveStatus::kSolved);
       ASSERT_EQ(b.status[k], SolveStatus::kSolved);
       ASSERT_EQ(c.status[k], SolveStatus::kSolved);
+      ASSERT_EQ(f.status[k], SolveStatus::kSolved);
       const double scale = 1.0 + std::abs(b.objective[k]);
       EXPECT_NEAR(a.objective[k], b.objective[k], 1e-7 * scale) << "problem " << k;
       EXPECT_NEAR(c.objective[k], b.objective[k], 1e-7 * scale) << "problem " << k;
+      EXPECT_NEAR(f.objective[k], b.objective[k], 1e-7 * scale) << "problem " << k;
       const auto r = testing::kkt_residuals(*bt, k, &a.x[size_t(k) * bt->n], &a.y[size_t(k) * bt->m()]);
       EXPECT_LT(r.stationarity, 1e-6);
       EXPECT_LT(r.primal, 1e-6);
@@ -307,6 +311,29 @@ TEST(QpAdmm, ValueIsTheLagrangianAndBeatsTheObjectiveAtLooseTolerance) {
                 err_obj);
     EXPECT_LT(err_value, 0.2 * err_obj);
   }
+}
+
+// Predicted checks stop the cube QP at (or near) the iteration where it
+// converges instead of the next multiple of check_every: fewer iterations on
+// average than the fixed schedule, every problem solved either way.
+TEST(QpAdmm, PredictedChecksStopSoonerOnTheCubeQp) {
+  const GeneratedQps g = cube_loss_batch(200, FrictionModel::kCone, 31);
+  QpSettings<double> on, off;
+  off.predict_checks = false;
+  QpSolutions<double> a, b;
+  solve_batch(g.batch, on, BatchOptions{}, a);
+  solve_batch(g.batch, off, BatchOptions{}, b);
+  long ia = 0, ib = 0;
+  for (int k = 0; k < g.batch.size; ++k) {
+    ASSERT_EQ(a.status[k], SolveStatus::kSolved) << "problem " << k;
+    ASSERT_EQ(b.status[k], SolveStatus::kSolved) << "problem " << k;
+    EXPECT_EQ(b.iterations[k] % off.check_every, 0) << "problem " << k;
+    ia += a.iterations[k];
+    ib += b.iterations[k];
+  }
+  std::printf("[ info ] mean iterations: predicted checks %.2f, every %d-th %.2f\n",
+              double(ia) / g.batch.size, off.check_every, double(ib) / g.batch.size);
+  EXPECT_LT(ia, ib);
 }
 
 }  // namespace
