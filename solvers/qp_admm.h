@@ -250,6 +250,28 @@ IMPULSE_HD T qp_limit_scaling(T v) {
   return lo > T(1e4) ? T(1e4) : lo;
 }
 
+// dst_i ← dst_i / √limit(max(a_i, b_i)): one Ruiz update of a scaling vector.
+template <class T, class S1, class S2, class S3>
+IMPULSE_HD void qp_rescale(int len, View<T, S1> dst, View<const T, S2> a, View<const T, S3> b) {
+  for (int i = 0; i < len; ++i) dst[i] *= T(1) / sqrt_of(qp_limit_scaling(max_of(a[i], b[i])));
+}
+
+// contiguous: the same on pointers that do not alias, so that the square
+// roots and divisions vectorize (scalar, they were a third of the scaling)
+template <class T>
+IMPULSE_HD void qp_rescale(int len, View<T, UnitStride> dst, View<const T, UnitStride> a,
+                           View<const T, UnitStride> b) {
+  T* __restrict__ d = dst.p;
+  const T* __restrict__ pa = a.p;
+  const T* __restrict__ pb = b.p;
+  IMPULSE_SIMD
+  for (int i = 0; i < len; ++i) {
+    const T v = pa[i] > pb[i] ? pa[i] : pb[i];
+    const T lo = v < T(1e-4) ? T(1) : v;
+    d[i] *= T(1) / sqrt_of(lo > T(1e4) ? T(1e4) : lo);
+  }
+}
+
 // Ruiz equilibration of [P Aᵀ; A 0] (infinity norms) and cost scaling, as
 // OSQP does, without forming the scaled data: D (w.dscale), E (w.escale,
 // one factor per second-order cone), c (w.cscale[0]) and σ_j = σ/(c·D_j²)
@@ -299,9 +321,8 @@ IMPULSE_HD void qp_equilibrate(const QpShape& sh, const QpData<T, S>& d, QpWork<
       const T v = max_of(w.tmp_m[r], max_of(w.tmp_m[r + 1], w.tmp_m[r + 2]));
       w.tmp_m[r] = w.tmp_m[r + 1] = w.tmp_m[r + 2] = v;
     }
-    for (int j = 0; j < n; ++j)
-      w.dscale[j] *= T(1) / sqrt_of(qp_limit_scaling(max_of(w.tmp_n[j], w.xt[j])));
-    for (int r = 0; r < m; ++r) w.escale[r] *= T(1) / sqrt_of(qp_limit_scaling(w.tmp_m[r]));
+    qp_rescale(n, w.dscale, w.tmp_n.as_const(), w.xt.as_const());
+    qp_rescale(m, w.escale, w.tmp_m.as_const(), w.tmp_m.as_const());
   }
   if (iters == 0) c = T(1);
   w.cscale[0] = c;
