@@ -131,7 +131,6 @@ struct QpData {
   View<const T, S> P, q, A, b;
 };
 
-// Elements of workspace one problem needs.
 // Elements of workspace one problem needs. Every slice is rounded up to a
 // multiple of 16 elements, so that on a 64-byte aligned base (qp_work_align)
 // every slice starts on a cache line: vector loads that straddle lines made
