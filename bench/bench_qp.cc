@@ -96,19 +96,8 @@ void BM_GpuKernel(benchmark::State& state, Shape shape, bool warm) {
   }
   const int size = static_cast<int>(state.range(0));
   const QpBatch<T> batch = make_batch<T>(shape, size);
-  cuda::HostQpArrays<T> h;
-  h.batch = size;
-  h.n = batch.n;
-  h.cones = batch.cones;
-  h.nnz = batch.nnz();
-  h.a_row_ptr = batch.a_row_ptr.data();
-  h.a_col = batch.a_col.data();
-  h.P = batch.P.data();
-  h.q = batch.q.data();
-  h.A = batch.A.data();
-  h.b = batch.b.data();
   cuda::DeviceQpBatch<T> dev;
-  dev.upload(h);
+  dev.upload(batch.device_arrays());
   QpSettings<T> st;
   dev.solve(st, false);  // warm-up (and the warm start's source)
   std::vector<int> iters(size_t(size), 0), status(size_t(size), 0);

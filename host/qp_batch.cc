@@ -180,6 +180,22 @@ void QpBatch<T>::check_sizes() const {
 }
 
 template <class T>
+cuda::HostQpArrays<T> QpBatch<T>::device_arrays() const {
+  cuda::HostQpArrays<T> h;
+  h.batch = size;
+  h.n = n;
+  h.cones = cones;
+  h.nnz = nnz();
+  h.a_row_ptr = a_row_ptr.data();
+  h.a_col = a_col.data();
+  h.P = P.data();
+  h.q = q.data();
+  h.A = A.data();
+  h.b = b.data();
+  return h;
+}
+
+template <class T>
 QpShape QpBatch<T>::shape() const {
   QpShape s;
   s.n = n;
@@ -269,17 +285,6 @@ void solve_batch(const QpBatch<T>& batch, const QpSettings<T>& settings,
   const int nnz = batch.nnz();
 
   if (options.backend == Backend::kCuda) {
-    cuda::HostQpArrays<T> h;
-    h.batch = B;
-    h.n = n;
-    h.cones = batch.cones;
-    h.nnz = nnz;
-    h.a_row_ptr = batch.a_row_ptr.data();
-    h.a_col = batch.a_col.data();
-    h.P = batch.P.data();
-    h.q = batch.q.data();
-    h.A = batch.A.data();
-    h.b = batch.b.data();
     std::vector<int> status(B), fault(B);
     cuda::HostQpResults<T> r;
     r.x = out.x.data();
@@ -293,7 +298,7 @@ void solve_batch(const QpBatch<T>& batch, const QpSettings<T>& settings,
     r.iterations = out.iterations.data();
     r.rho_updates = out.rho_updates.data();
     cuda::DeviceQpBatch<T> dev;
-    dev.upload(h);
+    dev.upload(batch.device_arrays());
     if (options.warm_start) dev.upload_warm_start(r);
     dev.solve(settings, options.warm_start);
     dev.download(r);
@@ -306,7 +311,7 @@ void solve_batch(const QpBatch<T>& batch, const QpSettings<T>& settings,
 
   // CPU: each worker owns one workspace, sized once (aligned: see qp_work_size)
   const int threads = resolve_threads(options.threads);
-  std::vector<std::vector<T>> work(threads, std::vector<T>(qp_work_size(n, m) + 16));
+  std::vector<std::vector<T>> work(threads, std::vector<T>(qp_work_host_size(n, m)));
   parallel_for(B, threads, [&](int worker, int begin, int end) {
     auto w = QpWork<T, UnitStride>::carve(unit_view(qp_work_align(work[worker].data())), n, m);
     for (int k = begin; k < end; ++k) {

@@ -54,6 +54,7 @@ struct QpBatch {
   // throws Error naming the array and the expected and actual sizes.
   void check_sizes() const;
   QpShape shape() const;  // points into this batch's pattern
+  cuda::HostQpArrays<T> device_arrays() const;  // what DeviceQpBatch::upload reads; points into this batch
   template <class U>
   QpBatch<U> cast() const;
 };

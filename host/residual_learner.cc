@@ -1,5 +1,3 @@
-// GCC 12 reports false -Wmaybe-uninitialized inside Eigen's AVX-512 kernels (-march=native).
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include "host/residual_learner.h"
 
 #include <chrono>
@@ -75,7 +73,7 @@ ResidualLearner::ResidualLearner(const Lcs& model, const ResidualLearnerSettings
   shape_.n = n;
   shape_.cones.n_nonneg = m;
   shape_.a = CsrPattern{m, n, m, a_row_ptr_.data(), a_col_.data()};
-  work_.assign(qp_work_size(n, m) + 16, 0.0);
+  work_.assign(qp_work_host_size(n, m), 0.0);
   xs_.setZero(n, nb);
   ys_.setZero(m, nb);
   qp_settings_.eps_abs = settings_.qp_eps;
@@ -184,7 +182,7 @@ double ResidualLearner::sample_loss(int slot, const Eigen::Ref<const Eigen::Vect
   QpData<double, UnitStride> data{unit_view<const double>(P_.data() + size_t(slot) * n * n), unit_view<const double>(q_.data()),
                                   unit_view<const double>(Aval_.data()),
                                   unit_view<const double>(b_.data())};
-  auto w = QpWork<double, UnitStride>::carve(unit_view(qp_work_align(work_.data())), n, n);
+  auto w = QpWork<double, UnitStride>::carve(unit_view(qp_work_align(work_.data())), shape_.n, shape_.m());
   const QpInfo<double> info =
       qp_admm_solve(shape_, data, unit_view(xs_.col(slot).data()), unit_view(ys_.col(slot).data()), w,
                     qp_settings_, warm_[slot] != 0);

@@ -41,7 +41,6 @@ __global__ void loss_kernel(int B, QpShape shape, cn::LossConsts<T> c, QpSetting
     for (int i = 0; i < n + m; ++i) (i < n ? xv[i] : yv[i - n]) = warm[size_t(t) * (n + m) + i];
   QpData<T, RunStride> d{Pv.as_const(), qv.as_const(), Av.as_const(), bv.as_const()};
   auto w = QpWork<T, RunStride>::carve(View<T, RunStride>{work + k, s}, n, m);
-  st.predict_checks = false;  // the threads of a warp check together (QpSettings)
   const QpInfo<T> info = qp_admm_solve(shape, d, xv, yv, w, st, have_warm);
   for (int i = 0; i < n + m; ++i) warm[size_t(t) * (n + m) + i] = i < n ? xv[i] : yv[i - n];
   warm_ok[t] = 1;
@@ -98,7 +97,7 @@ DeviceContactNets<T>::DeviceContactNets(const cn::LossConsts<T>& consts, const Q
   if (const char* bad = st.validate()) throw Error(std::string("QP settings: ") + bad);
   Impl& d = *impl_;
   d.consts = consts;
-  d.settings = st;
+  d.settings = detail::device_settings(st);
   std::vector<int> rp, cl;
   cn::pattern(consts.octagon, rp, cl);
   d.m = cn::rows(consts.octagon);

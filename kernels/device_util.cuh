@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "io/error.h"
+#include "solvers/qp_admm.h"
 
 namespace impulse {
 namespace cuda {
@@ -16,6 +17,15 @@ namespace detail {
 inline void check(cudaError_t e, const char* what) {
   if (e != cudaSuccess)
     throw Error(std::string("CUDA error in ") + what + ": " + cudaGetErrorString(e));
+}
+
+// The QP settings as the kernels run them: one thread per problem, so the
+// check schedule stays fixed (predicted checks would have the threads of a
+// warp check at different iterations and all wait for each check).
+template <class T>
+QpSettings<T> device_settings(QpSettings<T> st) {
+  st.predict_checks = false;
+  return st;
 }
 
 // A device buffer that only grows (cudaMalloc on growth, cudaFree at the end).

@@ -34,7 +34,6 @@ __global__ void qp_admm_kernel(int batch, QpShape shape, const T* __restrict__ P
                                int* rho_updates, QpSettings<T> st, bool warm) {
   const int k = blockIdx.x * blockDim.x + threadIdx.x;
   if (k >= batch) return;
-  st.predict_checks = false;  // the threads of a warp check together (QpSettings)
   const RunStride s{batch};
   QpData<T, RunStride> d{View<const T, RunStride>{P + k, s}, View<const T, RunStride>{q + k, s},
                          View<const T, RunStride>{A + k, s}, View<const T, RunStride>{b + k, s}};
@@ -171,7 +170,7 @@ double DeviceQpBatch<T>::solve(const QpSettings<T>& st, bool warm) {
   qp_admm_kernel<T><<<blocks, threads>>>(d.batch, shape, d.P.p, d.q.p, d.A.p, d.b.p, d.x.p, d.y.p,
                                          d.work.p, d.objective.p, d.value.p, d.prim_res.p, d.dual_res.p,
                                          d.status.p, d.fault.p, d.iterations.p, d.rho_updates.p,
-                                         st, warm);
+                                         detail::device_settings(st), warm);
   check(cudaGetLastError(), "qp_admm_kernel launch");
   check(cudaEventRecord(d.stop), "cudaEventRecord");
   check(cudaEventSynchronize(d.stop), "qp_admm_kernel");

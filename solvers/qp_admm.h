@@ -51,8 +51,9 @@ struct QpSettings {
   // their tolerances r₁ > r₂ > 1 at checks Δ iterations apart, the next is
   // where a steady rate would bring r to 1 (at most 2·check_every ahead).
   // The cube QP then stops at its iteration, not at the next multiple of
-  // check_every, after fewer checks. The GPU launchers turn it off: threads
-  // of a warp that check at different iterations all wait for each check.
+  // check_every, after fewer checks. The kernels run with it off
+  // (cuda::detail::device_settings): threads of a warp that check at
+  // different iterations all wait for each check.
   bool predict_checks = true;
   bool adaptive_rho = true;   // rescale rho from the residual ratio
   int adaptive_rho_interval = 25;   // iterations between rho updates (multiple of check_every)
@@ -140,8 +141,10 @@ IMPULSE_HD int qp_work_size(int n, int m) {
   return 2 * qp_work_round(n * n) + 5 * qp_work_round(n) + 7 * qp_work_round(m) + qp_work_round(1);
 }
 
-// the first 64-byte aligned element of a buffer of qp_work_size(n, m) + 16
-// elements (host storage from std::vector is only 16-byte aligned).
+// Host storage from std::vector is only 16-byte aligned: allocate
+// qp_work_host_size(n, m) elements and carve from qp_work_align(data), the
+// first 64-byte aligned element.
+inline int qp_work_host_size(int n, int m) { return qp_work_size(n, m) + 16; }
 template <class T>
 T* qp_work_align(T* p) {
   const auto a = reinterpret_cast<unsigned long long>(p);

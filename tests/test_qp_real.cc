@@ -26,6 +26,17 @@ std::string golden_dir() {
 // at that scale
 double rel_err(double v, double ref) { return std::abs(v - ref) / std::max(std::abs(ref), 1e-3); }
 
+// the whole set solved in precision T at eps_abs = eps_rel = eps
+template <class T>
+QpSolutions<T> solve_all(const QpBatch<double>& batch, double eps) {
+  QpSettings<T> st;
+  st.eps_abs = st.eps_rel = T(eps);
+  st.max_iter = 50000;
+  QpSolutions<T> sol;
+  solve_batch(batch.cast<T>(), st, BatchOptions{}, sol);
+  return sol;
+}
+
 class RealQps : public ::testing::TestWithParam<const char*> {
  protected:
   void SetUp() override {
@@ -36,11 +47,7 @@ class RealQps : public ::testing::TestWithParam<const char*> {
 
 TEST_P(RealQps, DoubleWithin1e6OfReference) {
   const GoldenQps g = load_golden_qps(golden_dir(), GetParam());
-  QpSettings<double> st;
-  st.eps_abs = st.eps_rel = 1e-9;
-  st.max_iter = 50000;
-  QpSolutions<double> sol;
-  solve_batch(g.batch, st, BatchOptions{}, sol);
+  const QpSolutions<double> sol = solve_all<double>(g.batch, 1e-9);
   double worst = 0;
   for (int k = 0; k < g.batch.size; ++k) {
     ASSERT_TRUE(is_solved(sol.status[k])) << "problem " << k << ": " << to_string(sol.status[k]);
@@ -48,7 +55,8 @@ TEST_P(RealQps, DoubleWithin1e6OfReference) {
     worst = std::max(worst, e);
     EXPECT_LT(e, 1e-6) << "problem " << k << ": " << sol.objective[k] << " vs " << g.ref_obj[k];
     EXPECT_LT(rel_err(sol.value[k], g.ref_obj[k]), 1e-6) << "problem " << k;
-    const auto r = testing::kkt_residuals(g.batch, k, &sol.x[size_t(k) * 32], &sol.y[size_t(k) * 80]);
+    const auto r = testing::kkt_residuals(g.batch, k, &sol.x[size_t(k) * g.batch.n],
+                                          &sol.y[size_t(k) * g.batch.m()]);
     EXPECT_LT(r.primal, 1e-6) << "problem " << k;
   }
   std::printf("[ info ] %s: worst relative objective error %.2e (double)\n", GetParam(), worst);
@@ -58,11 +66,7 @@ TEST_P(RealQps, DoubleWithin1e6OfReference) {
 // at the same x is off by up to ~1.3e-4 (gt #13, optimum ~0).
 TEST_P(RealQps, DoubleValueWithin1e6OfReferenceAtEps1e6) {
   const GoldenQps g = load_golden_qps(golden_dir(), GetParam());
-  QpSettings<double> st;
-  st.eps_abs = st.eps_rel = 1e-6;
-  st.max_iter = 50000;
-  QpSolutions<double> sol;
-  solve_batch(g.batch, st, BatchOptions{}, sol);
+  const QpSolutions<double> sol = solve_all<double>(g.batch, 1e-6);
   double worst_value = 0, worst_obj = 0;
   for (int k = 0; k < g.batch.size; ++k) {
     ASSERT_TRUE(is_solved(sol.status[k])) << "problem " << k << ": " << to_string(sol.status[k]);
@@ -81,11 +85,7 @@ TEST_P(RealQps, DoubleValueWithin1e6OfReferenceAtEps1e6) {
 // value estimate as much as of float arithmetic.
 TEST_P(RealQps, FloatValueWithin1e4OfReference) {
   const GoldenQps g = load_golden_qps(golden_dir(), GetParam());
-  QpSettings<float> st;
-  st.eps_abs = st.eps_rel = 1e-5f;
-  st.max_iter = 50000;
-  QpSolutions<float> sol;
-  solve_batch(g.batch.cast<float>(), st, BatchOptions{}, sol);
+  const QpSolutions<float> sol = solve_all<float>(g.batch, 1e-5);
   double worst = 0;
   for (int k = 0; k < g.batch.size; ++k) {
     ASSERT_TRUE(is_solved(sol.status[k])) << "problem " << k << ": " << to_string(sol.status[k]);
