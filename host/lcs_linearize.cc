@@ -1,5 +1,3 @@
-// GCC 12 reports false -Wmaybe-uninitialized inside Eigen's AVX-512 kernels (-march=native).
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include "host/lcs_linearize.h"
 
 #include <cassert>

@@ -5,11 +5,6 @@
 // differentiation of those tangent computations. For tanh σ' = 1 - a² and
 // σ'' = -2 a σ'; for relu σ' = [z > 0] and σ'' = 0.
 
-// GCC 12 reports false -Wmaybe-uninitialized positives inside Eigen's AVX-512
-// packing code (_mm512_undefined_pd); they are not about this file.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
 #include "host/mlp.h"
 
 #include <cmath>

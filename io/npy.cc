@@ -1,5 +1,6 @@
 #include "io/npy.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdio>
 #include <utility>
@@ -424,15 +425,18 @@ std::vector<uint8_t> encode_npy(const NpyArray& a) {
   header.append(padded - total, ' ');
   header += '\n';
 
-  std::vector<uint8_t> out;
-  out.reserve(padded + a.data.size());
-  out.insert(out.end(), kMagic, kMagic + kMagicLen);
-  out.push_back(static_cast<uint8_t>(major));
-  out.push_back(0);
+  // magic, version, header length (little-endian), header, data; written by
+  // position (GCC 12 warns falsely about inserts into a reserved vector here)
+  std::vector<uint8_t> out(prefix + header.size() + a.data.size());
+  uint8_t* o = out.data();
+  std::copy(kMagic, kMagic + kMagicLen, o);
+  o += kMagicLen;
+  *o++ = static_cast<uint8_t>(major);
+  *o++ = 0;
   const uint64_t hl = header.size();
-  for (size_t i = 0; i < (major == 1 ? 2u : 4u); ++i) out.push_back(static_cast<uint8_t>(hl >> (8 * i)));
-  out.insert(out.end(), header.begin(), header.end());
-  out.insert(out.end(), a.data.begin(), a.data.end());
+  for (size_t i = 0; i < prefix - kMagicLen - 2; ++i) *o++ = static_cast<uint8_t>(hl >> (8 * i));
+  o = std::copy(header.begin(), header.end(), o);
+  std::copy(a.data.begin(), a.data.end(), o);
   return out;
 }
 

@@ -5,8 +5,6 @@
 // step or the per-sample learner, and the CSV demo. Tracking measure: RMS distance
 // between ball centre and reference over the last half (8 s) of a 16 s run (two laps of
 // a 0.1 m circle).
-// GCC 12 reports false -Wmaybe-uninitialized inside Eigen's AVX-512 kernels (-march=native).
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Warray-bounds"
 #include <gtest/gtest.h>
 

@@ -1,5 +1,3 @@
-// GCC 12 reports false -Wmaybe-uninitialized inside Eigen's AVX-512 kernels (-march=native).
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Warray-bounds"
 #pragma GCC diagnostic ignored "-Wmismatched-new-delete"
 // C3 (host/c3.h) and the LCS (host/lcs.h): the Riccati QP step against a dense KKT

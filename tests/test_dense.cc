@@ -1,7 +1,6 @@
 // The small dense kernels under the QP solver, against Eigen: the SPD inverse
 // (Gauss-Jordan on contiguous storage, Cholesky + inverse on batch-strided
 // views), the Cholesky factor, and the finite-value scan.
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <gtest/gtest.h>
 
 #include <Eigen/Dense>

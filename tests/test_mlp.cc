@@ -4,10 +4,6 @@
 // Jacobian modes, for tanh and relu, with normalization on); deterministic
 // init; bit-exact JSON round trip; workspace reuse. AdamW: a hand-computed
 // step, a quadratic bowl, decoupled weight decay, bit-exact resume.
-// GCC 12: false -Wmaybe-uninitialized positives inside Eigen's AVX-512 code.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
 #include <gtest/gtest.h>
 
 #include <Eigen/Dense>

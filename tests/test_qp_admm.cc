@@ -64,7 +64,7 @@ INSTANTIATE_TEST_SUITE_P(Sizes, RandomQp,
                                            SizeCase{16, cones(4, 20, 4)},
                                            SizeCase{32, cones(6, 40, 8)},
                                            SizeCase{64, cones(10, 60, 12)}),
-                         [](const auto& info) { return "n" + std::to_string(info.param.n); });
+                         [](const auto& param_info) { return "n" + std::to_string(param_info.param.n); });
 
 // every active set of a tiny inequality QP with P positive definite: the one
 // whose KKT point is feasible with nonnegative multipliers is the optimum

@@ -1,7 +1,5 @@
 // Online residual learning (host/residual_learner.h), the lock-free channels
 // (host/rt_channels.h) and the closed-loop demo (host/mpc_demo.h).
-// GCC 12 reports false -Wmaybe-uninitialized inside Eigen's AVX-512 kernels (-march=native).
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Warray-bounds"
 #include <gtest/gtest.h>
 

@@ -1,8 +1,6 @@
 // Training end to end: recovery of a known cube from a 40%-noise start on the
 // project's synthetic tosses, resume after an interruption, the three methods'
 // runs and evaluations, and a short run on the real tosses.
-// GCC 12 reports false -Wmaybe-uninitialized inside Eigen's AVX-512 kernels (-march=native).
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <gtest/gtest.h>
 #include <unistd.h>
 
