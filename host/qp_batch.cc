@@ -313,7 +313,7 @@ void solve_batch(const QpBatch<T>& batch, const QpSettings<T>& settings,
   const int threads = resolve_threads(options.threads);
   std::vector<std::vector<T>> work(threads, std::vector<T>(qp_work_host_size(n, m)));
   parallel_for(B, threads, [&](int worker, int begin, int end) {
-    auto w = QpWork<T, UnitStride>::carve(unit_view(qp_work_align(work[worker].data())), n, m);
+    auto w = QpWork<T, UnitStride>::carve(unit_view(qp_work_align(work[worker].data())), n, m, true);
     for (int k = begin; k < end; ++k) {
       QpData<T, UnitStride> d{unit_view(batch.P.data() + size_t(k) * n * n),
                               unit_view(batch.q.data() + size_t(k) * n),

@@ -182,7 +182,7 @@ double ResidualLearner::sample_loss(int slot, const Eigen::Ref<const Eigen::Vect
   QpData<double, UnitStride> data{unit_view<const double>(P_.data() + size_t(slot) * n * n), unit_view<const double>(q_.data()),
                                   unit_view<const double>(Aval_.data()),
                                   unit_view<const double>(b_.data())};
-  auto w = QpWork<double, UnitStride>::carve(unit_view(qp_work_align(work_.data())), shape_.n, shape_.m());
+  auto w = QpWork<double, UnitStride>::carve(unit_view(qp_work_align(work_.data())), shape_.n, shape_.m(), true);
   const QpInfo<double> info =
       qp_admm_solve(shape_, data, unit_view(xs_.col(slot).data()), unit_view(ys_.col(slot).data()), w,
                     qp_settings_, warm_[slot] != 0);

@@ -274,6 +274,81 @@ IMPULSE_HD void dense_col_absmax_scaled(int n, View<const T, UnitStride> M,
   detail::dense_col_absmax_scaled_raw(n, M.p, D.p, c, out.p);
 }
 
+// out = M u for a column-major M (rows x cols, column j at M + j·ld),
+// contiguous storage. ld must be a multiple of 16 with rows ≤ ld, and the
+// padding rows of M zero: rows are taken in chunks of 32 and 16 whose
+// accumulators stay in registers (the product then runs at the machine's
+// load rate, one vector multiply-add per loaded vector), so out[rows ..
+// round16(rows)) is written too (zeros). Column pairs (chunks of 32) or
+// quadruples (16) go to separate accumulators: independent chains hide the
+// multiply-add latency.
+namespace detail {
+template <class T, int C, int S>
+IMPULSE_HD void gemv_colmajor_chunk(int ld, int cols, const T* __restrict__ M,
+                                    const T* __restrict__ u, T* __restrict__ out) {
+  T acc[S][C];
+  for (int s = 0; s < S; ++s)
+    for (int i = 0; i < C; ++i) acc[s][i] = T(0);
+  int j = 0;
+  for (; j + S <= cols; j += S) {
+    for (int s = 0; s < S; ++s) {
+      const T uj = u[j + s];
+      const T* __restrict__ col = M + (j + s) * ld;
+      IMPULSE_SIMD
+      for (int i = 0; i < C; ++i) acc[s][i] += col[i] * uj;
+    }
+  }
+  for (; j < cols; ++j) {
+    const T uj = u[j];
+    const T* __restrict__ col = M + j * ld;
+    IMPULSE_SIMD
+    for (int i = 0; i < C; ++i) acc[0][i] += col[i] * uj;
+  }
+  for (int s = 1; s < S; ++s)
+    for (int i = 0; i < C; ++i) acc[0][i] += acc[s][i];
+  for (int i = 0; i < C; ++i) out[i] = acc[0][i];
+}
+}  // namespace detail
+
+template <class T>
+IMPULSE_HD void gemv_colmajor(int rows, int ld, int cols, const T* M, const T* u, T* out) {
+  int i = 0;
+  for (; i + 32 <= rows; i += 32) detail::gemv_colmajor_chunk<T, 32, 2>(ld, cols, M + i, u, out + i);
+  for (; i < rows; i += 16) detail::gemv_colmajor_chunk<T, 16, 4>(ld, cols, M + i, u, out + i);
+}
+
+// out[0..n) = Σ_k vals[k]·M[idx[k]·n + ·]: a combination of cnt rows of the
+// row-major n x n matrix M (idx == nullptr: rows 0 .. cnt−1). Up to four rows
+// per pass over out (a short group is padded with zero weights), the first
+// pass writing instead of adding: a chain of loads and stores of out per
+// four rows, not per row.
+template <class T>
+IMPULSE_HD void combine_rows(int n, const int* __restrict__ idx, const T* __restrict__ vals,
+                             int cnt, const T* __restrict__ M, T* __restrict__ out) {
+  int k = 0;
+  do {
+    const T* r[4];
+    T v[4];
+    for (int g = 0; g < 4; ++g) {
+      const bool in = k + g < cnt;
+      r[g] = M + (in ? (idx ? idx[k + g] : k + g) * n : 0);
+      v[g] = in ? vals[k + g] : T(0);
+    }
+    const T* __restrict__ r0 = r[0];
+    const T* __restrict__ r1 = r[1];
+    const T* __restrict__ r2 = r[2];
+    const T* __restrict__ r3 = r[3];
+    if (k == 0) {
+      IMPULSE_SIMD
+      for (int i = 0; i < n; ++i) out[i] = (r0[i] * v[0] + r1[i] * v[1]) + (r2[i] * v[2] + r3[i] * v[3]);
+    } else {
+      IMPULSE_SIMD
+      for (int i = 0; i < n; ++i) out[i] += (r0[i] * v[0] + r1[i] * v[1]) + (r2[i] * v[2] + r3[i] * v[3]);
+    }
+    k += 4;
+  } while (k < cnt);
+}
+
 // Sparse pattern shared by every problem of a batch (CSR): row r holds the
 // entries row_ptr[r] .. row_ptr[r+1]-1 with columns col[k]; values live per
 // problem. A dense m x n matrix is the full pattern.

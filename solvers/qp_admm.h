@@ -70,6 +70,18 @@ struct QpSettings {
   // used ρ_eq = 1e3·ρ (see rho_eq_scale); on the real QPs in float the optimal
   // value is as accurate with it (worst 2.5e-5 against 2.1e-5 at eps 1e-5).
   bool explicit_inverse = true;
+  // host, with explicit_inverse and a workspace carved with its dense slices
+  // (qp_work_host_size; the GPU's batch-strided workspaces have none): the
+  // x-step is one dense column-major product instead of a sparse scatter
+  // (Aᵀ(ρ∘z − y)) and a K⁻¹ product,
+  //   x̃ = H·[x; ρ∘z − y; 1],  H = [K⁻¹diag(σ) | K⁻¹Aᵀ | −K⁻¹q],
+  // H formed per factorization (n·nnz multiply-adds), the product's
+  // accumulators in vector registers. The same arithmetic in another order:
+  // results differ from the sparse path in the last bits, iteration counts
+  // agree. Octagon cube QP −5%, real ContactNets QPs −10 to −20% (1 core,
+  // eps 1e-3 and 1e-5). (A dense A for z̃ = Ax̃ too was slower: with it the
+  // two matrices no longer fit the first-level cache.)
+  bool dense_iteration = true;
   // P + psd_tol·max(1, max|P_ii|)·I must factor (float rounding needs more room)
   T psd_tol = sizeof(T) == 4 ? T(1e-5) : T(1e-9);
   // Ruiz equilibration passes (0 = off): the iteration runs as if on the
@@ -141,10 +153,19 @@ IMPULSE_HD int qp_work_size(int n, int m) {
   return 2 * qp_work_round(n * n) + 5 * qp_work_round(n) + 7 * qp_work_round(m) + qp_work_round(1);
 }
 
+// Elements of the dense-iteration slices (QpSettings::dense_iteration):
+// H column-major n x (n + m + 1) with leading dimension round(n), and
+// u (n + m + 1).
+IMPULSE_HD int qp_work_dense_size(int n, int m) {
+  return qp_work_round(n) * (n + m + 1) + qp_work_round(n + m + 1);
+}
+
 // Host storage from std::vector is only 16-byte aligned: allocate
 // qp_work_host_size(n, m) elements and carve from qp_work_align(data), the
-// first 64-byte aligned element.
-inline int qp_work_host_size(int n, int m) { return qp_work_size(n, m) + 16; }
+// first 64-byte aligned element, with dense = true.
+inline int qp_work_host_size(int n, int m) {
+  return qp_work_size(n, m) + qp_work_dense_size(n, m) + 16;
+}
 template <class T>
 T* qp_work_align(T* p) {
   const auto a = reinterpret_cast<unsigned long long>(p);
@@ -156,7 +177,11 @@ template <class T, class S>
 struct QpWork {
   View<T, S> L, L_scratch, xt, x_prev, tmp_n, z, zt, y_prev, rho, rho_inv, tmp_m;
   View<T, S> dscale, sig, escale, cscale;  // equilibration D (n), σ_j (n), E (m), c (1)
-  IMPULSE_HD static QpWork carve(View<T, S> base, int n, int m) {
+  View<T, S> H, u;  // dense iteration (when `dense`): see QpSettings::dense_iteration
+  bool dense = false;
+  // dense: also carve the dense-iteration slices (the base then holds
+  // qp_work_size + qp_work_dense_size elements)
+  IMPULSE_HD static QpWork carve(View<T, S> base, int n, int m, bool dense = false) {
     QpWork w;
     int o = 0;
     auto next = [&](int len) {
@@ -179,6 +204,11 @@ struct QpWork {
     w.sig = next(n);
     w.escale = next(m);
     w.cscale = next(1);
+    if (dense) {
+      w.H = next(qp_work_round(n) * (n + m + 1));
+      w.u = next(n + m + 1);
+      w.dense = true;
+    }
     return w;
   }
 };
@@ -212,11 +242,53 @@ IMPULSE_HD InputFault qp_check_input(const QpShape& sh, const QpData<T, S>& d, Q
 
 namespace detail {
 
+// Dense-iteration operators (QpSettings::dense_iteration), contiguous
+// storage only (qp_dense_capable): the generic overloads are never called.
+template <class S, class SW, class SX>
+struct QpDenseCapable {
+  static constexpr bool value = false;
+};
+template <>
+struct QpDenseCapable<UnitStride, UnitStride, UnitStride> {
+  static constexpr bool value = true;
+};
+template <class T, class S, class SW>
+IMPULSE_HD void qp_dense_H(const QpShape&, const QpData<T, S>&, QpWork<T, SW>&) {}
+
+// H = [K⁻¹diag(σ) | K⁻¹Aᵀ | −K⁻¹q] from K⁻¹ in w.L (symmetric: its column j
+// is its contiguous row j). Column n + r is the combination of K⁻¹'s columns
+// that row r of A names.
+template <class T>
+IMPULSE_HD void qp_dense_H(const QpShape& sh, const QpData<T, UnitStride>& d,
+                           QpWork<T, UnitStride>& w) {
+  const int n = sh.n, m = sh.m(), ldn = qp_work_round(n);
+  const T* __restrict__ Ki = w.L.p;
+  T* __restrict__ H = w.H.p;
+  if (ldn > n)  // padding rows (the columns themselves are written whole below)
+    for (int j = 0; j < n + m + 1; ++j)
+      for (int i = n; i < ldn; ++i) H[j * ldn + i] = T(0);
+  for (int j = 0; j < n; ++j) {
+    T* __restrict__ col = H + j * ldn;
+    const T* __restrict__ kj = Ki + j * n;
+    const T sj = w.sig.p[j];
+    IMPULSE_SIMD
+    for (int i = 0; i < n; ++i) col[i] = kj[i] * sj;
+  }
+  for (int r = 0; r < m; ++r) {
+    const int k0 = sh.a.row_ptr[r];
+    combine_rows(n, sh.a.col + k0, d.A.p + k0, sh.a.row_ptr[r + 1] - k0, Ki, H + (n + r) * ldn);
+  }
+  T* __restrict__ col = H + (n + m) * ldn;
+  combine_rows(n, static_cast<const int*>(nullptr), d.q.p, n, Ki, col);
+  IMPULSE_SIMD
+  for (int i = 0; i < n; ++i) col[i] = -col[i];
+}
+
 // K = P + σI + Aᵀ diag(ρ) A (lower triangle) factored into w.L; with
 // explicit_inverse, w.L then holds K⁻¹ (full, symmetric).
 template <class T, class S, class SW>
 IMPULSE_HD bool qp_factor(const QpShape& sh, const QpData<T, S>& d, QpWork<T, SW>& w,
-                          bool explicit_inverse) {
+                          bool explicit_inverse, bool dense) {
   const int n = sh.n;
   for (int i = 0; i < n; ++i)
     for (int j = 0; j <= i; ++j) w.L[i * n + j] = d.P[i * n + j] + (i == j ? w.sig[i] : T(0));
@@ -229,8 +301,10 @@ IMPULSE_HD bool qp_factor(const QpShape& sh, const QpData<T, S>& d, QpWork<T, SW
       for (int l = k0; l <= k; ++l) w.L[row + sh.a.col[l]] += ak * d.A[l];
     }
   }
-  if (explicit_inverse) return spd_inverse_in_place(n, w.L, w.L_scratch);
-  return cholesky_in_place(n, w.L);
+  if (!explicit_inverse) return cholesky_in_place(n, w.L);
+  if (!spd_inverse_in_place(n, w.L, w.L_scratch)) return false;
+  if (dense) qp_dense_H(sh, d, w);
+  return true;
 }
 
 // set per-row rho from the scalar rho.
@@ -331,36 +405,11 @@ IMPULSE_HD void qp_equilibrate(const QpShape& sh, const QpData<T, S>& d, QpWork<
   for (int j = 0; j < n; ++j) w.sig[j] = sigma / (c * w.dscale[j] * w.dscale[j]);
 }
 
-// One ADMM iteration, fused into two passes (x-step; then per constraint row
-// z̃, relaxation, projection onto C and the y update):
-//   x̃ = K⁻¹(σ∘x − q + Aᵀ(ρ∘z − y)),  x ← αx̃ + (1−α)x,  v = αAx̃ + (1−α)z,
-//   z ← Π_C(v + y/ρ),  y ← y + ρ∘(v − z).
-template <class T, class S, class SW, class SX>
-IMPULSE_HD void qp_admm_step(const QpShape& sh, const QpData<T, S>& d, QpWork<T, SW>& w,
-                             View<T, SX> x, View<T, SX> y, T alpha, bool explicit_inverse) {
-  const int n = sh.n;
-  const CsrPattern& a = sh.a;
+// z ← Π_C(v + y/ρ), y ← y + ρ∘(v − z), with v_r = relaxed(r)
+template <class T, class S, class SW, class SX, class F>
+IMPULSE_HD void qp_update_rows(const QpShape& sh, const QpData<T, S>& d, QpWork<T, SW>& w,
+                               View<T, SX> y, F relaxed) {
   const ConeSpec& c = sh.cones;
-  const T beta = T(1) - alpha;
-  // right-hand side σ∘x − q + Aᵀ(ρ∘z − y) into tmp_n
-  for (int j = 0; j < n; ++j) w.tmp_n[j] = w.sig[j] * x[j] - d.q[j];
-  for (int r = 0; r < a.rows; ++r) {
-    const T t = w.rho[r] * w.z[r] - y[r];
-    for (int k = a.row_ptr[r]; k < a.row_ptr[r + 1]; ++k) w.tmp_n[a.col[k]] += d.A[k] * t;
-  }
-  if (explicit_inverse) {
-    dense_symv(n, w.L.as_const(), w.tmp_n.as_const(), w.xt);
-  } else {
-    for (int j = 0; j < n; ++j) w.xt[j] = w.tmp_n[j];
-    cholesky_solve_in_place(n, w.L.as_const(), w.xt);
-  }
-  for (int j = 0; j < n; ++j) x[j] = alpha * w.xt[j] + beta * x[j];
-  // rows: v = αAx̃ + (1−α)z, then project and update y
-  auto relaxed = [&](int r) {
-    T acc = T(0);
-    for (int k = a.row_ptr[r]; k < a.row_ptr[r + 1]; ++k) acc += d.A[k] * w.xt[a.col[k]];
-    return alpha * acc + beta * w.z[r];
-  };
   int r = 0;
   for (; r < c.n_zero; ++r) {  // z = b
     const T v = relaxed(r), zn = d.b[r];
@@ -383,6 +432,101 @@ IMPULSE_HD void qp_admm_step(const QpShape& sh, const QpData<T, S>& d, QpWork<T,
     y[r + 1] += w.rho[r + 1] * (v1 - z1);
     y[r + 2] += w.rho[r + 2] * (v2 - z2);
     w.z[r] = z0, w.z[r + 1] = z1, w.z[r + 2] = z2;
+  }
+}
+
+// One ADMM iteration, fused into two passes (x-step; then per constraint row
+// z̃, relaxation, projection onto C and the y update):
+//   x̃ = K⁻¹(σ∘x − q + Aᵀ(ρ∘z − y)),  x ← αx̃ + (1−α)x,  v = αAx̃ + (1−α)z,
+//   z ← Π_C(v + y/ρ),  y ← y + ρ∘(v − z).
+template <class T, class S, class SW, class SX>
+IMPULSE_HD void qp_admm_step(const QpShape& sh, const QpData<T, S>& d, QpWork<T, SW>& w,
+                             View<T, SX> x, View<T, SX> y, T alpha, bool explicit_inverse) {
+  const int n = sh.n;
+  const CsrPattern& a = sh.a;
+  const T beta = T(1) - alpha;
+  // right-hand side σ∘x − q + Aᵀ(ρ∘z − y) into tmp_n
+  for (int j = 0; j < n; ++j) w.tmp_n[j] = w.sig[j] * x[j] - d.q[j];
+  for (int r = 0; r < a.rows; ++r) {
+    const T t = w.rho[r] * w.z[r] - y[r];
+    for (int k = a.row_ptr[r]; k < a.row_ptr[r + 1]; ++k) w.tmp_n[a.col[k]] += d.A[k] * t;
+  }
+  if (explicit_inverse) {
+    dense_symv(n, w.L.as_const(), w.tmp_n.as_const(), w.xt);
+  } else {
+    for (int j = 0; j < n; ++j) w.xt[j] = w.tmp_n[j];
+    cholesky_solve_in_place(n, w.L.as_const(), w.xt);
+  }
+  for (int j = 0; j < n; ++j) x[j] = alpha * w.xt[j] + beta * x[j];
+  // rows: v = αAx̃ + (1−α)z, then project and update y
+  qp_update_rows(sh, d, w, y, [&](int r) {
+    T acc = T(0);
+    for (int k = a.row_ptr[r]; k < a.row_ptr[r + 1]; ++k) acc += d.A[k] * w.xt[a.col[k]];
+    return alpha * acc + beta * w.z[r];
+  });
+}
+
+// The dense iteration (QpSettings::dense_iteration): the same step as
+// qp_admm_step with x̃ = H·[x; ρ∘z − y; 1].
+template <class T, class S, class SW, class SX>
+IMPULSE_HD void qp_admm_step_dense(const QpShape&, const QpData<T, S>&, QpWork<T, SW>&,
+                                   View<T, SX>, View<T, SX>, T) {}
+template <class T>
+IMPULSE_HD void qp_admm_step_dense(const QpShape& sh, const QpData<T, UnitStride>& d,
+                                   QpWork<T, UnitStride>& w, View<T, UnitStride> x,
+                                   View<T, UnitStride> y, T alpha) {
+  const int n = sh.n, m = sh.m();
+  const T beta = T(1) - alpha;
+  T* __restrict__ u = w.u.p;
+  const T* __restrict__ rho = w.rho.p;
+  {
+    const T* __restrict__ z = w.z.p;
+    const T* __restrict__ yp = y.p;
+    for (int j = 0; j < n; ++j) u[j] = x.p[j];
+    IMPULSE_SIMD
+    for (int r = 0; r < m; ++r) u[n + r] = rho[r] * z[r] - yp[r];
+  }
+  u[n + m] = T(1);
+  gemv_colmajor(n, qp_work_round(n), n + m + 1, w.H.p, u, w.xt.p);
+  for (int j = 0; j < n; ++j) x.p[j] = alpha * w.xt.p[j] + beta * x.p[j];
+  csr_matvec(sh.a, d.A, w.xt.as_const(), w.zt);
+  // the rows, as qp_update_rows, with the zero and nonnegative rows in
+  // vector loops: stored one by one, z and y would stall the next
+  // iteration's vector loads of them (a narrow store cannot be forwarded to a
+  // wide load)
+  const ConeSpec& c = sh.cones;
+  const T* __restrict__ zt = w.zt.p;
+  const T* __restrict__ b = d.b.p;
+  const T* __restrict__ rho_inv = w.rho_inv.p;
+  T* __restrict__ zw = w.z.p;
+  T* __restrict__ yw = y.p;
+  IMPULSE_SIMD
+  for (int r = 0; r < c.n_zero; ++r) {
+    const T v = alpha * zt[r] + beta * zw[r];
+    yw[r] += rho[r] * (v - b[r]);
+    zw[r] = b[r];
+  }
+  IMPULSE_SIMD
+  for (int r = c.n_zero; r < c.n_zero + c.n_nonneg; ++r) {
+    const T v = alpha * zt[r] + beta * zw[r];
+    const T t = v + yw[r] * rho_inv[r];
+    const T zn = t < b[r] ? t : b[r];
+    yw[r] += rho[r] * (v - zn);
+    zw[r] = zn;
+  }
+  for (int k = 0; k < c.n_soc; ++k) {
+    const int r = c.soc_begin() + 3 * k;
+    const T v0 = alpha * zt[r] + beta * zw[r], v1 = alpha * zt[r + 1] + beta * zw[r + 1],
+            v2 = alpha * zt[r + 2] + beta * zw[r + 2];
+    T t = b[r] - (v0 + yw[r] * rho_inv[r]);
+    T u1 = b[r + 1] - (v1 + yw[r + 1] * rho_inv[r + 1]);
+    T u2 = b[r + 2] - (v2 + yw[r + 2] * rho_inv[r + 2]);
+    project_soc3(t, u1, u2);
+    const T z0 = b[r] - t, z1 = b[r + 1] - u1, z2 = b[r + 2] - u2;
+    yw[r] += rho[r] * (v0 - z0);
+    yw[r + 1] += rho[r + 1] * (v1 - z1);
+    yw[r + 2] += rho[r + 2] * (v2 - z2);
+    zw[r] = z0, zw[r + 1] = z1, zw[r + 2] = z2;
   }
 }
 
@@ -425,6 +569,9 @@ IMPULSE_HD_NOINLINE QpInfo<T> qp_admm_solve(const QpShape& sh, const QpData<T, S
     }
   }
 
+  const bool dense = detail::QpDenseCapable<S, SW, SX>::value && w.dense && st.dense_iteration &&
+                     st.explicit_inverse;
+
   // initial iterate: z = Ax for a warm start (OSQP's choice), zero otherwise
   if (warm) {
     csr_matvec(a, d.A, x.as_const(), w.z);
@@ -436,7 +583,7 @@ IMPULSE_HD_NOINLINE QpInfo<T> qp_admm_solve(const QpShape& sh, const QpData<T, S
   T rho = st.rho;
   detail::qp_equilibrate(sh, d, w, st.scaling_iters, st.sigma);
   detail::qp_set_rho(sh, w, rho, st.rho_eq_scale);
-  if (!detail::qp_factor(sh, d, w, st.explicit_inverse)) {
+  if (!detail::qp_factor(sh, d, w, st.explicit_inverse, dense)) {
     info.status = SolveStatus::kNumericalError;
     return info;
   }
@@ -459,7 +606,10 @@ IMPULSE_HD_NOINLINE QpInfo<T> qp_admm_solve(const QpShape& sh, const QpData<T, S
       for (int i = 0; i < m; ++i) w.y_prev[i] = y[i];
     }
 
-    detail::qp_admm_step(sh, d, w, x, y, alpha, st.explicit_inverse);
+    if (dense)
+      detail::qp_admm_step_dense(sh, d, w, x, y, alpha);
+    else
+      detail::qp_admm_step(sh, d, w, x, y, alpha, st.explicit_inverse);
 
     if (!check) continue;
 
@@ -591,7 +741,7 @@ IMPULSE_HD_NOINLINE QpInfo<T> qp_admm_solve(const QpShape& sh, const QpData<T, S
         rho = rho_new;
         last_check = 0;  // a new ρ: the rate so far says nothing of the next iterations
         detail::qp_set_rho(sh, w, rho, st.rho_eq_scale);
-        if (!detail::qp_factor(sh, d, w, st.explicit_inverse)) {
+        if (!detail::qp_factor(sh, d, w, st.explicit_inverse, dense)) {
           status = SolveStatus::kNumericalError;
           break;
         }

@@ -1,6 +1,7 @@
 // The small dense kernels under the QP solver, against Eigen: the SPD inverse
 // (Gauss-Jordan on contiguous storage, Cholesky + inverse on batch-strided
-// views), the Cholesky factor, and the finite-value scan.
+// views), the Cholesky factor, the finite-value scan, and the products of the
+// dense ADMM iteration (column-major matrix-vector product, row combination).
 #include <gtest/gtest.h>
 
 #include <Eigen/Dense>
@@ -109,6 +110,62 @@ TEST(DenseKernels, AllFiniteFindsNanAndInfAnywhere) {
   EXPECT_TRUE(all_finite(21, unit_view<const float>(f.data())));
   f[20] = std::numeric_limits<float>::infinity();
   EXPECT_FALSE(all_finite(21, unit_view<const float>(f.data())));
+}
+
+// every chunk path (32-row and 16-row chunks, column counts not multiples of
+// the accumulator groups), in both precisions
+TEST(DenseKernels, ColumnMajorProductMatchesEigen) {
+  std::mt19937_64 rng(11);
+  std::normal_distribution<double> g;
+  for (int rows : {1, 5, 16, 20, 32, 33, 48, 88, 96}) {
+    for (int cols : {1, 2, 3, 7, 32, 121}) {
+      const int ld = (rows + 15) / 16 * 16;
+      Eigen::MatrixXd M = Eigen::MatrixXd::NullaryExpr(rows, cols, [&]() { return g(rng); });
+      Eigen::VectorXd u = Eigen::VectorXd::NullaryExpr(cols, [&]() { return g(rng); });
+      std::vector<double> Md(size_t(ld) * cols, 0.0), ud(u.data(), u.data() + cols), out(ld, 7.0);
+      std::vector<float> Mf(size_t(ld) * cols, 0.0f), uf(cols), outf(ld, 7.0f);
+      for (int j = 0; j < cols; ++j) {
+        uf[j] = float(u(j));
+        for (int i = 0; i < rows; ++i) Md[size_t(j) * ld + i] = M(i, j), Mf[size_t(j) * ld + i] = float(M(i, j));
+      }
+      gemv_colmajor(rows, ld, cols, Md.data(), ud.data(), out.data());
+      gemv_colmajor(rows, ld, cols, Mf.data(), uf.data(), outf.data());
+      const Eigen::VectorXd ref = M * u;
+      const double scale = M.cwiseAbs().maxCoeff() * u.cwiseAbs().sum();
+      for (int i = 0; i < rows; ++i) {
+        EXPECT_NEAR(out[i], ref(i), 1e-14 * scale) << rows << "x" << cols << " row " << i;
+        EXPECT_NEAR(outf[i], ref(i), 1e-6 * scale) << rows << "x" << cols << " row " << i;
+      }
+      for (int i = rows; i < ld; ++i) EXPECT_EQ(out[i], 0.0) << "padding row " << i;
+    }
+  }
+}
+
+TEST(DenseKernels, RowCombinationMatchesEigen) {
+  std::mt19937_64 rng(12);
+  std::normal_distribution<double> g;
+  for (int n : {1, 3, 16, 20, 32, 64}) {
+    Mat M = Mat::NullaryExpr(n, n, [&]() { return g(rng); });
+    for (int cnt : {0, 1, 2, 3, 4, 5, 8, 9, 25}) {
+      std::vector<int> idx(cnt);
+      std::vector<double> vals(cnt);
+      Eigen::VectorXd ref = Eigen::VectorXd::Zero(n), ref_first = Eigen::VectorXd::Zero(n);
+      for (int k = 0; k < cnt; ++k) {
+        idx[k] = int(rng() % unsigned(n));
+        vals[k] = g(rng);
+        ref += vals[k] * M.row(idx[k]).transpose();
+        if (k < n) ref_first += vals[k] * M.row(k).transpose();
+      }
+      std::vector<double> out(n, 7.0), out_first(n, 7.0);
+      combine_rows(n, idx.data(), vals.data(), cnt, M.data(), out.data());
+      const int first = std::min(cnt, n);  // idx == nullptr: rows 0 .. cnt-1
+      combine_rows(n, static_cast<const int*>(nullptr), vals.data(), first, M.data(), out_first.data());
+      for (int i = 0; i < n; ++i) {
+        EXPECT_NEAR(out[i], ref(i), 1e-13 * (1.0 + cnt)) << "n " << n << " cnt " << cnt;
+        EXPECT_NEAR(out_first[i], ref_first(i), 1e-13 * (1.0 + cnt)) << "n " << n << " cnt " << cnt;
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -316,6 +316,46 @@ TEST(QpAdmm, ValueIsTheLagrangianAndBeatsTheObjectiveAtLooseTolerance) {
 // Predicted checks stop the cube QP at (or near) the iteration where it
 // converges instead of the next multiple of check_every: fewer iterations on
 // average than the fixed schedule, every problem solved either way.
+// The dense x-step (QpSettings::dense_iteration, the host default) is the
+// sparse one's arithmetic in another order: the same iterates up to
+// rounding, so the same iteration counts and, at a tight tolerance, the same
+// optimum. Sizes with and without padding rows in H (n = 5, 20: leading
+// dimension 16, 32), all three cone types, the two cube QPs.
+TEST(QpAdmm, DenseIterationAgreesWithSparse) {
+  const GeneratedQps sets[] = {cube_loss_batch(50, FrictionModel::kCone, 41),
+                               cube_loss_batch(50, FrictionModel::kOctagon, 42),
+                               random_qp_batch(50, 5, cones(1, 6, 2), 43),
+                               random_qp_batch(50, 20, cones(3, 24, 4), 44)};
+  for (const GeneratedQps& g : sets) {
+    const QpBatch<double>& bt = g.batch;
+    for (const QpSettings<double>& base : {QpSettings<double>{}, tight()}) {
+      QpSettings<double> dense = base, sparse = base;
+      dense.dense_iteration = true;
+      sparse.dense_iteration = false;
+      QpSolutions<double> a, b;
+      solve_batch(bt, dense, BatchOptions{}, a);
+      solve_batch(bt, sparse, BatchOptions{}, b);
+      int same_iters = 0;
+      for (int k = 0; k < bt.size; ++k) {
+        SCOPED_TRACE("n " + std::to_string(bt.n) + " problem " + std::to_string(k));
+        ASSERT_EQ(a.status[k], SolveStatus::kSolved);
+        ASSERT_EQ(b.status[k], SolveStatus::kSolved);
+        same_iters += a.iterations[k] == b.iterations[k];
+        const double scale = 1.0 + std::abs(b.objective[k]);
+        EXPECT_NEAR(a.objective[k], b.objective[k], (base.eps_abs > 1e-8 ? 1e-4 : 1e-7) * scale);
+        if (base.eps_abs < 1e-8) {
+          const auto r = testing::kkt_residuals(bt, k, &a.x[size_t(k) * bt.n], &a.y[size_t(k) * bt.m()]);
+          EXPECT_LT(r.stationarity, 1e-6);
+          EXPECT_LT(r.primal, 1e-6);
+          EXPECT_LT(r.dual, 1e-6);
+        }
+      }
+      // rounding can move a stop across a check, rarely
+      EXPECT_GE(same_iters, bt.size * 9 / 10) << "n " << bt.n;
+    }
+  }
+}
+
 TEST(QpAdmm, PredictedChecksStopSoonerOnTheCubeQp) {
   const GeneratedQps g = cube_loss_batch(200, FrictionModel::kCone, 31);
   QpSettings<double> on, off;
