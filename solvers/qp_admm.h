@@ -153,11 +153,19 @@ IMPULSE_HD int qp_work_size(int n, int m) {
   return 2 * qp_work_round(n * n) + 5 * qp_work_round(n) + 7 * qp_work_round(m) + qp_work_round(1);
 }
 
+// Rows of A with at least kQpLongRow entries (at most kQpLongRowsMax of
+// them, the first in order) are also kept dense, column-major with leading
+// dimension 16, in the dense-iteration workspace: their products with a
+// vector are one small dense product instead of scalar gathers (the cube
+// QPs' eight penetration rows hold half of A's entries).
+constexpr int kQpLongRow = 8;
+constexpr int kQpLongRowsMax = 16;
+
 // Elements of the dense-iteration slices (QpSettings::dense_iteration):
-// H column-major n x (n + m + 1) with leading dimension round(n), and
-// u (n + m + 1).
+// H column-major n x (n + m + 1) with leading dimension round(n),
+// u (n + m + 1), and the long rows of A (16 x n).
 IMPULSE_HD int qp_work_dense_size(int n, int m) {
-  return qp_work_round(n) * (n + m + 1) + qp_work_round(n + m + 1);
+  return qp_work_round(n) * (n + m + 1) + qp_work_round(n + m + 1) + 16 * n;
 }
 
 // Host storage from std::vector is only 16-byte aligned: allocate
@@ -177,7 +185,7 @@ template <class T, class S>
 struct QpWork {
   View<T, S> L, L_scratch, xt, x_prev, tmp_n, z, zt, y_prev, rho, rho_inv, tmp_m;
   View<T, S> dscale, sig, escale, cscale;  // equilibration D (n), σ_j (n), E (m), c (1)
-  View<T, S> H, u;  // dense iteration (when `dense`): see QpSettings::dense_iteration
+  View<T, S> H, u, Alr;  // dense iteration (when `dense`): see QpSettings::dense_iteration
   bool dense = false;
   // dense: also carve the dense-iteration slices (the base then holds
   // qp_work_size + qp_work_dense_size elements)
@@ -207,6 +215,7 @@ struct QpWork {
     if (dense) {
       w.H = next(qp_work_round(n) * (n + m + 1));
       w.u = next(n + m + 1);
+      w.Alr = next(16 * n);
       w.dense = true;
     }
     return w;
@@ -253,6 +262,8 @@ struct QpDenseCapable<UnitStride, UnitStride, UnitStride> {
 };
 template <class T, class S, class SW>
 IMPULSE_HD void qp_dense_H(const QpShape&, const QpData<T, S>&, QpWork<T, SW>&) {}
+template <class T, class S, class SW>
+IMPULSE_HD void qp_dense_setup(const QpShape&, const QpData<T, S>&, QpWork<T, SW>&) {}
 
 // H = [K⁻¹diag(σ) | K⁻¹Aᵀ | −K⁻¹q] from K⁻¹ in w.L (symmetric: its column j
 // is its contiguous row j). Column n + r is the combination of K⁻¹'s columns
@@ -281,6 +292,70 @@ IMPULSE_HD void qp_dense_H(const QpShape& sh, const QpData<T, UnitStride>& d,
   combine_rows(n, static_cast<const int*>(nullptr), d.q.p, n, Ki, col);
   IMPULSE_SIMD
   for (int i = 0; i < n; ++i) col[i] = -col[i];
+}
+
+// the long rows of A (kQpLongRow) into w.Alr, column-major, padding zero
+template <class T>
+IMPULSE_HD void qp_long_rows_build(const QpShape& sh, const QpData<T, UnitStride>& d,
+                                   QpWork<T, UnitStride>& w) {
+  T* __restrict__ blk = w.Alr.p;
+  for (int i = 0; i < 16 * sh.n; ++i) blk[i] = T(0);
+  int i = 0;
+  for (int r = 0; r < sh.a.rows && i < kQpLongRowsMax; ++r) {
+    const int k0 = sh.a.row_ptr[r], k1 = sh.a.row_ptr[r + 1];
+    if (k1 - k0 < kQpLongRow) continue;
+    for (int k = k0; k < k1; ++k) blk[sh.a.col[k] * 16 + i] = d.A.p[k];
+    ++i;
+  }
+}
+
+// out = A v: the long rows as one dense product (into scratch, 16
+// elements), the others by scalar gathers
+template <class T>
+IMPULSE_HD void qp_long_rows_Ax(const QpShape& sh, const QpData<T, UnitStride>& d,
+                                const QpWork<T, UnitStride>& w, const T* __restrict__ v,
+                                T* __restrict__ out, T* __restrict__ scratch) {
+  const int* __restrict__ rp = sh.a.row_ptr;
+  const int* __restrict__ col = sh.a.col;
+  const T* __restrict__ A = d.A.p;
+  int nl = 0;
+  for (int r = 0; r < sh.a.rows; ++r) {
+    const int k0 = rp[r], k1 = rp[r + 1];
+    if (k1 - k0 >= kQpLongRow && nl < kQpLongRowsMax) {
+      ++nl;
+      continue;
+    }
+    T acc = T(0);
+    for (int k = k0; k < k1; ++k) acc += A[k] * v[col[k]];
+    out[r] = acc;
+  }
+  if (nl == 0) return;
+  gemv_colmajor(nl, 16, sh.n, w.Alr.p, v, scratch);
+  int i = 0;
+  for (int r = 0; r < sh.a.rows && i < nl; ++r)
+    if (rp[r + 1] - rp[r] >= kQpLongRow) out[r] = scratch[i++];
+}
+
+// out = A v on any storage; with the dense workspace, qp_long_rows_Ax
+template <class T, class S, class SW, class SV, class SO>
+IMPULSE_HD void qp_Ax(const QpShape& sh, const QpData<T, S>& d, const QpWork<T, SW>&, bool,
+                      View<const T, SV> v, View<T, SO> out) {
+  csr_matvec(sh.a, d.A, v, out);
+}
+template <class T>
+IMPULSE_HD void qp_Ax(const QpShape& sh, const QpData<T, UnitStride>& d,
+                      const QpWork<T, UnitStride>& w, bool dense, View<const T, UnitStride> v,
+                      View<T, UnitStride> out) {
+  if (dense)
+    qp_long_rows_Ax(sh, d, w, v.p, out.p, w.u.p);
+  else
+    csr_matvec(sh.a, d.A, v, out);
+}
+
+template <class T>
+IMPULSE_HD void qp_dense_setup(const QpShape& sh, const QpData<T, UnitStride>& d,
+                               QpWork<T, UnitStride>& w) {
+  qp_long_rows_build(sh, d, w);
 }
 
 // w.L ← K = P + diag(σ) + Aᵀ diag(ρ) A, lower triangle (the upper one is
@@ -392,6 +467,25 @@ IMPULSE_HD void qp_rescale(int len, View<T, UnitStride> dst, View<const T, UnitS
   }
 }
 
+// w.xt_j = max_r E_r·|A_rj|·D_j (column norms of E A D) and w.tmp_m_r =
+// E_r·max_j |A_rj|·D_j (row norms)
+template <class T, class S, class SW>
+IMPULSE_HD void qp_A_norms(const QpShape& sh, const QpData<T, S>& d, QpWork<T, SW>& w) {
+  const CsrPattern& a = sh.a;
+  for (int j = 0; j < sh.n; ++j) w.xt[j] = T(0);
+  for (int r = 0; r < a.rows; ++r) {
+    const T er = w.escale[r];
+    T rn = T(0);
+    for (int k = a.row_ptr[r]; k < a.row_ptr[r + 1]; ++k) {
+      const int j = a.col[k];
+      const T v = abs_of(d.A[k]) * w.dscale[j];
+      rn = max_of(rn, v);
+      w.xt[j] = max_of(w.xt[j], v * er);
+    }
+    w.tmp_m[r] = rn * er;
+  }
+}
+
 // Ruiz equilibration of [P Aᵀ; A 0] (infinity norms) and cost scaling, as
 // OSQP does, without forming the scaled data: D (w.dscale), E (w.escale,
 // one factor per second-order cone), c (w.cscale[0]) and σ_j = σ/(c·D_j²)
@@ -400,7 +494,6 @@ template <class T, class S, class SW>
 IMPULSE_HD void qp_equilibrate(const QpShape& sh, const QpData<T, S>& d, QpWork<T, SW>& w,
                                int iters, T sigma) {
   const int n = sh.n, m = sh.m();
-  const CsrPattern& a = sh.a;
   for (int j = 0; j < n; ++j) w.dscale[j] = T(1);
   for (int i = 0; i < m; ++i) w.escale[i] = T(1);
   T c = T(1);
@@ -424,18 +517,7 @@ IMPULSE_HD void qp_equilibrate(const QpShape& sh, const QpData<T, S>& d, QpWork<
     }
     if (it == iters) break;
     // column and row norms of E A D
-    for (int j = 0; j < n; ++j) w.xt[j] = T(0);
-    for (int r = 0; r < m; ++r) {
-      const T er = w.escale[r];
-      T rn = T(0);
-      for (int k = a.row_ptr[r]; k < a.row_ptr[r + 1]; ++k) {
-        const int j = a.col[k];
-        const T v = abs_of(d.A[k]) * w.dscale[j];
-        rn = max_of(rn, v);
-        w.xt[j] = max_of(w.xt[j], v * er);
-      }
-      w.tmp_m[r] = rn * er;
-    }
+    qp_A_norms(sh, d, w);
     for (int k = 0; k < sh.cones.n_soc; ++k) {  // one factor per cone
       const int r = sh.cones.soc_begin() + 3 * k;
       const T v = max_of(w.tmp_m[r], max_of(w.tmp_m[r + 1], w.tmp_m[r + 2]));
@@ -533,7 +615,7 @@ IMPULSE_HD void qp_admm_step_dense(const QpShape& sh, const QpData<T, UnitStride
   u[n + m] = T(1);
   gemv_colmajor(n, qp_work_round(n), n + m + 1, w.H.p, u, w.xt.p);
   for (int j = 0; j < n; ++j) x.p[j] = alpha * w.xt.p[j] + beta * x.p[j];
-  csr_matvec(sh.a, d.A, w.xt.as_const(), w.zt);
+  qp_long_rows_Ax(sh, d, w, w.xt.p, w.zt.p, u);  // u is free again
   // the rows, as qp_update_rows, with the zero and nonnegative rows in
   // vector loops: stored one by one, z and y would stall the next
   // iteration's vector loads of them (a narrow store cannot be forwarded to a
@@ -616,9 +698,11 @@ IMPULSE_HD_NOINLINE QpInfo<T> qp_admm_solve(const QpShape& sh, const QpData<T, S
   const bool dense = detail::QpDenseCapable<S, SW, SX>::value && w.dense && st.dense_iteration &&
                      st.explicit_inverse;
 
+  if (dense) detail::qp_dense_setup(sh, d, w);
+
   // initial iterate: z = Ax for a warm start (OSQP's choice), zero otherwise
   if (warm) {
-    csr_matvec(a, d.A, x.as_const(), w.z);
+    detail::qp_Ax(sh, d, w, dense, x.as_const(), w.z);
   } else {
     for (int i = 0; i < n; ++i) x[i] = T(0);
     for (int i = 0; i < m; ++i) y[i] = T(0), w.z[i] = T(0);
@@ -658,7 +742,7 @@ IMPULSE_HD_NOINLINE QpInfo<T> qp_admm_solve(const QpShape& sh, const QpData<T, S
     if (!check) continue;
 
     // residuals: r_prim = Ax − z, r_dual = Px + q + Aᵀy
-    csr_matvec(a, d.A, x.as_const(), w.tmp_m);
+    detail::qp_Ax(sh, d, w, dense, x.as_const(), w.tmp_m);
     T ax_norm = T(0), z_norm = T(0);
     T sp_res = T(0), sax_norm = T(0), sz_norm = T(0);  // scaled by E, for ρ
     prim_res = T(0);
