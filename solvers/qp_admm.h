@@ -358,6 +358,49 @@ IMPULSE_HD void qp_dense_setup(const QpShape& sh, const QpData<T, UnitStride>& d
   qp_long_rows_build(sh, d, w);
 }
 
+// out = Aᵀ v on any storage; with the dense workspace, the long
+// rows' part as n dot products of length 16 with their entries of v
+template <class T, class S, class SW, class SV, class SO>
+IMPULSE_HD void qp_Aty(const QpShape& sh, const QpData<T, S>& d, const QpWork<T, SW>&, bool,
+                       View<const T, SV> v, View<T, SO> out) {
+  csr_matvec_t(sh.a, d.A, v, out);
+}
+template <class T>
+IMPULSE_HD void qp_Aty(const QpShape& sh, const QpData<T, UnitStride>& d,
+                       const QpWork<T, UnitStride>& w, bool dense, View<const T, UnitStride> v,
+                       View<T, UnitStride> out) {
+  if (!dense) {
+    csr_matvec_t(sh.a, d.A, v, out);
+    return;
+  }
+  const int n = sh.n;
+  const int* __restrict__ rp = sh.a.row_ptr;
+  const int* __restrict__ col = sh.a.col;
+  const T* __restrict__ A = d.A.p;
+  T* __restrict__ o = out.p;
+  T* __restrict__ v16 = w.u.p;  // v on the long rows, zero padded
+  for (int j = 0; j < n; ++j) o[j] = T(0);
+  int nl = 0;
+  for (int r = 0; r < sh.a.rows; ++r) {
+    const int k0 = rp[r], k1 = rp[r + 1];
+    if (k1 - k0 >= kQpLongRow && nl < kQpLongRowsMax) {
+      v16[nl++] = v.p[r];
+      continue;
+    }
+    const T vr = v.p[r];
+    for (int k = k0; k < k1; ++k) o[col[k]] += A[k] * vr;
+  }
+  if (nl == 0) return;
+  for (int i = nl; i < 16; ++i) v16[i] = T(0);
+  for (int j = 0; j < n; ++j) {
+    const T* __restrict__ c = w.Alr.p + j * 16;
+    T acc = T(0);
+    IMPULSE_SIMD_REDUCE(acc)
+    for (int i = 0; i < 16; ++i) acc += c[i] * v16[i];
+    o[j] += acc;
+  }
+}
+
 // w.L ← K = P + diag(σ) + Aᵀ diag(ρ) A, lower triangle (the upper one is
 // left as scratch).
 template <class T, class S, class SW>
@@ -746,6 +789,7 @@ IMPULSE_HD_NOINLINE QpInfo<T> qp_admm_solve(const QpShape& sh, const QpData<T, S
     T ax_norm = T(0), z_norm = T(0);
     T sp_res = T(0), sax_norm = T(0), sz_norm = T(0);  // scaled by E, for ρ
     prim_res = T(0);
+    IMPULSE_SIMD_MAX(prim_res, ax_norm, z_norm, sp_res, sax_norm, sz_norm)
     for (int i = 0; i < m; ++i) {
       const T e = w.escale[i];
       const T r = abs_of(w.tmp_m[i] - w.z[i]), ax = abs_of(w.tmp_m[i]), zz = abs_of(w.z[i]);
@@ -757,10 +801,11 @@ IMPULSE_HD_NOINLINE QpInfo<T> qp_admm_solve(const QpShape& sh, const QpData<T, S
       sz_norm = max_of(sz_norm, e * zz);
     }
     dense_symv(n, d.P, x.as_const(), w.tmp_n);  // P is symmetric
-    csr_matvec_t(a, d.A, y.as_const(), w.xt);  // x̃ is free again
+    detail::qp_Aty(sh, d, w, dense, y.as_const(), w.xt);  // x̃ is free again
     T px_norm = T(0), aty_norm = T(0), q_norm = T(0);
     T sd_res = T(0), spx_norm = T(0), saty_norm = T(0), sq_norm = T(0);  // scaled by D
     dual_res = T(0);
+    IMPULSE_SIMD_MAX(dual_res, px_norm, aty_norm, q_norm, sd_res, spx_norm, saty_norm, sq_norm)
     for (int i = 0; i < n; ++i) {
       const T dd = w.dscale[i];
       const T r = abs_of(w.tmp_n[i] + d.q[i] + w.xt[i]), px = abs_of(w.tmp_n[i]),
@@ -798,15 +843,16 @@ IMPULSE_HD_NOINLINE QpInfo<T> qp_admm_solve(const QpShape& sh, const QpData<T, S
 
     // primal infeasibility: δy ∈ K*, Aᵀδy ≈ 0, bᵀδy < 0
     {
-      T dy_norm = T(0);
+      T dy_norm = T(0), bdy = T(0);
+      IMPULSE_SIMD_MAX_SUM(dy_norm, bdy)
       for (int i = 0; i < m; ++i) {
-        w.tmp_m[i] = y[i] - w.y_prev[i];
-        dy_norm = max_of(dy_norm, abs_of(w.tmp_m[i]));
+        const T dy = y[i] - w.y_prev[i];
+        w.tmp_m[i] = dy;
+        dy_norm = max_of(dy_norm, abs_of(dy));
+        bdy += d.b[i] * dy;
       }
-      if (dy_norm > T(0)) {
-        const T tol = st.eps_pinf * dy_norm;
-        T bdy = T(0);
-        for (int i = 0; i < m; ++i) bdy += d.b[i] * w.tmp_m[i];
+      const T tol = st.eps_pinf * dy_norm;
+      if (dy_norm > T(0) && bdy < -tol) {
         bool in_dual_cone = true;
         for (int i = sh.cones.n_zero; i < sh.cones.soc_begin(); ++i)
           if (w.tmp_m[i] < -tol) in_dual_cone = false;
@@ -815,7 +861,7 @@ IMPULSE_HD_NOINLINE QpInfo<T> qp_admm_solve(const QpShape& sh, const QpData<T, S
           if (soc3_violation(w.tmp_m[r], w.tmp_m[r + 1], w.tmp_m[r + 2]) > tol)
             in_dual_cone = false;
         }
-        if (in_dual_cone && bdy < -tol) {
+        if (in_dual_cone) {
           csr_matvec_t(a, d.A, w.tmp_m.as_const(), w.tmp_n);
           if (norm_inf(n, w.tmp_n.as_const()) <= tol) {
             status = SolveStatus::kPrimalInfeasible;
@@ -826,15 +872,16 @@ IMPULSE_HD_NOINLINE QpInfo<T> qp_admm_solve(const QpShape& sh, const QpData<T, S
     }
     // dual infeasibility: Pδx ≈ 0, qᵀδx < 0, Aδx ∈ −K
     {
-      T dx_norm = T(0);
+      T dx_norm = T(0), qdx = T(0);
+      IMPULSE_SIMD_MAX_SUM(dx_norm, qdx)
       for (int i = 0; i < n; ++i) {
-        w.xt[i] = x[i] - w.x_prev[i];
-        dx_norm = max_of(dx_norm, abs_of(w.xt[i]));
+        const T dx = x[i] - w.x_prev[i];
+        w.xt[i] = dx;
+        dx_norm = max_of(dx_norm, abs_of(dx));
+        qdx += d.q[i] * dx;
       }
+      const T tol = st.eps_dinf * dx_norm;
       if (dx_norm > T(0)) {
-        const T tol = st.eps_dinf * dx_norm;
-        T qdx = T(0);
-        for (int i = 0; i < n; ++i) qdx += d.q[i] * w.xt[i];
         if (qdx < -tol) {
           csr_matvec(a, d.A, w.xt.as_const(), w.tmp_m);
           bool in_recession = true;

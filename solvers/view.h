@@ -47,12 +47,14 @@ IMPULSE_HD View<T, RunStride> strided_view(T* p, int s) {
 // reproducible for one binary). Expands to nothing under nvcc.
 #if defined(__CUDACC__)
 #define IMPULSE_SIMD_REDUCE(var)
-#define IMPULSE_SIMD_MAX(var)
+#define IMPULSE_SIMD_MAX(...)
+#define IMPULSE_SIMD_MAX_SUM(mx, sm)
 #define IMPULSE_SIMD
 #else
 #define IMPULSE_PRAGMA(x) _Pragma(#x)
 #define IMPULSE_SIMD_REDUCE(var) IMPULSE_PRAGMA(omp simd reduction(+ : var))
-#define IMPULSE_SIMD_MAX(var) IMPULSE_PRAGMA(omp simd reduction(max : var))
+#define IMPULSE_SIMD_MAX(...) IMPULSE_PRAGMA(omp simd reduction(max : __VA_ARGS__))
+#define IMPULSE_SIMD_MAX_SUM(mx, sm) IMPULSE_PRAGMA(omp simd reduction(max : mx) reduction(+ : sm))
 #define IMPULSE_SIMD IMPULSE_PRAGMA(omp simd)
 #endif
 
