@@ -140,13 +140,13 @@ IMPULSE_STATUS = {0: "not_run", 1: "solved", 2: "inaccurate", 3: "max_iter",
                   4: "prim_infeas", 5: "dual_infeas", 6: "numerical", 7: "invalid"}
 
 
-def solve_impulse(impulse, in_path, out_path, eps, max_iter, repeat):
+def solve_impulse(impulse, in_path, out_path, eps, max_iter, repeat, precision="double"):
     """Per-problem time: minimum over `repeat` runs of solve_us (µs)."""
     import numpy as np
     best = None
     for _ in range(repeat):
         run_cmd([impulse, "solve-batch", "--in", in_path, "--out", out_path,
-                 "--backend", "cpu", "--threads", "1", "--precision", "double",
+                 "--backend", "cpu", "--threads", "1", "--precision", precision,
                  "--eps", repr(eps), "--max-iter", str(max_iter), "--time-each"])
         with np.load(out_path) as z:
             sol = {k: z[k] for k in z.files}
@@ -286,7 +286,8 @@ def section(name, eps, batch, results, note):
               "max abs Δobj vs impulse | max abs Δobj vs ref_obj |",
               "|---|---|---|---|---|---|---|---|---|"]
     summary = {"set": name, "eps": eps}
-    for key, label in (("impulse", "impulse (1 thread)"), ("osqp", "OSQP"),
+    for key, label in (("impulse", "impulse (1 thread)"),
+                       ("impulse_f", "impulse in float (1 thread)"), ("osqp", "OSQP"),
                        ("proxqp", "ProxQP dense")):
         if key not in results:
             continue
@@ -299,11 +300,19 @@ def section(name, eps, batch, results, note):
             fmt_t(np.median(r["t_total"])), fmt_t(np.percentile(r["t_total"], 90)),
             int(np.median(r["iters"])), unsolved(r),
             "—" if key == "impulse" else fmt_e(d_imp), fmt_e(d_ref)))
-        if key != "impulse":
+        if key not in ("impulse", "impulse_f"):
             rs = float(np.median(r["t_solve"] / imp["t_solve"]))
             rt = float(np.median(r["t_total"] / imp["t_solve"]))
             summary[key] = (rs, rt)
     lines.append("")
+    if "impulse_f" in results and "osqp" in results:
+        summary["osqp_f"] = float(np.median(results["osqp"]["t_total"] /
+                                            results["impulse_f"]["t_solve"]))
+        summary["imp_f_med"] = float(np.median(results["impulse_f"]["t_solve"]))
+        lines.append("- median per-problem ratio OSQP (set-up + solve) / impulse in float: "
+                     "**%.2f**" % summary["osqp_f"])
+    elif "impulse_f" in results:
+        summary["imp_f_med"] = float(np.median(results["impulse_f"]["t_solve"]))
     for key, label, sl in (("osqp", "OSQP", "solve_time (set-up excluded)"),
                            ("proxqp", "ProxQP", "solve_time")):
         if key in summary:
@@ -383,6 +392,8 @@ def main():
                     default=["real-train", "real-gt", "cube-loss-octagon", "cube-loss"],
                     choices=["real-train", "real-gt", "cube-loss-octagon", "cube-loss"])
     ap.add_argument("--no-proxsuite", action="store_true", help="skip ProxQP")
+    ap.add_argument("--float", action="store_true",
+                    help="also time impulse in single precision (same eps)")
     ap.add_argument("--no-install", action="store_true", help="never pip-install")
     ap.add_argument("--out", default=None, help="markdown report (default "
                     "bench/results/anchor_osqp_<date>.md)")
@@ -434,6 +445,11 @@ def main():
                 results = {"impulse": solve_impulse(impulse, path,
                                                     os.path.join(work, name + "_sol.npz"),
                                                     eps, args.max_iter, args.repeat)}
+                if args.float:
+                    print(" impulse float ...", end="", flush=True)
+                    results["impulse_f"] = solve_impulse(
+                        impulse, path, os.path.join(work, name + "_solf.npz"), eps,
+                        args.max_iter, args.repeat, "float")
                 if polyhedral:
                     print(" osqp ...", end="", flush=True)
                     results["osqp"] = solve_osqp(batch, eps, args.max_iter, args.repeat)
@@ -456,7 +472,9 @@ def main():
     md += ["## How it is measured", "",
            "- Every solver sees the same problems (the batch file impulse reads). impulse: "
            "`solve-batch --backend cpu --threads 1 --precision double --eps E "
-           "--max-iter %d --time-each`; time = `solve_us`." % args.max_iter,
+           "--max-iter %d --time-each`; time = `solve_us`.%s" % (
+               args.max_iter, " With --float, also `--precision float` (same eps), "
+               "a second impulse row." if args.float else ""),
            "- **impulse's `solve_us` includes its own set-up (forming and factorizing "
            "P + σI + AᵀρA).** OSQP's `info.solve_time` excludes set-up (scaling, KKT "
            "factorization: `info.setup_time`), so two ratios are given: OSQP solve only, "
@@ -483,8 +501,11 @@ def main():
            "| set | eps | impulse median µs | OSQP solve median µs | OSQP setup+solve "
            "median µs | median OSQP solve / impulse | median OSQP (setup+solve) / impulse |"
            + (" median ProxQP solve / impulse | median ProxQP run / impulse |"
-              if have_prox else ""),
-           "|---|---|---|---|---|---|---|" + ("---|---|" if have_prox else "")]
+              if have_prox else "")
+           + (" impulse float median µs | median OSQP (setup+solve) / impulse float |"
+              if args.float else ""),
+           "|---|---|---|---|---|---|---|" + ("---|---|" if have_prox else "")
+           + ("---|---|" if args.float else "")]
     for s in summaries:
         row = "| %s | %g | %s |" % (s["set"], s["eps"], fmt_t(s["imp_med"]))
         if "osqp" in s:
@@ -494,6 +515,9 @@ def main():
             row += " n/a (SOC) | n/a | n/a | n/a |"
         if have_prox:
             row += (" %.2f | %.2f |" % s["proxqp"] if "proxqp" in s else " n/a | n/a |")
+        if args.float:
+            row += " %s | %s |" % (fmt_t(s["imp_f_med"]) if "imp_f_med" in s else "—",
+                                   "%.2f" % s["osqp_f"] if "osqp_f" in s else "n/a")
         md.append(row)
     md += ["", "## Per set and tolerance", ""] + sections
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
