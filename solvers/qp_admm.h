@@ -15,8 +15,10 @@
 //
 // The factorization is dense (n ≤ ~64); A is sparse with a pattern shared by
 // the whole batch. Allocation: none; the caller provides a workspace of
-// qp_work_size(n, m) elements. Determinism: the same inputs give bitwise the
-// same outputs on one backend.
+// qp_work_size(n, m) elements (the GPU kernels), or on the host
+// qp_work_host_size(n, m) carved with dense = true, which adds the slices of
+// the dense x-step (QpSettings::dense_iteration). Determinism: the same inputs
+// give bitwise the same outputs on one backend.
 #pragma once
 
 #include "solvers/cones.h"
