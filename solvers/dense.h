@@ -314,7 +314,25 @@ template <class T>
 IMPULSE_HD void dense_col_absmax_scaled_raw(int n, const T* __restrict__ M, const T* __restrict__ D,
                                             T c, T* __restrict__ out) {
   for (int j = 0; j < n; ++j) out[j] = T(0);
-  for (int i = 0; i < n; ++i) {
+  int i = 0;
+  for (; i + 4 <= n; i += 4) {  // four rows per pass over out: a 4x shorter chain
+    const T d0 = D[i], d1 = D[i + 1], d2 = D[i + 2], d3 = D[i + 3];
+    const T* __restrict__ r0 = M + i * n;
+    const T* __restrict__ r1 = r0 + n;
+    const T* __restrict__ r2 = r1 + n;
+    const T* __restrict__ r3 = r2 + n;
+    IMPULSE_SIMD
+    for (int j = 0; j < n; ++j) {
+      const T v0 = (r0[j] < T(0) ? -r0[j] : r0[j]) * d0;
+      const T v1 = (r1[j] < T(0) ? -r1[j] : r1[j]) * d1;
+      const T v2 = (r2[j] < T(0) ? -r2[j] : r2[j]) * d2;
+      const T v3 = (r3[j] < T(0) ? -r3[j] : r3[j]) * d3;
+      const T a = v0 > v1 ? v0 : v1, b = v2 > v3 ? v2 : v3;
+      const T v = a > b ? a : b;
+      out[j] = out[j] > v ? out[j] : v;
+    }
+  }
+  for (; i < n; ++i) {
     const T di = D[i];
     const T* __restrict__ row = M + i * n;
     IMPULSE_SIMD
