@@ -163,6 +163,11 @@ IMPULSE_HD int qp_work_size(int n, int m) {
 constexpr int kQpLongRow = 8;
 constexpr int kQpLongRowsMax = 16;
 
+// whether row r is one of the long rows kept dense, `taken` long rows before it
+IMPULSE_HD bool qp_long_row(const CsrPattern& a, int r, int taken) {
+  return a.row_ptr[r + 1] - a.row_ptr[r] >= kQpLongRow && taken < kQpLongRowsMax;
+}
+
 // Elements of the dense-iteration slices (QpSettings::dense_iteration):
 // H column-major n x (n + m + 1) with leading dimension round(n),
 // u (n + m + 1), and the long rows of A (16 x n).
@@ -265,7 +270,7 @@ struct QpDenseCapable<UnitStride, UnitStride, UnitStride> {
 template <class T, class S, class SW>
 IMPULSE_HD void qp_dense_H(const QpShape&, const QpData<T, S>&, QpWork<T, SW>&) {}
 template <class T, class S, class SW>
-IMPULSE_HD void qp_dense_setup(const QpShape&, const QpData<T, S>&, QpWork<T, SW>&) {}
+IMPULSE_HD void qp_long_rows_build(const QpShape&, const QpData<T, S>&, QpWork<T, SW>&) {}
 
 // H = [K⁻¹diag(σ) | K⁻¹Aᵀ | −K⁻¹q] from K⁻¹ in w.L (symmetric: its column j
 // is its contiguous row j). Column n + r is the combination of K⁻¹'s columns
@@ -303,10 +308,9 @@ IMPULSE_HD void qp_long_rows_build(const QpShape& sh, const QpData<T, UnitStride
   T* __restrict__ blk = w.Alr.p;
   for (int i = 0; i < 16 * sh.n; ++i) blk[i] = T(0);
   int i = 0;
-  for (int r = 0; r < sh.a.rows && i < kQpLongRowsMax; ++r) {
-    const int k0 = sh.a.row_ptr[r], k1 = sh.a.row_ptr[r + 1];
-    if (k1 - k0 < kQpLongRow) continue;
-    for (int k = k0; k < k1; ++k) blk[sh.a.col[k] * 16 + i] = d.A.p[k];
+  for (int r = 0; r < sh.a.rows; ++r) {
+    if (!qp_long_row(sh.a, r, i)) continue;
+    for (int k = sh.a.row_ptr[r]; k < sh.a.row_ptr[r + 1]; ++k) blk[sh.a.col[k] * 16 + i] = d.A.p[k];
     ++i;
   }
 }
@@ -322,20 +326,19 @@ IMPULSE_HD void qp_long_rows_Ax(const QpShape& sh, const QpData<T, UnitStride>& 
   const T* __restrict__ A = d.A.p;
   int nl = 0;
   for (int r = 0; r < sh.a.rows; ++r) {
-    const int k0 = rp[r], k1 = rp[r + 1];
-    if (k1 - k0 >= kQpLongRow && nl < kQpLongRowsMax) {
+    if (qp_long_row(sh.a, r, nl)) {
       ++nl;
       continue;
     }
     T acc = T(0);
-    for (int k = k0; k < k1; ++k) acc += A[k] * v[col[k]];
+    for (int k = rp[r]; k < rp[r + 1]; ++k) acc += A[k] * v[col[k]];
     out[r] = acc;
   }
   if (nl == 0) return;
   gemv_colmajor(nl, 16, sh.n, w.Alr.p, v, scratch);
   int i = 0;
   for (int r = 0; r < sh.a.rows && i < nl; ++r)
-    if (rp[r + 1] - rp[r] >= kQpLongRow) out[r] = scratch[i++];
+    if (qp_long_row(sh.a, r, i)) out[r] = scratch[i++];
 }
 
 // out = A v on any storage; with the dense workspace, qp_long_rows_Ax
@@ -352,12 +355,6 @@ IMPULSE_HD void qp_Ax(const QpShape& sh, const QpData<T, UnitStride>& d,
     qp_long_rows_Ax(sh, d, w, v.p, out.p, w.u.p);
   else
     csr_matvec(sh.a, d.A, v, out);
-}
-
-template <class T>
-IMPULSE_HD void qp_dense_setup(const QpShape& sh, const QpData<T, UnitStride>& d,
-                               QpWork<T, UnitStride>& w) {
-  qp_long_rows_build(sh, d, w);
 }
 
 // out = Aᵀ v on any storage; with the dense workspace, the long
@@ -384,13 +381,12 @@ IMPULSE_HD void qp_Aty(const QpShape& sh, const QpData<T, UnitStride>& d,
   for (int j = 0; j < n; ++j) o[j] = T(0);
   int nl = 0;
   for (int r = 0; r < sh.a.rows; ++r) {
-    const int k0 = rp[r], k1 = rp[r + 1];
-    if (k1 - k0 >= kQpLongRow && nl < kQpLongRowsMax) {
+    if (qp_long_row(sh.a, r, nl)) {
       v16[nl++] = v.p[r];
       continue;
     }
     const T vr = v.p[r];
-    for (int k = k0; k < k1; ++k) o[col[k]] += A[k] * vr;
+    for (int k = rp[r]; k < rp[r + 1]; ++k) o[col[k]] += A[k] * vr;
   }
   if (nl == 0) return;
   for (int i = nl; i < 16; ++i) v16[i] = T(0);
@@ -439,7 +435,7 @@ IMPULSE_HD void qp_form_K(const QpShape& sh, const QpData<T, UnitStride>& d,
   for (int r = 0; r < sh.a.rows; ++r) {
     const T rr = w.rho.p[r];
     const int k0 = sh.a.row_ptr[r], k1 = sh.a.row_ptr[r + 1];
-    if (k1 - k0 >= 8) {
+    if (k1 - k0 >= kQpLongRow) {
       for (int j = 0; j < n; ++j) ar[j] = T(0);
       for (int k = k0; k < k1; ++k) ar[sh.a.col[k]] = rr * A[k];
       for (int k = k0; k < k1; ++k) {
@@ -576,6 +572,26 @@ IMPULSE_HD void qp_equilibrate(const QpShape& sh, const QpData<T, S>& d, QpWork<
   for (int j = 0; j < n; ++j) w.sig[j] = sigma / (c * w.dscale[j] * w.dscale[j]);
 }
 
+// the second-order cone rows of qp_update_rows: z = b − Π_K(b − v − y/ρ),
+// y ← y + ρ∘(v − z), with v_r = relaxed(r)
+template <class T, class S, class SW, class SX, class F>
+IMPULSE_HD void qp_update_soc_rows(const QpShape& sh, const QpData<T, S>& d, QpWork<T, SW>& w,
+                                   View<T, SX> y, F relaxed) {
+  for (int k = 0; k < sh.cones.n_soc; ++k) {
+    const int r = sh.cones.soc_begin() + 3 * k;
+    const T v0 = relaxed(r), v1 = relaxed(r + 1), v2 = relaxed(r + 2);
+    T t = d.b[r] - (v0 + y[r] * w.rho_inv[r]);
+    T u1 = d.b[r + 1] - (v1 + y[r + 1] * w.rho_inv[r + 1]);
+    T u2 = d.b[r + 2] - (v2 + y[r + 2] * w.rho_inv[r + 2]);
+    project_soc3(t, u1, u2);
+    const T z0 = d.b[r] - t, z1 = d.b[r + 1] - u1, z2 = d.b[r + 2] - u2;
+    y[r] += w.rho[r] * (v0 - z0);
+    y[r + 1] += w.rho[r + 1] * (v1 - z1);
+    y[r + 2] += w.rho[r + 2] * (v2 - z2);
+    w.z[r] = z0, w.z[r + 1] = z1, w.z[r + 2] = z2;
+  }
+}
+
 // z ← Π_C(v + y/ρ), y ← y + ρ∘(v − z), with v_r = relaxed(r)
 template <class T, class S, class SW, class SX, class F>
 IMPULSE_HD void qp_update_rows(const QpShape& sh, const QpData<T, S>& d, QpWork<T, SW>& w,
@@ -592,18 +608,7 @@ IMPULSE_HD void qp_update_rows(const QpShape& sh, const QpData<T, S>& d, QpWork<
     y[r] += w.rho[r] * (v - zn);
     w.z[r] = zn;
   }
-  for (int k = 0; k < c.n_soc; ++k, r += 3) {  // z = b − Π_K(b − v − y/ρ)
-    const T v0 = relaxed(r), v1 = relaxed(r + 1), v2 = relaxed(r + 2);
-    T t = d.b[r] - (v0 + y[r] * w.rho_inv[r]);
-    T u1 = d.b[r + 1] - (v1 + y[r + 1] * w.rho_inv[r + 1]);
-    T u2 = d.b[r + 2] - (v2 + y[r + 2] * w.rho_inv[r + 2]);
-    project_soc3(t, u1, u2);
-    const T z0 = d.b[r] - t, z1 = d.b[r + 1] - u1, z2 = d.b[r + 2] - u2;
-    y[r] += w.rho[r] * (v0 - z0);
-    y[r + 1] += w.rho[r + 1] * (v1 - z1);
-    y[r + 2] += w.rho[r + 2] * (v2 - z2);
-    w.z[r] = z0, w.z[r + 1] = z1, w.z[r + 2] = z2;
-  }
+  qp_update_soc_rows(sh, d, w, y, relaxed);
 }
 
 // One ADMM iteration, fused into two passes (x-step; then per constraint row
@@ -685,35 +690,7 @@ IMPULSE_HD void qp_admm_step_dense(const QpShape& sh, const QpData<T, UnitStride
     yw[r] += rho[r] * (v - zn);
     zw[r] = zn;
   }
-  for (int k = 0; k < c.n_soc; ++k) {
-    const int r = c.soc_begin() + 3 * k;
-    const T v0 = alpha * zt[r] + beta * zw[r], v1 = alpha * zt[r + 1] + beta * zw[r + 1],
-            v2 = alpha * zt[r + 2] + beta * zw[r + 2];
-    T t = b[r] - (v0 + yw[r] * rho_inv[r]);
-    T u1 = b[r + 1] - (v1 + yw[r + 1] * rho_inv[r + 1]);
-    T u2 = b[r + 2] - (v2 + yw[r + 2] * rho_inv[r + 2]);
-    project_soc3(t, u1, u2);
-    const T z0 = b[r] - t, z1 = b[r + 1] - u1, z2 = b[r + 2] - u2;
-    yw[r] += rho[r] * (v0 - z0);
-    yw[r + 1] += rho[r + 1] * (v1 - z1);
-    yw[r + 2] += rho[r + 2] * (v2 - z2);
-    zw[r] = z0, zw[r + 1] = z1, zw[r + 2] = z2;
-  }
-}
-
-// z = Π_C(v) with C = b − K, for every cone, in place on v.
-template <class T, class S, class SW>
-IMPULSE_HD void project_onto_c(const ConeSpec& c, View<const T, S> b, View<T, SW> v) {
-  for (int i = 0; i < c.n_zero; ++i) v[i] = b[i];
-  for (int i = c.n_zero; i < c.n_zero + c.n_nonneg; ++i) v[i] = min_of(v[i], b[i]);
-  for (int k = 0; k < c.n_soc; ++k) {
-    const int r = c.soc_begin() + 3 * k;
-    T t = b[r] - v[r], u1 = b[r + 1] - v[r + 1], u2 = b[r + 2] - v[r + 2];
-    project_soc3(t, u1, u2);
-    v[r] = b[r] - t;
-    v[r + 1] = b[r + 1] - u1;
-    v[r + 2] = b[r + 2] - u2;
-  }
+  qp_update_soc_rows(sh, d, w, y, [&](int r) { return alpha * zt[r] + beta * zw[r]; });
 }
 
 }  // namespace detail
@@ -743,7 +720,7 @@ IMPULSE_HD_NOINLINE QpInfo<T> qp_admm_solve(const QpShape& sh, const QpData<T, S
   const bool dense = detail::QpDenseCapable<S, SW, SX>::value && w.dense && st.dense_iteration &&
                      st.explicit_inverse;
 
-  if (dense) detail::qp_dense_setup(sh, d, w);
+  if (dense) detail::qp_long_rows_build(sh, d, w);
 
   // initial iterate: z = Ax for a warm start (OSQP's choice), zero otherwise
   if (warm) {
