@@ -50,15 +50,8 @@ ResidualLearner::ResidualLearner(const Lcs& model, const ResidualLearnerSettings
 
   // per-slot models (all the construction model's step 0 until a linearizer replaces them)
   const int n = 2 * nl_, m = 2 * nl_;
-  slots_ = model;
-  slots_.A.assign(nb, model.A[0]);
-  slots_.B.assign(nb, model.B[0]);
-  slots_.D.assign(nb, model.D[0]);
-  slots_.d.assign(nb, model.d[0]);
-  slots_.E.assign(nb, model.E[0]);
-  slots_.F.assign(nb, model.F[0]);
-  slots_.H.assign(nb, model.H[0]);
-  slots_.c.assign(nb, model.c[0]);
+  slots_ = make_lcs_storage(nb, nx_, nu_, nl_);
+  for (int s = 0; s < nb; ++s) slots_.copy_step(model, 0, s);
   Ps_.setZero(n, n);
   P_.assign(size_t(nb) * n * n, 0.0);
   for (int s = 0; s < nb; ++s) slot_hessian(s);
@@ -189,7 +182,7 @@ double ResidualLearner::sample_loss(int slot, const Eigen::Ref<const Eigen::Vect
   warm_[slot] = info.status == SolveStatus::kNumericalError ? 0 : 1;
   if (!is_solved(info.status)) ++stats_.qp_unsolved;
   // λ*, η* clamped to the cone (ADMM's x is feasible only to tolerance)
-  double loss = info.value + 0.5 * zdyn_.dot(Qd_.cwiseProduct(zdyn_)) + 0.5 * ieg * qlcp_.squaredNorm();
+  double loss = info.value + 0.5 * zdyn_.dot(zdyn_qd_) + 0.5 * ieg * qlcp_.squaredNorm();
   const auto lam = xs_.col(slot).head(nl_);
   const auto eta = xs_.col(slot).tail(nl_);
   grad = qlcp_;
