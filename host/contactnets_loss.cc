@@ -36,6 +36,16 @@ View<const double, UnitStride> cview(const double* p) {
   return View<const double, UnitStride>{p, UnitStride{}};
 }
 
+// problem `index` of a make_loss_batch batch from the frame; returns the constant
+double assemble_into(const cn::LossConsts<double>& c, const cn::Frame<double>& f,
+                     const TransitionFrame& t, QpBatch<double>& batch, int index) {
+  const size_t k = size_t(index);
+  const int n = batch.n, m = batch.m(), nnz = batch.nnz();
+  return cn::assemble_frame(c, f, t.x.data(), t.x_next.data(), view(batch.P.data() + k * n * n),
+                            view(batch.q.data() + k * n), view(batch.A.data() + k * nnz),
+                            view(batch.b.data() + k * m));
+}
+
 }  // namespace
 
 cn::LossConsts<double> loss_consts(const ContactNetsLossConfig& cfg) {
@@ -101,10 +111,7 @@ double assemble_loss_qp(const ContactNetsLossConfig& cfg, const TransitionFrame&
   if (index < 0 || index >= batch.size) throw Error("assemble_loss_qp: problem index out of range");
   cn::Frame<double> f;
   to_cn_frame(t, f);
-  const size_t k = size_t(index);
-  return cn::assemble_frame(c, f, t.x.data(), t.x_next.data(), view(batch.P.data() + k * batch.n * batch.n),
-                            view(batch.q.data() + k * batch.n), view(batch.A.data() + k * batch.nnz()),
-                            view(batch.b.data() + k * batch.m()));
+  return assemble_into(c, f, t, batch, index);
 }
 
 double regularizer_value(const ContactNetsLossConfig& cfg, const ContactFrame& f,
@@ -144,7 +151,7 @@ void ContactNetsLoss::evaluate(const std::vector<TransitionFrame>& frames, bool 
                 " entries for " + std::to_string(B) + " transitions");
   if (batch_.size != B) batch_ = make_loss_batch(cfg_, B);
   constant_.resize(B);
-  const int n = batch_.n, m = batch_.m(), nnz = batch_.nnz();
+  const int n = batch_.n, m = batch_.m();
   parallel_for(B, options_.threads, [&](int, int begin, int end) {
     cn::Frame<double> f;
     for (int i = begin; i < end; ++i) {
@@ -153,10 +160,7 @@ void ContactNetsLoss::evaluate(const std::vector<TransitionFrame>& frames, bool 
       } catch (const Error& e) {
         throw Error("transition " + std::to_string(i) + ": " + e.what());
       }
-      const size_t k = size_t(i);
-      constant_[i] = cn::assemble_frame(consts_, f, frames[i].x.data(), frames[i].x_next.data(),
-                                        view(batch_.P.data() + k * n * n), view(batch_.q.data() + k * n),
-                                        view(batch_.A.data() + k * nnz), view(batch_.b.data() + k * m));
+      constant_[i] = assemble_into(consts_, f, frames[i], batch_, i);
     }
   });
   BatchOptions opt = options_;
