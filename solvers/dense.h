@@ -24,10 +24,14 @@ namespace detail {
 // Pivots go in pairs (rows j and j+1 scaled first, then each row below takes
 // both updates in one pass), which halves the loads and stores of the rows
 // below.
-template <class T>
-IMPULSE_HD bool cholesky_raw(int n, T* __restrict__ K) {
-  for (int i = 0; i < n; ++i)
-    for (int j = 0; j < i; ++j) K[j * n + i] = K[i * n + j];
+
+// The elimination itself, on rows that hold the upper triangle (row p of U
+// = Lᵀ from its diagonal on; what lies left of a diagonal is scratch). The
+// diagonal ends up holding √d. N > 0: a copy with the size fixed at compile
+// time (whole-chunk trip counts).
+template <class T, int N>
+IMPULSE_HD bool cholesky_upper_rows(int n_rt, T* __restrict__ K) {
+  const int n = N > 0 ? N : n_rt;
   int p = 0;
   for (; p + 2 <= n; p += 2) {
     T* __restrict__ u = K + p * n;
@@ -49,7 +53,6 @@ IMPULSE_HD bool cholesky_raw(int n, T* __restrict__ K) {
       IMPULSE_SIMD
       for (int k = i & ~7; k < n; ++k) ri[k] -= a * u[k] + b * v[k];
     }
-    // the diagonals now hold √d; they become 1/√d at the end
   }
   if (p < n) {  // odd n: the last pivot
     T* __restrict__ rj = K + p * n;
@@ -57,6 +60,29 @@ IMPULSE_HD bool cholesky_raw(int n, T* __restrict__ K) {
     if (!(d > T(0)) || !is_finite(d)) return false;
     rj[p] = sqrt_of(d);
   }
+  return true;
+}
+
+// the common sizes get fixed-size copies (n = 32: 1.31 → 1.15 µs)
+template <class T>
+IMPULSE_HD bool cholesky_upper_rows_any(int n, T* __restrict__ K) {
+  switch (n) {
+    case 8: return cholesky_upper_rows<T, 8>(n, K);
+    case 16: return cholesky_upper_rows<T, 16>(n, K);
+    case 24: return cholesky_upper_rows<T, 24>(n, K);
+    case 32: return cholesky_upper_rows<T, 32>(n, K);
+    case 48: return cholesky_upper_rows<T, 48>(n, K);
+    case 64: return cholesky_upper_rows<T, 64>(n, K);
+    default: return cholesky_upper_rows<T, 0>(n, K);
+  }
+}
+
+template <class T>
+IMPULSE_HD bool cholesky_raw(int n, T* __restrict__ K) {
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < i; ++j) K[j * n + i] = K[i * n + j];
+  if (!cholesky_upper_rows_any(n, K)) return false;
+  // the diagonals hold √d; they become 1/√d
   for (int i = 0; i < n; ++i) {
     K[i * n + i] = T(1) / K[i * n + i];
     for (int j = 0; j < i; ++j) K[i * n + j] = K[j * n + i];
@@ -468,13 +494,15 @@ IMPULSE_HD bool all_finite(int len, View<const T, S> v) {
   return true;
 }
 
-// contiguous: v − v is +0 for a finite v and NaN otherwise, so one
-// vectorized sum answers for the whole array
+// contiguous: v·0 is ±0 for a finite v and NaN otherwise, so one
+// vectorized sum answers for the whole array (v·0 rather than v − v: one
+// load per entry, 0.5 → 0.2 µs over the octagon QP's data)
 template <class T>
 IMPULSE_HD bool all_finite(int len, View<const T, UnitStride> v) {
+  const T* __restrict__ p = v.p;
   T acc = T(0);
   IMPULSE_SIMD_REDUCE(acc)
-  for (int i = 0; i < len; ++i) acc += v.p[i] - v.p[i];
+  for (int i = 0; i < len; ++i) acc += p[i] * T(0);
   return acc == T(0);
 }
 
@@ -489,10 +517,12 @@ IMPULSE_HD void absmax_and_asymmetry(int n, View<const T, S> M, T& absmax, T& as
 }
 
 // contiguous: branch-free vector reductions (scalar, the two scans took a
-// fifth of the octagon QP's set-up)
-template <class T>
-IMPULSE_HD void absmax_and_asymmetry(int n, View<const T, UnitStride> M, T& absmax, T& asym) {
-  const T* __restrict__ p = M.p;
+// fifth of the octagon QP's set-up); the common sizes get fixed-size copies
+// (n = 32: 1.1 → 0.4 µs)
+namespace detail {
+template <class T, int N>
+IMPULSE_HD void absmax_and_asymmetry_raw(int n_rt, const T* __restrict__ p, T& absmax, T& asym) {
+  const int n = N > 0 ? N : n_rt;
   T a = T(0), s = T(0);
   IMPULSE_SIMD_MAX(a)
   for (int i = 0; i < n * n; ++i) {
@@ -509,6 +539,45 @@ IMPULSE_HD void absmax_and_asymmetry(int n, View<const T, UnitStride> M, T& absm
   }
   absmax = a;
   asym = s;
+}
+}  // namespace detail
+
+template <class T>
+IMPULSE_HD void absmax_and_asymmetry(int n, View<const T, UnitStride> M, T& absmax, T& asym) {
+  switch (n) {
+    case 8: return detail::absmax_and_asymmetry_raw<T, 8>(n, M.p, absmax, asym);
+    case 16: return detail::absmax_and_asymmetry_raw<T, 16>(n, M.p, absmax, asym);
+    case 24: return detail::absmax_and_asymmetry_raw<T, 24>(n, M.p, absmax, asym);
+    case 32: return detail::absmax_and_asymmetry_raw<T, 32>(n, M.p, absmax, asym);
+    case 48: return detail::absmax_and_asymmetry_raw<T, 48>(n, M.p, absmax, asym);
+    case 64: return detail::absmax_and_asymmetry_raw<T, 64>(n, M.p, absmax, asym);
+    default: return detail::absmax_and_asymmetry_raw<T, 0>(n, M.p, absmax, asym);
+  }
+}
+
+// true when M + shift·I has a Cholesky factor (M symmetric, n x n
+// row-major, lower triangle read): M is positive semidefinite up to
+// `shift`. scratch: n x n.
+template <class T, class S, class SS>
+IMPULSE_HD bool psd_up_to(int n, View<const T, S> M, T shift, View<T, SS> scratch) {
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j <= i; ++j) scratch[i * n + j] = M[i * n + j];
+  for (int i = 0; i < n; ++i) scratch[i * n + i] += shift;
+  return cholesky_in_place(n, scratch);
+}
+
+// contiguous: M's rows are its columns, so a whole copy already holds the
+// upper triangle that the elimination reads, and no factor is written out
+// (no mirrors: n = 32, 1.65 → 1.2 µs)
+template <class T>
+IMPULSE_HD bool psd_up_to(int n, View<const T, UnitStride> M, T shift,
+                          View<T, UnitStride> scratch) {
+  const T* __restrict__ m = M.p;
+  T* __restrict__ k = scratch.p;
+  IMPULSE_SIMD
+  for (int i = 0; i < n * n; ++i) k[i] = m[i];
+  for (int i = 0; i < n; ++i) k[i * n + i] += shift;
+  return detail::cholesky_upper_rows_any(n, k);
 }
 
 template <class T, class S>

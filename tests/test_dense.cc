@@ -90,6 +90,70 @@ TEST(DenseKernels, CholeskyMatchesEigenAndSolves) {
   }
 }
 
+// The PSD test of the input check: a matrix with eigenvalue −s is accepted
+// exactly when the shift exceeds s (a rank-deficient PSD matrix with any
+// positive shift), on contiguous storage (full copy, no mirrors) and on
+// strided views alike, for every fixed-size copy and odd sizes.
+TEST(DenseKernels, PsdTestSeparatesAtTheShift) {
+  std::mt19937_64 rng(17);
+  std::normal_distribution<double> g;
+  for (int n : {1, 3, 8, 13, 16, 24, 31, 32, 33, 48, 64}) {
+    Mat Q = Mat::NullaryExpr(n, n, [&]() { return g(rng); });
+    const Mat U = Eigen::HouseholderQR<Mat>(Q).householderQ();
+    for (double low : {1e-3, 0.0, -1e-3, -0.5}) {  // the smallest eigenvalue
+      Eigen::VectorXd ev(n);
+      for (int i = 0; i < n; ++i) ev(i) = i == 0 ? low : 1.0 + i;
+      Mat M = U * ev.asDiagonal() * U.transpose();
+      M = 0.5 * (M + M.transpose()).eval();
+      std::vector<double> m(M.data(), M.data() + size_t(n) * n), scratch(size_t(n) * n);
+      for (double shift : {1e-6, 1e-2}) {
+        const bool expect = low + shift > 1e-9 * n;  // clear of rounding either way
+        if (std::abs(low + shift) < 1e-7) continue;
+        EXPECT_EQ(psd_up_to(n, unit_view<const double>(m.data()), shift, unit_view(scratch.data())),
+                  expect)
+            << "n " << n << " lowest eigenvalue " << low << " shift " << shift;
+        EXPECT_EQ(psd_up_to(n, strided_view<const double>(m.data(), 1), shift,
+                            strided_view(scratch.data(), 1)),
+                  expect)
+            << "strided, n " << n << " lowest eigenvalue " << low << " shift " << shift;
+      }
+      EXPECT_EQ(m, std::vector<double>(M.data(), M.data() + size_t(n) * n));  // input untouched
+    }
+  }
+}
+
+// max |M_ij| and max |M_ij − M_ji| on contiguous storage (fixed-size copies
+// included) equal a plain double loop, wherever the largest entry and the
+// asymmetry are put
+TEST(DenseKernels, AbsmaxAndAsymmetryMatchAPlainLoop) {
+  std::mt19937_64 rng(19);
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  for (int n : {1, 2, 5, 8, 16, 24, 31, 32, 33, 48, 64}) {
+    for (int trial = 0; trial < 4; ++trial) {
+      std::vector<double> m(size_t(n) * n);
+      for (int i = 0; i < n; ++i)
+        for (int j = 0; j <= i; ++j) m[size_t(i) * n + j] = m[size_t(j) * n + i] = u(rng);
+      std::uniform_int_distribution<int> pick(0, n - 1);
+      const int i = pick(rng), j = pick(rng);
+      m[size_t(i) * n + j] += trial * 0.25;  // asymmetric unless i == j or trial 0
+      m[size_t(pick(rng)) * n + pick(rng)] = -3.0 * trial;
+      double amax = 0, asym = 0;
+      for (int r = 0; r < n; ++r)
+        for (int c = 0; c < n; ++c) {
+          amax = std::max(amax, std::abs(m[size_t(r) * n + c]));
+          asym = std::max(asym, std::abs(m[size_t(r) * n + c] - m[size_t(c) * n + r]));
+        }
+      double a = -1, s = -1;
+      absmax_and_asymmetry(n, unit_view<const double>(m.data()), a, s);
+      EXPECT_EQ(a, amax) << "n " << n;
+      EXPECT_EQ(s, asym) << "n " << n;
+      absmax_and_asymmetry(n, strided_view<const double>(m.data(), 1), a, s);
+      EXPECT_EQ(a, amax) << "strided, n " << n;
+      EXPECT_EQ(s, asym) << "strided, n " << n;
+    }
+  }
+}
+
 TEST(DenseKernels, AllFiniteFindsNanAndInfAnywhere) {
   const double bad[] = {std::numeric_limits<double>::quiet_NaN(),
                         std::numeric_limits<double>::infinity(),

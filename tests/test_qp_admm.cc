@@ -222,7 +222,7 @@ TEST(QpAdmm, SettingsValidationNamesTheField) {
   ASSERT_NE(st.validate(), nullptr);
   EXPECT_NE(std::string(st.validate()).find("check_every"), std::string::npos);
   st = QpSettings<double>{};
-  st.check_every = 10;  // the default rho interval (25) is not a multiple of 10
+  st.check_every = 3;  // the default rho interval (10) is not a multiple of 3
   ASSERT_NE(st.validate(), nullptr);
   EXPECT_NE(std::string(st.validate()).find("adaptive_rho_interval"), std::string::npos);
 }
