@@ -387,6 +387,45 @@ IMPULSE_HD void dense_col_absmax_scaled(int n, View<const T, UnitStride> M,
 // quadruples (16) go to separate accumulators: independent chains hide the
 // multiply-add latency.
 namespace detail {
+#if defined(__GNUC__) && !defined(__CUDA_ARCH__)
+// host: the accumulators as GCC/Clang vector types. Written as arrays under
+// `omp simd`, GCC keeps them on the stack once the product is inlined into
+// the solver (a store and a reload per column: the chain then runs at the
+// store-forwarding latency, not the load rate).
+template <class T, int C, int S>
+inline void gemv_colmajor_chunk(int ld, int cols, const T* __restrict__ M,
+                                const T* __restrict__ u, T* __restrict__ out) {
+  constexpr int kBytes = C * int(sizeof(T)) < 64 ? C * int(sizeof(T)) : 64;
+  typedef T vec __attribute__((vector_size(kBytes)));
+  constexpr int L = kBytes / int(sizeof(T)), V = C / L;
+  vec acc[S][V];
+  for (int s = 0; s < S; ++s)
+    for (int v = 0; v < V; ++v) acc[s][v] = vec{};
+  int j = 0;
+  for (; j + S <= cols; j += S)
+    for (int s = 0; s < S; ++s) {
+      const T uj = u[j + s];
+      const T* col = M + (j + s) * ld;
+      for (int v = 0; v < V; ++v) {
+        vec c;
+        __builtin_memcpy(&c, col + v * L, sizeof(vec));
+        acc[s][v] += c * uj;
+      }
+    }
+  for (; j < cols; ++j) {
+    const T uj = u[j];
+    const T* col = M + j * ld;
+    for (int v = 0; v < V; ++v) {
+      vec c;
+      __builtin_memcpy(&c, col + v * L, sizeof(vec));
+      acc[0][v] += c * uj;
+    }
+  }
+  for (int s = 1; s < S; ++s)
+    for (int v = 0; v < V; ++v) acc[0][v] += acc[s][v];
+  for (int v = 0; v < V; ++v) __builtin_memcpy(out + v * L, &acc[0][v], sizeof(vec));
+}
+#else
 template <class T, int C, int S>
 IMPULSE_HD void gemv_colmajor_chunk(int ld, int cols, const T* __restrict__ M,
                                     const T* __restrict__ u, T* __restrict__ out) {
@@ -412,6 +451,7 @@ IMPULSE_HD void gemv_colmajor_chunk(int ld, int cols, const T* __restrict__ M,
     for (int i = 0; i < C; ++i) acc[0][i] += acc[s][i];
   for (int i = 0; i < C; ++i) out[i] = acc[0][i];
 }
+#endif
 }  // namespace detail
 
 template <class T>

@@ -850,7 +850,7 @@ IMPULSE_HD_NOINLINE QpInfo<T> qp_admm_solve(const QpShape& sh, const QpData<T, S
             in_dual_cone = false;
         }
         if (in_dual_cone) {
-          csr_matvec_t(a, d.A, w.tmp_m.as_const(), w.tmp_n);
+          detail::qp_Aty(sh, d, w, dense, w.tmp_m.as_const(), w.tmp_n);
           if (norm_inf(n, w.tmp_n.as_const()) <= tol) {
             status = SolveStatus::kPrimalInfeasible;
             break;
@@ -871,7 +871,7 @@ IMPULSE_HD_NOINLINE QpInfo<T> qp_admm_solve(const QpShape& sh, const QpData<T, S
       const T tol = st.eps_dinf * dx_norm;
       if (dx_norm > T(0)) {
         if (qdx < -tol) {
-          csr_matvec(a, d.A, w.xt.as_const(), w.tmp_m);
+          detail::qp_Ax(sh, d, w, dense, w.xt.as_const(), w.tmp_m);
           bool in_recession = true;
           for (int i = 0; i < sh.cones.n_zero; ++i)
             if (abs_of(w.tmp_m[i]) > tol) in_recession = false;
