@@ -38,6 +38,15 @@ import time
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+def shown_path(path):
+    """A path as a report shows it: relative to the repository when inside it,
+    else only its last component (reports name no directories of this machine)."""
+    path = os.path.abspath(path)
+    if path.startswith(REPO + os.sep):
+        return os.path.relpath(path, REPO)
+    return ".../" + os.path.basename(path)
+
+
 # --------------------------------------------------------------------------- deps
 
 def ensure_packages(allow_install):
@@ -363,12 +372,12 @@ def machine_info(impulse, argv):
     ver = run_cmd([impulse, "--version"]).strip().splitlines()
     return [
         "- date: %s" % datetime.datetime.now().strftime("%Y-%m-%d %H:%M %Z").strip(),
-        "- command: `%s`" % shlex.join([sys.executable] + argv),
+        "- command: `%s`" % shlex.join(["python3"] + argv),
         "- CPU: %s, %d logical cores (all solvers run on one thread)" % (cpu, os.cpu_count()),
         "- OS: %s; Python %s" % (platform.platform(), platform.python_version()),
         "- osqp %s, proxsuite %s, numpy %s, scipy %s" % (osqp.__version__, prox,
                                                         numpy.__version__, scipy.__version__),
-        "- impulse binary: `%s` (%s); repo at %s" % (impulse, ver[0] if ver else "?", rev),
+        "- impulse binary: `%s` (%s); repo at %s" % (shown_path(impulse), ver[0] if ver else "?", rev),
     ]
 
 
@@ -418,7 +427,7 @@ def main():
                 batch, note = load_real(args.shared_data, prefix)
                 if batch is None:
                     msg = "%s: skipped, shared data not found in %s (%s)" % (
-                        name, os.path.abspath(args.shared_data), note)
+                        name, args.shared_data, note)
                     print(msg, flush=True)
                     skipped.append(msg)
                     continue
