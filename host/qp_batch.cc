@@ -1,5 +1,7 @@
 #include "host/qp_batch.h"
 
+#include "solvers/qp_admm_lanes.h"
+
 #include <omp.h>
 
 #include <algorithm>
@@ -263,6 +265,87 @@ int QpSolutions<T>::count(SolveStatus s) const {
 
 // ---- solve_batch -----------------------------------------------------------------
 
+namespace {
+
+// lanes [0, live) of dst[0 .. len) from problems k0 .. k0 + live − 1 of a
+// problem-contiguous array (`per` entries per problem)
+template <class T>
+void to_lanes(const T* src, size_t per, int len, int k0, int live, Lanes<T>* dst) {
+  for (int l = 0; l < live; ++l) {
+    const T* s = src + size_t(k0 + l) * per;
+    for (int e = 0; e < len; ++e) dst[e].v[l] = s[e];
+  }
+}
+
+// The CPU path in lane groups: problems k0 .. k0 + W − 1 side by side in the
+// lanes of one vector (qp_admm_solve_lanes), groups spread over the workers.
+template <class T>
+void solve_cpu_lanes(const QpBatch<T>& batch, const QpSettings<T>& settings,
+                     const BatchOptions& options, int threads, QpSolutions<T>& out) {
+  using L = Lanes<T>;
+  constexpr int W = L::W;
+  const int B = batch.size, n = batch.n, m = batch.m(), nnz = batch.nnz();
+  const QpShape shape = batch.shape();
+  const int groups = (B + W - 1) / W;
+  // per worker: the group's data, iterates and workspace, sized once
+  struct Buffers {
+    std::vector<L> data, x, y, work;
+  };
+  std::vector<Buffers> bufs(threads);
+  for (Buffers& bf : bufs) {
+    bf.data.assign(size_t(n) * n + n + nnz + m, L(T(0)));
+    bf.x.assign(n, L(T(0)));
+    bf.y.assign(std::max(m, 1), L(T(0)));
+    bf.work.assign(qp_work_size(n, m), L(T(0)));
+  }
+  parallel_for(groups, std::min(threads, groups), [&](int worker, int g0, int g1) {
+    Buffers& bf = bufs[worker];
+    L* P = bf.data.data();
+    L* q = P + size_t(n) * n;
+    L* A = q + n;
+    L* b = A + nnz;
+    const QpData<L, LaneStride> d{View<const L, LaneStride>{P, {}}, View<const L, LaneStride>{q, {}},
+                                  View<const L, LaneStride>{A, {}}, View<const L, LaneStride>{b, {}}};
+    const auto w = QpWork<L, LaneStride>::carve(lane_view(bf.work.data()), n, m);
+    QpLaneOut<T> lo;
+    for (int g = g0; g < g1; ++g) {
+      const int k0 = g * W, live = std::min(W, B - k0);
+      const auto t0 = std::chrono::steady_clock::now();
+      to_lanes(batch.P.data(), size_t(n) * n, n * n, k0, live, P);
+      to_lanes(batch.q.data(), size_t(n), n, k0, live, q);
+      to_lanes(batch.A.data(), size_t(nnz), nnz, k0, live, A);
+      to_lanes(batch.b.data(), size_t(m), m, k0, live, b);
+      if (options.warm_start) {
+        to_lanes(out.x.data(), size_t(n), n, k0, live, bf.x.data());
+        to_lanes(out.y.data(), size_t(m), m, k0, live, bf.y.data());
+      }
+      for (int l = 0; l < live; ++l) {
+        lo.x[l] = out.x.data() + size_t(k0 + l) * n;
+        lo.y[l] = out.y.data() + size_t(k0 + l) * m;
+      }
+      qp_admm_solve_lanes(shape, d, live, lane_view(bf.x.data()), lane_view(bf.y.data()), w,
+                          settings, options.warm_start, lo);
+      const double us =
+          std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+      for (int l = 0; l < live; ++l) {
+        const int k = k0 + l;
+        const QpInfo<T>& info = lo.info[l];
+        if (options.time_each) out.solve_us[k] = us / live;
+        out.objective[k] = info.objective;
+        out.value[k] = info.value;
+        out.prim_res[k] = info.prim_res;
+        out.dual_res[k] = info.dual_res;
+        out.status[k] = info.status;
+        out.fault[k] = info.fault;
+        out.iterations[k] = info.iterations;
+        out.rho_updates[k] = info.rho_updates;
+      }
+    }
+  });
+}
+
+}  // namespace
+
 template <class T>
 void solve_batch(const QpBatch<T>& batch, const QpSettings<T>& settings,
                  const BatchOptions& options, QpSolutions<T>& out) {
@@ -309,8 +392,13 @@ void solve_batch(const QpBatch<T>& batch, const QpSettings<T>& settings,
     return;
   }
 
-  // CPU: each worker owns one workspace, sized once (aligned: see qp_work_size)
   const int threads = resolve_threads(options.threads);
+  if (options.lanes) {
+    solve_cpu_lanes(batch, settings, options, threads, out);
+    return;
+  }
+  // CPU, one problem at a time: each worker owns one workspace, sized once
+  // (aligned: see qp_work_size)
   std::vector<std::vector<T>> work(threads, std::vector<T>(qp_work_host_size(n, m)));
   parallel_for(B, threads, [&](int worker, int begin, int end) {
     auto w = QpWork<T, UnitStride>::carve(unit_view(qp_work_align(work[worker].data())), n, m, true);

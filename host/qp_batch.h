@@ -79,7 +79,13 @@ struct BatchOptions {
   Backend backend = Backend::kCpu;
   int threads = 0;          // CPU threads; 0 = all cores
   bool warm_start = false;  // use the x, y already in the solutions as the start
-  bool time_each = false;   // record per-problem wall time (CPU)
+  bool time_each = false;   // record per-problem wall time (CPU; with lanes, each problem's
+                            // share of its group's time)
+  // CPU: solve W problems at once, one per lane of a SIMD vector
+  // (solvers/qp_admm_lanes.h; W = 8 doubles or 16 floats with AVX-512).
+  // false: one problem at a time (qp_admm_solve, the real-time path's solver,
+  // whose answers do not depend on the other problems of the batch).
+  bool lanes = true;
 };
 
 // Solves every problem; per-problem outcomes are in `out.status` (one bad

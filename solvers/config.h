@@ -39,6 +39,10 @@ template <class T>
 IMPULSE_HD T min_of(T a, T b) { return a < b ? a : b; }
 template <class T>
 IMPULSE_HD T abs_of(T a) { return a < T(0) ? -a : a; }
+// c ? a : b, written so that a lane type (solvers/lanes.h: a per-lane
+// condition) can overload it
+template <class T>
+IMPULSE_HD T select_of(bool c, T a, T b) { return c ? a : b; }
 
 }  // namespace impulse
 

@@ -488,8 +488,8 @@ IMPULSE_HD void qp_set_rho(const QpShape& sh, QpWork<T, SW>& w, T rho, T eq_scal
 // OSQP's limits on one scaling factor's norm
 template <class T>
 IMPULSE_HD T qp_limit_scaling(T v) {
-  const T lo = v < T(1e-4) ? T(1) : v;  // selects, not branches: the loops vectorize
-  return lo > T(1e4) ? T(1e4) : lo;
+  const T lo = select_of(v < T(1e-4), T(1), v);  // selects, not branches: the loops vectorize
+  return select_of(lo > T(1e4), T(1e4), lo);
 }
 
 // dst_i ← dst_i / √limit(max(a_i, b_i)): one Ruiz update of a scaling vector.

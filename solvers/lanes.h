@@ -1,0 +1,244 @@
+// Lanes: W same-shape problems side by side in one SIMD vector (host only).
+//
+// The GPU runs one problem per thread on batch-fastest storage; the CPU does
+// the same in the lanes of a vector register: Lanes<T> holds element e of W
+// problems (W = 8 doubles or 16 floats with AVX-512, 4 / 8 with AVX), and
+// the solvers' generic templates (View<T, S> with any T) run unchanged on
+// it, every operation on all W problems at once. Nothing per problem is then
+// left scalar: the sparse products, the cone projections, the equilibration
+// and the factorization all take full vectors, where one problem alone
+// fills a vector only in its dense loops.
+//
+// What cannot be written generically are the data-dependent branches: here
+// a comparison gives a LaneMask, `select_of` chooses per lane, and the
+// functions that branch (project_soc3, the Cholesky pivot test) have lane
+// overloads. The control flow of a solve (which lanes stopped, and why) is
+// the lane driver's (qp_admm_lanes.h).
+#pragma once
+
+#if defined(__CUDACC__)
+#error "solvers/lanes.h is host-only (the GPU runs one problem per thread instead)"
+#endif
+
+#include <immintrin.h>
+
+#include <cmath>
+#include <cstdint>
+
+#include "solvers/view.h"
+
+namespace impulse {
+
+// bytes of one lane vector: the widest this compilation targets
+#if defined(__AVX512F__)
+constexpr int kLaneBytes = 64;
+#elif defined(__AVX__)
+constexpr int kLaneBytes = 32;
+#else
+constexpr int kLaneBytes = 16;
+#endif
+
+namespace detail {
+template <class T>
+struct LaneIntOf;
+template <>
+struct LaneIntOf<float> {
+  using type = int32_t;
+};
+template <>
+struct LaneIntOf<double> {
+  using type = int64_t;
+};
+}  // namespace detail
+
+// Per-lane truth values: all bits set (true) or clear (false) per lane.
+template <class T>
+struct LaneMask {
+  using I = typename detail::LaneIntOf<T>::type;
+  typedef I V __attribute__((vector_size(kLaneBytes)));
+  static constexpr int W = kLaneBytes / int(sizeof(T));
+  V v;
+  static LaneMask none() { return LaneMask{V{}}; }
+  static LaneMask all() { return LaneMask{V{} - 1}; }
+  // the first `count` lanes true
+  static LaneMask first(int count) {
+    LaneMask r = none();
+    for (int l = 0; l < W && l < count; ++l) r.v[l] = -1;
+    return r;
+  }
+  bool operator[](int l) const { return v[l] != 0; }
+  void set(int l, bool on) { v[l] = on ? -1 : 0; }
+  bool any() const {
+    I acc = 0;
+    for (int l = 0; l < W; ++l) acc |= v[l];
+    return acc != 0;
+  }
+  bool all_set() const {
+    I acc = -1;
+    for (int l = 0; l < W; ++l) acc &= v[l];
+    return acc != 0;
+  }
+  LaneMask operator&(LaneMask o) const { return LaneMask{v & o.v}; }
+  LaneMask operator|(LaneMask o) const { return LaneMask{v | o.v}; }
+  LaneMask operator!() const { return LaneMask{~v}; }
+  LaneMask& operator&=(LaneMask o) { v &= o.v; return *this; }
+  LaneMask& operator|=(LaneMask o) { v |= o.v; return *this; }
+};
+
+template <class T>
+struct Lanes {
+  typedef T V __attribute__((vector_size(kLaneBytes)));
+  static constexpr int W = kLaneBytes / int(sizeof(T));
+  V v;
+  Lanes() = default;
+  // broadcast (implicit, as the generic code writes T(0), T(1e-30), ...)
+  Lanes(T s) : v(V{} + s) {}
+  static Lanes of(V x) {
+    Lanes r;
+    r.v = x;
+    return r;
+  }
+  T operator[](int l) const { return v[l]; }
+  void set(int l, T s) { v[l] = s; }
+
+  Lanes operator-() const { return of(-v); }
+  Lanes& operator+=(Lanes o) { v += o.v; return *this; }
+  Lanes& operator-=(Lanes o) { v -= o.v; return *this; }
+  Lanes& operator*=(Lanes o) { v *= o.v; return *this; }
+  Lanes& operator/=(Lanes o) { v /= o.v; return *this; }
+  friend Lanes operator+(Lanes a, Lanes b) { return of(a.v + b.v); }
+  friend Lanes operator-(Lanes a, Lanes b) { return of(a.v - b.v); }
+  friend Lanes operator*(Lanes a, Lanes b) { return of(a.v * b.v); }
+  friend Lanes operator/(Lanes a, Lanes b) { return of(a.v / b.v); }
+  friend LaneMask<T> operator<(Lanes a, Lanes b) { return LaneMask<T>{a.v < b.v}; }
+  friend LaneMask<T> operator<=(Lanes a, Lanes b) { return LaneMask<T>{a.v <= b.v}; }
+  friend LaneMask<T> operator>(Lanes a, Lanes b) { return LaneMask<T>{a.v > b.v}; }
+  friend LaneMask<T> operator>=(Lanes a, Lanes b) { return LaneMask<T>{a.v >= b.v}; }
+  friend LaneMask<T> operator==(Lanes a, Lanes b) { return LaneMask<T>{a.v == b.v}; }
+};
+
+// the lane overloads of config.h's helpers (more specialized, so chosen
+// wherever the generic templates are called with Lanes)
+template <class T>
+inline Lanes<T> select_of(LaneMask<T> c, Lanes<T> a, Lanes<T> b) {
+  return Lanes<T>::of(c.v ? a.v : b.v);
+}
+template <class T>
+inline Lanes<T> max_of(Lanes<T> a, Lanes<T> b) {
+  return Lanes<T>::of(a.v > b.v ? a.v : b.v);
+}
+template <class T>
+inline Lanes<T> min_of(Lanes<T> a, Lanes<T> b) {
+  return Lanes<T>::of(a.v < b.v ? a.v : b.v);
+}
+template <class T>
+inline Lanes<T> abs_of(Lanes<T> a) {
+  return Lanes<T>::of(a.v < 0 ? -a.v : a.v);
+}
+inline Lanes<double> sqrt_of(Lanes<double> a) {
+#if defined(__AVX512F__)
+  return Lanes<double>::of(_mm512_sqrt_pd(a.v));
+#elif defined(__AVX__)
+  return Lanes<double>::of(_mm256_sqrt_pd(a.v));
+#else
+  return Lanes<double>::of(_mm_sqrt_pd(a.v));
+#endif
+}
+inline Lanes<float> sqrt_of(Lanes<float> a) {
+#if defined(__AVX512F__)
+  return Lanes<float>::of(_mm512_sqrt_ps(a.v));
+#elif defined(__AVX__)
+  return Lanes<float>::of(_mm256_sqrt_ps(a.v));
+#else
+  return Lanes<float>::of(_mm_sqrt_ps(a.v));
+#endif
+}
+template <class T>
+inline Lanes<T> log_of(Lanes<T> a) {  // only at checks: lane by lane
+  Lanes<T> r;
+  for (int l = 0; l < Lanes<T>::W; ++l) r.v[l] = std::log(a.v[l]);
+  return r;
+}
+// x·0 is 0 for a finite x and NaN otherwise
+template <class T>
+inline LaneMask<T> is_finite(Lanes<T> a) {
+  return LaneMask<T>{a.v * T(0) == T(0)};
+}
+
+// project (t, u1, u2) onto {‖u‖ ≤ t} lane by lane: cones.h's project_soc3
+// with its two early returns as selects (the same arithmetic in each lane).
+template <class T>
+inline void project_soc3(Lanes<T>& t, Lanes<T>& u1, Lanes<T>& u2) {
+  const Lanes<T> nu = sqrt_of(u1 * u1 + u2 * u2);
+  const LaneMask<T> inside = nu <= t, polar = nu <= -t;
+  const Lanes<T> a = T(0.5) * (t + nu);
+  const Lanes<T> k = a / nu;  // unused (and maybe not finite) where nu = 0: inside or polar
+  t = select_of(inside, t, select_of(polar, Lanes<T>(T(0)), a));
+  u1 = select_of(inside, u1, select_of(polar, Lanes<T>(T(0)), u1 * k));
+  u2 = select_of(inside, u2, select_of(polar, Lanes<T>(T(0)), u2 * k));
+}
+
+// Storage of one lane group: element e of every lane at p[e] (a View with
+// this stride is never matched by the UnitStride overloads, whose scalar
+// fixed-size code branches per element).
+struct LaneStride {
+  IMPULSE_HD int operator()(int i) const { return i; }
+};
+template <class T>
+inline View<Lanes<T>, LaneStride> lane_view(Lanes<T>* p) {
+  return View<Lanes<T>, LaneStride>{p, LaneStride{}};
+}
+
+// Cholesky of K (n x n row-major, lower triangle read) in every lane, in
+// cholesky_in_place's storage (L below the diagonal, Lᵀ mirrored above,
+// 1/L_ii on the diagonal), so cholesky_solve_in_place applies. A lane whose
+// pivot is not a positive finite number is marked in the result; its pivot
+// is replaced by 1, so that the other lanes go on (its factor is garbage).
+// Four rows at a time below each pivot: one load of row j's entries serves
+// four independent dot products.
+template <class T>
+inline LaneMask<T> cholesky_lanes(int n, View<Lanes<T>, LaneStride> Kv) {
+  using L = Lanes<T>;
+  L* __restrict__ K = Kv.p;
+  LaneMask<T> failed = LaneMask<T>::none();
+  for (int j = 0; j < n; ++j) {
+    const L* __restrict__ rj = K + j * n;
+    L d = rj[j];
+    for (int k = 0; k < j; ++k) d -= rj[k] * rj[k];
+    const LaneMask<T> bad = (!(d > L(T(0)))) | (!is_finite(d));
+    failed |= bad;
+    d = select_of(bad, L(T(1)), d);
+    const L inv = L(T(1)) / sqrt_of(d);
+    K[j * n + j] = inv;
+    int i = j + 1;
+    for (; i + 4 <= n; i += 4) {
+      L* __restrict__ r0 = K + i * n;
+      L* __restrict__ r1 = r0 + n;
+      L* __restrict__ r2 = r1 + n;
+      L* __restrict__ r3 = r2 + n;
+      L a0 = r0[j], a1 = r1[j], a2 = r2[j], a3 = r3[j];
+      for (int k = 0; k < j; ++k) {
+        const L c = rj[k];
+        a0 -= r0[k] * c;
+        a1 -= r1[k] * c;
+        a2 -= r2[k] * c;
+        a3 -= r3[k] * c;
+      }
+      r0[j] = a0 * inv;
+      r1[j] = a1 * inv;
+      r2[j] = a2 * inv;
+      r3[j] = a3 * inv;
+    }
+    for (; i < n; ++i) {
+      L* __restrict__ ri = K + i * n;
+      L a = ri[j];
+      for (int k = 0; k < j; ++k) a -= ri[k] * rj[k];
+      ri[j] = a * inv;
+    }
+  }
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < i; ++j) K[j * n + i] = K[i * n + j];
+  return failed;
+}
+
+}  // namespace impulse

@@ -1,0 +1,325 @@
+// The conic QP by ADMM on W problems at once, one per lane (host only).
+//
+// The iteration is qp_admm.h's: the same generic templates (equilibration,
+// K = P + diag(σ) + Aᵀdiag(ρ)A, the sparse x-step with two triangular solves,
+// the row updates and cone projections) instantiated with T = Lanes<T>, so
+// every lane follows qp_admm_solve's arithmetic for its own problem. What
+// this file adds is the control flow per lane: each lane stops on its own
+// (solved, infeasible, numerical error) and its answer is written out at
+// that iteration; its own ρ adaptation (all lanes are refactored together,
+// which leaves an unchanged lane's factor bitwise as it was); its own input
+// faults. The group runs until its last lane stops.
+//
+// Differences from qp_admm_solve, by design:
+// - K is factored by Cholesky (two triangular solves per iteration) rather
+//   than inverted: in lanes the solves have no dependent scalar chains, and
+//   the factorization costs a third of an inverse.
+// - Checks are scheduled for the group: at the earliest iteration any
+//   running lane's prediction (QpSettings::predict_checks) names. A lane's
+//   stop iteration can therefore depend on the other problems of its group
+//   (never its answer's tolerance); the same batch gives bitwise the same
+//   results every time.
+#pragma once
+
+#include "solvers/lanes.h"
+#include "solvers/qp_admm.h"
+
+namespace impulse {
+
+// Where the lanes' answers go, and what happened to each.
+template <class T>
+struct QpLaneOut {
+  static constexpr int W = Lanes<T>::W;
+  T* x[W] = {};  // lane l's x (n entries) is written here when it stops
+  T* y[W] = {};  // and its y (m entries)
+  QpInfo<T> info[W];
+};
+
+namespace detail {
+
+// lane l stops: its x and y are written out, with its objective and value
+// in double (the Px of the check that stopped it when `px` is set)
+template <class T>
+void qp_lane_stop(const QpShape& sh, const QpData<Lanes<T>, LaneStride>& d,
+                  const QpWork<Lanes<T>, LaneStride>& w, View<Lanes<T>, LaneStride> x,
+                  View<Lanes<T>, LaneStride> y, int l, SolveStatus status, int it, bool px,
+                  Lanes<T> prim, Lanes<T> dual, Lanes<T> rho, QpLaneOut<T>& out) {
+  const int n = sh.n, m = sh.m();
+  T* xo = out.x[l];
+  T* yo = out.y[l];
+  for (int i = 0; i < n; ++i) xo[i] = x[i][l];
+  for (int r = 0; r < m; ++r) yo[r] = y[r][l];
+  double obj = 0.0;
+  if (sizeof(T) == 8 && px) {
+    for (int i = 0; i < n; ++i) obj += double(xo[i]) * (0.5 * double(w.tmp_n[i][l]) + double(d.q[i][l]));
+  } else {
+    for (int i = 0; i < n; ++i) {
+      double pxi = 0.0;
+      for (int j = 0; j < n; ++j) pxi += double(d.P[i * n + j][l]) * double(xo[j]);
+      obj += double(xo[i]) * (0.5 * pxi + double(d.q[i][l]));
+    }
+  }
+  double lag = 0.0;
+  for (int r = 0; r < m; ++r) {
+    double ax = -double(d.b[r][l]);
+    for (int k = sh.a.row_ptr[r]; k < sh.a.row_ptr[r + 1]; ++k)
+      ax += double(d.A[k][l]) * double(xo[sh.a.col[k]]);
+    lag += double(yo[r]) * ax;
+  }
+  QpInfo<T>& info = out.info[l];
+  info.status = status;
+  info.iterations = it;
+  info.objective = T(obj);
+  info.value = T(obj + lag);
+  info.prim_res = prim[l];
+  info.dual_res = dual[l];
+  info.rho = rho[l];
+}
+
+// per lane: x·0 summed is 0 exactly when every entry is finite
+template <class T>
+LaneMask<T> qp_lanes_nonfinite(int len, View<const Lanes<T>, LaneStride> v) {
+  Lanes<T> acc(T(0));
+  for (int i = 0; i < len; ++i) acc += v[i] * Lanes<T>(T(0));
+  return !(acc == Lanes<T>(T(0)));
+}
+
+}  // namespace detail
+
+// Solves the problems in lanes [0, live) of the group (the other lanes are
+// ignored). x and y hold the warm start when `warm` (zeroed otherwise) and
+// are the running iterates; each lane's answer, whatever its status, goes to
+// out.x[l] / out.y[l] and out.info[l]. The workspace is carved by
+// QpWork<Lanes<T>, LaneStride>::carve(base, n, m) (qp_work_size(n, m) lanes).
+template <class T>
+void qp_admm_solve_lanes(const QpShape& sh, const QpData<Lanes<T>, LaneStride>& d, int live,
+                         View<Lanes<T>, LaneStride> x, View<Lanes<T>, LaneStride> y,
+                         QpWork<Lanes<T>, LaneStride> w, const QpSettings<T>& st, bool warm,
+                         QpLaneOut<T>& out) {
+  using L = Lanes<T>;
+  using Mask = LaneMask<T>;
+  constexpr int W = L::W;
+  const int n = sh.n, m = sh.m();
+  const CsrPattern& a = sh.a;
+  const L zero(T(0)), one(T(1)), tiny(T(1e-30));
+  Mask active = Mask::first(live);
+  for (int l = 0; l < W; ++l) out.info[l] = QpInfo<T>{};
+
+  if (st.check_input) {
+    // per lane, the first fault in qp_check_input's order
+    const Mask bad_p = detail::qp_lanes_nonfinite(n * n, d.P);
+    const Mask bad_q = detail::qp_lanes_nonfinite(n, d.q);
+    const Mask bad_a = detail::qp_lanes_nonfinite(a.nnz, d.A);
+    const Mask bad_b = detail::qp_lanes_nonfinite(m, d.b);
+    L scale, asym;
+    absmax_and_asymmetry(n, d.P, scale, asym);
+    const L sym_tol =
+        L(T(1e3)) * max_of(scale, one) * L(sizeof(T) == 4 ? T(1.2e-7) : T(2.3e-16));
+    const Mask bad_sym = asym > sym_tol;
+    L diag = one;
+    for (int i = 0; i < n; ++i) diag = max_of(diag, abs_of(d.P[i * n + i]));
+    const L shift = L(st.psd_tol) * diag;
+    for (int i = 0; i < n; ++i) {
+      for (int j = 0; j <= i; ++j) w.L[i * n + j] = d.P[i * n + j];
+      w.L[i * n + i] += shift;
+    }
+    const Mask bad_psd = cholesky_lanes(n, w.L);
+    for (int l = 0; l < live; ++l) {
+      InputFault f = InputFault::kNone;
+      if (bad_p[l]) f = InputFault::kNonFiniteP;
+      else if (bad_q[l]) f = InputFault::kNonFiniteQ;
+      else if (bad_a[l]) f = InputFault::kNonFiniteA;
+      else if (bad_b[l]) f = InputFault::kNonFiniteB;
+      else if (bad_sym[l]) f = InputFault::kAsymmetricP;
+      else if (bad_psd[l]) f = InputFault::kNotPsdP;
+      if (f == InputFault::kNone) continue;
+      out.info[l].status = SolveStatus::kInvalidInput;
+      out.info[l].fault = f;
+      for (int i = 0; i < n; ++i) out.x[l][i] = T(0);
+      for (int r = 0; r < m; ++r) out.y[l][r] = T(0);
+      active.set(l, false);
+    }
+  }
+  if (!active.any()) return;
+
+  // initial iterate: z = Ax for a warm start, zero otherwise
+  if (warm) {
+    csr_matvec(a, d.A, x.as_const(), w.z);
+  } else {
+    for (int i = 0; i < n; ++i) x[i] = zero;
+    for (int i = 0; i < m; ++i) y[i] = zero, w.z[i] = zero;
+  }
+
+  L rho(st.rho);
+  const L eq_scale(st.rho_eq_scale);
+  detail::qp_equilibrate(sh, d, w, st.scaling_iters, L(st.sigma));
+  detail::qp_set_rho(sh, w, rho, eq_scale);
+  L prim_res = zero, dual_res = zero, eps_prim = zero, eps_dual = zero;
+  int it = 0;
+  auto stop = [&](Mask which, SolveStatus status, bool px) {
+    for (int l = 0; l < W; ++l)
+      if (which[l])
+        detail::qp_lane_stop(sh, d, w, x, y, l, status, it, px, prim_res, dual_res, rho, out);
+    active &= !which;
+  };
+  auto factor = [&]() {
+    detail::qp_form_K(sh, d, w);
+    return cholesky_lanes(n, w.L);
+  };
+  stop(active & factor(), SolveStatus::kNumericalError, false);
+
+  const L alpha(st.alpha);
+  const T eps_abs = st.eps_abs, eps_rel = st.eps_rel;
+  int next_check = warm ? 1 : st.check_every;
+  int last_check[W] = {};  // per lane, as in qp_admm_solve
+  T last_ratio[W] = {};
+  T remaining[W] = {};
+  for (it = 1; it <= st.max_iter && active.any(); ++it) {
+    const bool check = it == next_check || it == st.max_iter ||
+                       (st.adaptive_rho && it % st.adaptive_rho_interval == 0);
+    if (check) {
+      for (int i = 0; i < n; ++i) w.x_prev[i] = x[i];
+      for (int i = 0; i < m; ++i) w.y_prev[i] = y[i];
+    }
+    detail::qp_admm_step(sh, d, w, x, y, alpha, false);
+    if (!check) continue;
+
+    // residuals: r_prim = Ax − z, r_dual = Px + q + Aᵀy
+    csr_matvec(a, d.A, x.as_const(), w.tmp_m);
+    L ax_norm = zero, z_norm = zero, sp_res = zero, sax_norm = zero, sz_norm = zero;
+    prim_res = zero;
+    for (int i = 0; i < m; ++i) {
+      const L e = w.escale[i];
+      const L r = abs_of(w.tmp_m[i] - w.z[i]), ax = abs_of(w.tmp_m[i]), zz = abs_of(w.z[i]);
+      prim_res = max_of(prim_res, r);
+      ax_norm = max_of(ax_norm, ax);
+      z_norm = max_of(z_norm, zz);
+      sp_res = max_of(sp_res, e * r);
+      sax_norm = max_of(sax_norm, e * ax);
+      sz_norm = max_of(sz_norm, e * zz);
+    }
+    dense_symv(n, d.P, x.as_const(), w.tmp_n);
+    csr_matvec_t(a, d.A, y.as_const(), w.xt);
+    L px_norm = zero, aty_norm = zero, q_norm = zero;
+    L sd_res = zero, spx_norm = zero, saty_norm = zero, sq_norm = zero;
+    dual_res = zero;
+    for (int i = 0; i < n; ++i) {
+      const L dd = w.dscale[i];
+      const L r = abs_of(w.tmp_n[i] + d.q[i] + w.xt[i]), px = abs_of(w.tmp_n[i]),
+              aty = abs_of(w.xt[i]), qq = abs_of(d.q[i]);
+      dual_res = max_of(dual_res, r);
+      px_norm = max_of(px_norm, px);
+      aty_norm = max_of(aty_norm, aty);
+      q_norm = max_of(q_norm, qq);
+      sd_res = max_of(sd_res, dd * r);
+      spx_norm = max_of(spx_norm, dd * px);
+      saty_norm = max_of(saty_norm, dd * aty);
+      sq_norm = max_of(sq_norm, dd * qq);
+    }
+    stop(active & !(is_finite(prim_res) & is_finite(dual_res)), SolveStatus::kNumericalError, false);
+    eps_prim = L(eps_abs) + L(eps_rel) * max_of(ax_norm, z_norm);
+    eps_dual = L(eps_abs) + L(eps_rel) * max_of(max_of(px_norm, aty_norm), q_norm);
+    stop(active & (prim_res <= eps_prim) & (dual_res <= eps_dual), SolveStatus::kSolved, true);
+    if (!active.any()) break;
+
+    {  // the next check: the earliest any running lane asks for
+      const L ratio = max_of(prim_res / (eps_prim + tiny), dual_res / (eps_dual + tiny));
+      int next = it + 2 * st.check_every;
+      for (int l = 0; l < W; ++l) {
+        if (!active[l]) continue;
+        const T r = ratio[l];
+        int gap = st.check_every;
+        remaining[l] = T(st.max_iter);
+        if (last_check[l] > 0 && r < last_ratio[l] && r > T(1)) {
+          remaining[l] = T(it - last_check[l]) * log_of(r) / log_of(last_ratio[l] / r);
+          if (st.predict_checks)
+            gap = remaining[l] < T(2 * st.check_every) ? int(remaining[l]) + 1 : 2 * st.check_every;
+        }
+        last_check[l] = it;
+        last_ratio[l] = r;
+        next = next < it + gap ? next : it + gap;
+      }
+      next_check = next;
+    }
+
+    // primal infeasibility: δy ∈ K*, Aᵀδy ≈ 0, bᵀδy < 0
+    {
+      L dy_norm = zero, bdy = zero;
+      for (int i = 0; i < m; ++i) {
+        const L dy = y[i] - w.y_prev[i];
+        w.tmp_m[i] = dy;
+        dy_norm = max_of(dy_norm, abs_of(dy));
+        bdy += d.b[i] * dy;
+      }
+      const L tol = L(st.eps_pinf) * dy_norm;
+      Mask cand = active & (dy_norm > zero) & (bdy < -tol);
+      if (cand.any()) {
+        for (int i = sh.cones.n_zero; i < sh.cones.soc_begin(); ++i) cand &= !(w.tmp_m[i] < -tol);
+        for (int k = 0; k < sh.cones.n_soc; ++k) {
+          const int r = sh.cones.soc_begin() + 3 * k;
+          cand &= !(soc3_violation(w.tmp_m[r], w.tmp_m[r + 1], w.tmp_m[r + 2]) > tol);
+        }
+        if (cand.any()) {
+          csr_matvec_t(a, d.A, w.tmp_m.as_const(), w.tmp_n);
+          stop(cand & (norm_inf(n, w.tmp_n.as_const()) <= tol), SolveStatus::kPrimalInfeasible,
+               false);
+        }
+      }
+    }
+    // dual infeasibility: Pδx ≈ 0, qᵀδx < 0, Aδx ∈ −K
+    {
+      L dx_norm = zero, qdx = zero;
+      for (int i = 0; i < n; ++i) {
+        const L dx = x[i] - w.x_prev[i];
+        w.xt[i] = dx;
+        dx_norm = max_of(dx_norm, abs_of(dx));
+        qdx += d.q[i] * dx;
+      }
+      const L tol = L(st.eps_dinf) * dx_norm;
+      Mask cand = active & (dx_norm > zero) & (qdx < -tol);
+      if (cand.any()) {
+        csr_matvec(a, d.A, w.xt.as_const(), w.tmp_m);
+        for (int i = 0; i < sh.cones.n_zero; ++i) cand &= !(abs_of(w.tmp_m[i]) > tol);
+        for (int i = sh.cones.n_zero; i < sh.cones.soc_begin(); ++i) cand &= !(w.tmp_m[i] > tol);
+        for (int k = 0; k < sh.cones.n_soc; ++k) {
+          const int r = sh.cones.soc_begin() + 3 * k;
+          cand &= !(soc3_violation(-w.tmp_m[r], -w.tmp_m[r + 1], -w.tmp_m[r + 2]) > tol);
+        }
+        if (cand.any()) {
+          dense_symv(n, d.P, w.xt.as_const(), w.tmp_n);
+          stop(cand & (norm_inf(n, w.tmp_n.as_const()) <= tol), SolveStatus::kDualInfeasible,
+               false);
+        }
+      }
+    }
+    if (!active.any()) break;
+
+    // adaptive rho, per lane; one refactorization for the group
+    if (st.adaptive_rho && it % st.adaptive_rho_interval == 0) {
+      const L pn = sp_res / (max_of(sax_norm, sz_norm) + tiny);
+      const L dn = sd_res / (max_of(max_of(spx_norm, saty_norm), sq_norm) + tiny);
+      L rho_new = rho * sqrt_of(pn / (dn + tiny));
+      rho_new = min_of(max_of(rho_new, L(st.rho_min)), L(st.rho_max));
+      const L tol(st.adaptive_rho_tolerance);
+      Mask upd = active & ((rho_new > rho * tol) | (rho_new * tol < rho));
+      for (int l = 0; l < W; ++l)
+        if (upd[l] && !(out.info[l].rho_updates < st.max_rho_updates &&
+                        remaining[l] > T(st.adaptive_rho_interval)))
+          upd.set(l, false);
+      if (upd.any()) {
+        rho = select_of(upd, rho_new, rho);
+        for (int l = 0; l < W; ++l)
+          if (upd[l]) last_check[l] = 0, ++out.info[l].rho_updates;
+        detail::qp_set_rho(sh, w, rho, eq_scale);
+        stop(active & factor(), SolveStatus::kNumericalError, false);
+      }
+    }
+  }
+  if (!active.any()) return;
+  if (it > st.max_iter) it = st.max_iter;
+  const Mask close = (prim_res <= L(T(10)) * eps_prim) & (dual_res <= L(T(10)) * eps_dual);
+  stop(active & close, SolveStatus::kSolvedInaccurate, false);
+  stop(active, SolveStatus::kMaxIterations, false);
+}
+
+}  // namespace impulse
