@@ -29,14 +29,18 @@
 
 namespace impulse {
 
-// bytes of one lane vector: the widest this compilation targets
+// bytes of one lane vector: the widest this compilation targets (or
+// IMPULSE_LANE_BYTES = 16, 32, 64 where that is supported)
+#if !defined(IMPULSE_LANE_BYTES)
 #if defined(__AVX512F__)
-constexpr int kLaneBytes = 64;
+#define IMPULSE_LANE_BYTES 64
 #elif defined(__AVX__)
-constexpr int kLaneBytes = 32;
+#define IMPULSE_LANE_BYTES 32
 #else
-constexpr int kLaneBytes = 16;
+#define IMPULSE_LANE_BYTES 16
 #endif
+#endif
+constexpr int kLaneBytes = IMPULSE_LANE_BYTES;
 
 namespace detail {
 template <class T>
@@ -136,21 +140,37 @@ inline Lanes<T> abs_of(Lanes<T> a) {
   return Lanes<T>::of(a.v < 0 ? -a.v : a.v);
 }
 inline Lanes<double> sqrt_of(Lanes<double> a) {
-#if defined(__AVX512F__)
+#if IMPULSE_LANE_BYTES == 64
   return Lanes<double>::of(_mm512_sqrt_pd(a.v));
-#elif defined(__AVX__)
+#elif IMPULSE_LANE_BYTES == 32
   return Lanes<double>::of(_mm256_sqrt_pd(a.v));
 #else
   return Lanes<double>::of(_mm_sqrt_pd(a.v));
 #endif
 }
 inline Lanes<float> sqrt_of(Lanes<float> a) {
-#if defined(__AVX512F__)
+#if IMPULSE_LANE_BYTES == 64
   return Lanes<float>::of(_mm512_sqrt_ps(a.v));
-#elif defined(__AVX__)
+#elif IMPULSE_LANE_BYTES == 32
   return Lanes<float>::of(_mm256_sqrt_ps(a.v));
 #else
   return Lanes<float>::of(_mm_sqrt_ps(a.v));
+#endif
+}
+// ≈ 1/√a to about 28 bits (AVX-512: the 14-bit estimate and one Newton
+// step, a few cycles where a square root and a division take ~30), for
+// quantities that are heuristics anyway (the equilibration's factors)
+template <class T>
+inline Lanes<T> rsqrt_approx(Lanes<T> a) {
+#if IMPULSE_LANE_BYTES == 64
+  Lanes<T> y;
+  if constexpr (sizeof(T) == 8)
+    y.v = _mm512_rsqrt14_pd(a.v);
+  else
+    y.v = _mm512_rsqrt14_ps(a.v);
+  return y * (Lanes<T>(T(1.5)) - Lanes<T>(T(0.5)) * a * y * y);
+#else
+  return Lanes<T>(T(1)) / sqrt_of(a);
 #endif
 }
 template <class T>
@@ -166,7 +186,7 @@ inline LaneMask<T> is_finite(Lanes<T> a) {
 }
 
 // project (t, u1, u2) onto {‖u‖ ≤ t} lane by lane: cones.h's project_soc3
-// with its two early returns as selects (the same arithmetic in each lane).
+// with its two early returns as selects (the same formulas in each lane).
 template <class T>
 inline void project_soc3(Lanes<T>& t, Lanes<T>& u1, Lanes<T>& u2) {
   const Lanes<T> nu = sqrt_of(u1 * u1 + u2 * u2);
@@ -239,6 +259,144 @@ inline LaneMask<T> cholesky_lanes(int n, View<Lanes<T>, LaneStride> Kv) {
   for (int i = 0; i < n; ++i)
     for (int j = 0; j < i; ++j) K[j * n + i] = K[i * n + j];
   return failed;
+}
+
+// Solve L Lᵀ x = r in place with cholesky_lanes' factor (the lane overload
+// of cholesky_solve_in_place). Both sweeps in dot form on rows (the forward
+// one on L below the diagonal, the backward one on the mirrored Lᵀ above
+// it), four rows per pass: one load of a solved entry serves four running
+// sums kept in registers, and nothing is stored but the solution (the
+// column-oriented axpy form stores every entry it touches).
+template <class T>
+inline void cholesky_solve_in_place(int n, View<const Lanes<T>, LaneStride> Lv,
+                                    View<Lanes<T>, LaneStride> rv) {
+  using L = Lanes<T>;
+  const L* __restrict__ K = Lv.p;
+  L* __restrict__ r = rv.p;
+  // forward: y_i = (r_i − Σ_{k<i} L_ik y_k) / L_ii
+  int i0 = 0;
+  for (; i0 + 4 <= n; i0 += 4) {
+    const L* __restrict__ k0 = K + i0 * n;
+    const L* __restrict__ k1 = k0 + n;
+    const L* __restrict__ k2 = k1 + n;
+    const L* __restrict__ k3 = k2 + n;
+    L a0 = r[i0], a1 = r[i0 + 1], a2 = r[i0 + 2], a3 = r[i0 + 3];
+    for (int k = 0; k < i0; ++k) {
+      const L c = r[k];
+      a0 -= k0[k] * c;
+      a1 -= k1[k] * c;
+      a2 -= k2[k] * c;
+      a3 -= k3[k] * c;
+    }
+    a0 *= k0[i0];
+    a1 = (a1 - k1[i0] * a0) * k1[i0 + 1];
+    a2 = (a2 - k2[i0] * a0 - k2[i0 + 1] * a1) * k2[i0 + 2];
+    a3 = (a3 - k3[i0] * a0 - k3[i0 + 1] * a1 - k3[i0 + 2] * a2) * k3[i0 + 3];
+    r[i0] = a0, r[i0 + 1] = a1, r[i0 + 2] = a2, r[i0 + 3] = a3;
+  }
+  for (int i = i0; i < n; ++i) {
+    const L* __restrict__ ki = K + i * n;
+    L a = r[i];
+    for (int k = 0; k < i; ++k) a -= ki[k] * r[k];
+    r[i] = a * ki[i];
+  }
+  // backward: x_i = (y_i − Σ_{k>i} L_ki x_k) / L_ii, L_ki mirrored at row i
+  int i1 = n;
+  for (; i1 - 4 >= 0; i1 -= 4) {
+    const int b = i1 - 4;
+    const L* __restrict__ k0 = K + b * n;
+    const L* __restrict__ k1 = k0 + n;
+    const L* __restrict__ k2 = k1 + n;
+    const L* __restrict__ k3 = k2 + n;
+    L a0 = r[b], a1 = r[b + 1], a2 = r[b + 2], a3 = r[b + 3];
+    for (int k = i1; k < n; ++k) {
+      const L c = r[k];
+      a0 -= k0[k] * c;
+      a1 -= k1[k] * c;
+      a2 -= k2[k] * c;
+      a3 -= k3[k] * c;
+    }
+    a3 *= k3[b + 3];
+    a2 = (a2 - k2[b + 3] * a3) * k2[b + 2];
+    a1 = (a1 - k1[b + 3] * a3 - k1[b + 2] * a2) * k1[b + 1];
+    a0 = (a0 - k0[b + 3] * a3 - k0[b + 2] * a2 - k0[b + 1] * a1) * k0[b];
+    r[b] = a0, r[b + 1] = a1, r[b + 2] = a2, r[b + 3] = a3;
+  }
+  for (int i = i1 - 1; i >= 0; --i) {
+    const L* __restrict__ ki = K + i * n;
+    L a = r[i];
+    for (int k = i + 1; k < n; ++k) a -= ki[k] * r[k];
+    r[i] = a * ki[i];
+  }
+}
+
+// out = M v for a symmetric M (the lane overload of dense_symv): rows in dot
+// form, four at a time (one load of v_j for four sums in registers)
+template <class T>
+inline void dense_symv(int n, View<const Lanes<T>, LaneStride> Mv, View<const Lanes<T>, LaneStride> vv,
+                       View<Lanes<T>, LaneStride> ov) {
+  using L = Lanes<T>;
+  const L* __restrict__ M = Mv.p;
+  const L* __restrict__ v = vv.p;
+  L* __restrict__ o = ov.p;
+  int i = 0;
+  for (; i + 4 <= n; i += 4) {
+    const L* __restrict__ m0 = M + i * n;
+    const L* __restrict__ m1 = m0 + n;
+    const L* __restrict__ m2 = m1 + n;
+    const L* __restrict__ m3 = m2 + n;
+    L a0(T(0)), a1(T(0)), a2(T(0)), a3(T(0));
+    for (int j = 0; j < n; ++j) {
+      const L c = v[j];
+      a0 += m0[j] * c;
+      a1 += m1[j] * c;
+      a2 += m2[j] * c;
+      a3 += m3[j] * c;
+    }
+    o[i] = a0, o[i + 1] = a1, o[i + 2] = a2, o[i + 3] = a3;
+  }
+  for (; i < n; ++i) {
+    L a(T(0));
+    for (int j = 0; j < n; ++j) a += M[i * n + j] * v[j];
+    o[i] = a;
+  }
+}
+
+// out_j = c·D_j·max_i |M_ij|·D_i for a symmetric M (the lane overload of
+// dense_col_absmax_scaled): as row norms, four rows at a time with their
+// running maxima in registers
+template <class T>
+inline void dense_col_absmax_scaled(int n, View<const Lanes<T>, LaneStride> Mv,
+                                    View<const Lanes<T>, LaneStride> Dv, Lanes<T> c,
+                                    View<Lanes<T>, LaneStride> ov) {
+  using L = Lanes<T>;
+  const L* __restrict__ M = Mv.p;
+  const L* __restrict__ D = Dv.p;
+  int j = 0;
+  for (; j + 4 <= n; j += 4) {
+    const L* __restrict__ m0 = M + j * n;
+    const L* __restrict__ m1 = m0 + n;
+    const L* __restrict__ m2 = m1 + n;
+    const L* __restrict__ m3 = m2 + n;
+    L a0(T(0)), a1(T(0)), a2(T(0)), a3(T(0));
+    for (int i = 0; i < n; ++i) {
+      const L di = D[i];
+      a0 = max_of(a0, abs_of(m0[i]) * di);
+      a1 = max_of(a1, abs_of(m1[i]) * di);
+      a2 = max_of(a2, abs_of(m2[i]) * di);
+      a3 = max_of(a3, abs_of(m3[i]) * di);
+    }
+    ov.p[j] = a0 * (c * D[j]);
+    ov.p[j + 1] = a1 * (c * D[j + 1]);
+    ov.p[j + 2] = a2 * (c * D[j + 2]);
+    ov.p[j + 3] = a3 * (c * D[j + 3]);
+  }
+  for (; j < n; ++j) {
+    const L* __restrict__ row = M + j * n;
+    L a(T(0));
+    for (int i = 0; i < n; ++i) a = max_of(a, abs_of(row[i]) * D[i]);
+    ov.p[j] = a * (c * D[j]);
+  }
 }
 
 }  // namespace impulse

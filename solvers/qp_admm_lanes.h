@@ -1,8 +1,9 @@
 // The conic QP by ADMM on W problems at once, one per lane (host only).
 //
 // The iteration is qp_admm.h's: the same generic templates (equilibration,
-// K = P + diag(σ) + Aᵀdiag(ρ)A, the sparse x-step with two triangular solves,
-// the row updates and cone projections) instantiated with T = Lanes<T>, so
+// K = P + diag(σ) + Aᵀdiag(ρ)A, the row updates and cone projections)
+// instantiated with T = Lanes<T>, and the x-step with two triangular solves
+// (Aᵀv by columns, the solves in registers: qp_lanes_step), so
 // every lane follows qp_admm_solve's arithmetic for its own problem. What
 // this file adds is the control flow per lane: each lane stops on its own
 // (solved, infeasible, numerical error) and its answer is written out at
@@ -14,17 +15,40 @@
 // - K is factored by Cholesky (two triangular solves per iteration) rather
 //   than inverted: in lanes the solves have no dependent scalar chains, and
 //   the factorization costs a third of an inverse.
-// - Checks are scheduled for the group: at the earliest iteration any
-//   running lane's prediction (QpSettings::predict_checks) names. A lane's
-//   stop iteration can therefore depend on the other problems of its group
-//   (never its answer's tolerance); the same batch gives bitwise the same
-//   results every time.
+// - Checks are scheduled for the group: at the latest iteration any running
+//   lane's prediction (QpSettings::predict_checks) names, since the group
+//   runs until its slowest lane stops. A lane's stop iteration (and with it
+//   its answer, never its tolerance) therefore depends on the other problems
+//   of its group; the same batch gives bitwise the same results every time.
+// - The equilibration's 1/√ is approximate (rsqrt_approx).
 #pragma once
+
+#include <vector>
 
 #include "solvers/lanes.h"
 #include "solvers/qp_admm.h"
 
 namespace impulse {
+
+// A's pattern by columns (built once per batch): column j holds the entries
+// entry[col_ptr[j] .. col_ptr[j + 1]) of A's values, in rows row[...]. The
+// lanes form Aᵀv as one sum per column, in a register, where the row-wise
+// scatter stores every entry it touches.
+struct QpColumns {
+  std::vector<int> col_ptr, row, entry;
+  QpColumns() = default;
+  explicit QpColumns(const CsrPattern& a) : col_ptr(a.cols + 1, 0), row(a.nnz), entry(a.nnz) {
+    for (int k = 0; k < a.nnz; ++k) ++col_ptr[a.col[k] + 1];
+    for (int j = 0; j < a.cols; ++j) col_ptr[j + 1] += col_ptr[j];
+    std::vector<int> next(col_ptr.begin(), col_ptr.end() - 1);
+    for (int r = 0; r < a.rows; ++r)
+      for (int k = a.row_ptr[r]; k < a.row_ptr[r + 1]; ++k) {
+        const int at = next[a.col[k]]++;
+        row[at] = r;
+        entry[at] = k;
+      }
+  }
+};
 
 // Where the lanes' answers go, and what happened to each.
 template <class T>
@@ -34,6 +58,16 @@ struct QpLaneOut {
   T* y[W] = {};  // and its y (m entries)
   QpInfo<T> info[W];
 };
+
+// the lane overload of detail::qp_rescale (one Ruiz update of a scaling
+// vector), with an approximate 1/√: the factors only need to be
+// consistent, not exact
+template <class T>
+void qp_rescale(int len, View<Lanes<T>, LaneStride> dst, View<const Lanes<T>, LaneStride> a,
+                View<const Lanes<T>, LaneStride> b) {
+  for (int i = 0; i < len; ++i)
+    dst[i] *= rsqrt_approx(detail::qp_limit_scaling(max_of(a[i], b[i])));
+}
 
 namespace detail {
 
@@ -76,6 +110,49 @@ void qp_lane_stop(const QpShape& sh, const QpData<Lanes<T>, LaneStride>& d,
   info.rho = rho[l];
 }
 
+// out_j = base_j + Σ_r A_rj v_r by columns (base may be null: zero)
+template <class T>
+void qp_lanes_Aty(const QpColumns& at, int n, View<const Lanes<T>, LaneStride> A,
+                  const Lanes<T>* __restrict__ v, const Lanes<T>* __restrict__ base,
+                  Lanes<T>* __restrict__ out) {
+  const int* __restrict__ cp = at.col_ptr.data();
+  const int* __restrict__ row = at.row.data();
+  const int* __restrict__ entry = at.entry.data();
+  const Lanes<T>* __restrict__ a = A.p;
+  for (int j = 0; j < n; ++j) {
+    Lanes<T> acc = base ? base[j] : Lanes<T>(T(0));
+    for (int k = cp[j]; k < cp[j + 1]; ++k) acc += a[entry[k]] * v[row[k]];
+    out[j] = acc;
+  }
+}
+
+// One ADMM iteration in lanes: qp_admm_step's with Aᵀ(ρ∘z − y) by columns
+// and the x-step's two triangular solves in registers (the lane overload
+// of cholesky_solve_in_place).
+template <class T>
+void qp_lanes_step(const QpShape& sh, const QpColumns& at, const QpData<Lanes<T>, LaneStride>& d,
+                   QpWork<Lanes<T>, LaneStride>& w, View<Lanes<T>, LaneStride> x,
+                   View<Lanes<T>, LaneStride> y, Lanes<T> alpha) {
+  using L = Lanes<T>;
+  const int n = sh.n, m = sh.m();
+  const CsrPattern& a = sh.a;
+  const L beta = L(T(1)) - alpha;
+  L* __restrict__ t = w.tmp_m.p;
+  for (int r = 0; r < m; ++r) t[r] = w.rho[r] * w.z[r] - y[r];
+  L* __restrict__ base = w.tmp_n.p;
+  for (int j = 0; j < n; ++j) base[j] = w.sig[j] * x[j] - d.q[j];
+  qp_lanes_Aty(at, n, d.A, t, base, w.xt.p);
+  cholesky_solve_in_place(n, w.L.as_const(), w.xt);
+  for (int j = 0; j < n; ++j) x[j] = alpha * w.xt[j] + beta * x[j];
+  const L* __restrict__ xt = w.xt.p;
+  const L* __restrict__ av = d.A.p;
+  qp_update_rows(sh, d, w, y, [&](int r) {
+    L acc(T(0));
+    for (int k = a.row_ptr[r]; k < a.row_ptr[r + 1]; ++k) acc += av[k] * xt[a.col[k]];
+    return alpha * acc + beta * w.z[r];
+  });
+}
+
 // per lane: x·0 summed is 0 exactly when every entry is finite
 template <class T>
 LaneMask<T> qp_lanes_nonfinite(int len, View<const Lanes<T>, LaneStride> v) {
@@ -92,7 +169,8 @@ LaneMask<T> qp_lanes_nonfinite(int len, View<const Lanes<T>, LaneStride> v) {
 // out.x[l] / out.y[l] and out.info[l]. The workspace is carved by
 // QpWork<Lanes<T>, LaneStride>::carve(base, n, m) (qp_work_size(n, m) lanes).
 template <class T>
-void qp_admm_solve_lanes(const QpShape& sh, const QpData<Lanes<T>, LaneStride>& d, int live,
+void qp_admm_solve_lanes(const QpShape& sh, const QpColumns& at,
+                         const QpData<Lanes<T>, LaneStride>& d, int live,
                          View<Lanes<T>, LaneStride> x, View<Lanes<T>, LaneStride> y,
                          QpWork<Lanes<T>, LaneStride> w, const QpSettings<T>& st, bool warm,
                          QpLaneOut<T>& out) {
@@ -181,7 +259,7 @@ void qp_admm_solve_lanes(const QpShape& sh, const QpData<Lanes<T>, LaneStride>& 
       for (int i = 0; i < n; ++i) w.x_prev[i] = x[i];
       for (int i = 0; i < m; ++i) w.y_prev[i] = y[i];
     }
-    detail::qp_admm_step(sh, d, w, x, y, alpha, false);
+    detail::qp_lanes_step(sh, at, d, w, x, y, alpha);
     if (!check) continue;
 
     // residuals: r_prim = Ax − z, r_dual = Px + q + Aᵀy
@@ -199,7 +277,7 @@ void qp_admm_solve_lanes(const QpShape& sh, const QpData<Lanes<T>, LaneStride>& 
       sz_norm = max_of(sz_norm, e * zz);
     }
     dense_symv(n, d.P, x.as_const(), w.tmp_n);
-    csr_matvec_t(a, d.A, y.as_const(), w.xt);
+    detail::qp_lanes_Aty(at, n, d.A, y.p, static_cast<const L*>(nullptr), w.xt.p);
     L px_norm = zero, aty_norm = zero, q_norm = zero;
     L sd_res = zero, spx_norm = zero, saty_norm = zero, sq_norm = zero;
     dual_res = zero;
@@ -222,9 +300,11 @@ void qp_admm_solve_lanes(const QpShape& sh, const QpData<Lanes<T>, LaneStride>& 
     stop(active & (prim_res <= eps_prim) & (dual_res <= eps_dual), SolveStatus::kSolved, true);
     if (!active.any()) break;
 
-    {  // the next check: the earliest any running lane asks for
+    {  // the next check: when the slowest running lane asks for it (the
+       // group runs until its last lane stops, so checking sooner for a
+       // faster lane would save nothing)
       const L ratio = max_of(prim_res / (eps_prim + tiny), dual_res / (eps_dual + tiny));
-      int next = it + 2 * st.check_every;
+      int next = it + 1;
       for (int l = 0; l < W; ++l) {
         if (!active[l]) continue;
         const T r = ratio[l];
@@ -237,7 +317,7 @@ void qp_admm_solve_lanes(const QpShape& sh, const QpData<Lanes<T>, LaneStride>& 
         }
         last_check[l] = it;
         last_ratio[l] = r;
-        next = next < it + gap ? next : it + gap;
+        next = next > it + gap ? next : it + gap;
       }
       next_check = next;
     }
@@ -260,7 +340,7 @@ void qp_admm_solve_lanes(const QpShape& sh, const QpData<Lanes<T>, LaneStride>& 
           cand &= !(soc3_violation(w.tmp_m[r], w.tmp_m[r + 1], w.tmp_m[r + 2]) > tol);
         }
         if (cand.any()) {
-          csr_matvec_t(a, d.A, w.tmp_m.as_const(), w.tmp_n);
+          detail::qp_lanes_Aty(at, n, d.A, w.tmp_m.p, static_cast<const L*>(nullptr), w.tmp_n.p);
           stop(cand & (norm_inf(n, w.tmp_n.as_const()) <= tol), SolveStatus::kPrimalInfeasible,
                false);
         }

@@ -14,6 +14,13 @@
 namespace impulse {
 namespace {
 
+// the scalar CPU path (qp_admm_solve), for the tests of its own settings
+BatchOptions one_at_a_time() {
+  BatchOptions o;
+  o.lanes = false;
+  return o;
+}
+
 QpSettings<double> tight() {
   QpSettings<double> st;
   st.eps_abs = 1e-9;
@@ -31,11 +38,12 @@ class RandomQp : public ::testing::TestWithParam<SizeCase> {};
 
 TEST_P(RandomQp, MatchesKnownOptimumAndKkt) {
   const SizeCase c = GetParam();
-  const GeneratedQps g = random_qp_batch(8, c.n, c.cones, 1000 + c.n);
+  const GeneratedQps g = random_qp_batch(11, c.n, c.cones, 1000 + c.n);  // 11: a part group
+  for (const BatchOptions& opt : testing::both_cpu_paths()) {
   QpSolutions<double> sol;
-  solve_batch(g.batch, tight(), BatchOptions{}, sol);
+  solve_batch(g.batch, tight(), opt, sol);
   for (int k = 0; k < g.batch.size; ++k) {
-    SCOPED_TRACE("problem " + std::to_string(k));
+    SCOPED_TRACE(std::string(testing::path_name(opt)) + ", problem " + std::to_string(k));
     ASSERT_EQ(sol.status[k], SolveStatus::kSolved) << to_string(sol.status[k]);
     const auto r = testing::kkt_residuals(g.batch, k, &sol.x[size_t(k) * c.n],
                                           &sol.y[size_t(k) * g.batch.m()]);
@@ -46,6 +54,7 @@ TEST_P(RandomQp, MatchesKnownOptimumAndKkt) {
     EXPECT_LT(r.complementarity, 1e-6 * scale);
     EXPECT_NEAR(r.objective, g.obj_opt[k], 1e-6 * scale);
     EXPECT_NEAR(sol.objective[k], r.objective, 1e-9 * scale);
+  }
   }
 }
 
@@ -114,10 +123,13 @@ TEST(QpAdmm, MatchesActiveSetEnumeration) {
     std::memcpy(bt.q.data(), q.data(), sizeof(double) * n);
     bt.set_A_dense(0, Ar.data());
     std::memcpy(bt.b.data(), b.data(), sizeof(double) * m);
-    QpSolutions<double> sol;
-    solve_batch(bt, tight(), BatchOptions{}, sol);
-    ASSERT_EQ(sol.status[0], SolveStatus::kSolved) << "trial " << trial;
-    for (int j = 0; j < n; ++j) EXPECT_NEAR(sol.x[j], x_ref(j), 1e-6) << "trial " << trial;
+    for (const BatchOptions& opt : testing::both_cpu_paths()) {
+      QpSolutions<double> sol;
+      solve_batch(bt, tight(), opt, sol);
+      ASSERT_EQ(sol.status[0], SolveStatus::kSolved) << "trial " << trial << ", " << testing::path_name(opt);
+      for (int j = 0; j < n; ++j)
+        EXPECT_NEAR(sol.x[j], x_ref(j), 1e-6) << "trial " << trial << ", " << testing::path_name(opt);
+    }
   }
 }
 
@@ -134,9 +146,11 @@ QpBatch<double> scalar_problem(double p, double q, std::vector<double> a, std::v
 TEST(QpAdmm, DetectsPrimalInfeasible) {
   // x <= -1 and -x <= -1
   const QpBatch<double> bt = scalar_problem(1, 0, {1, -1}, {-1, -1});
-  QpSolutions<double> sol;
-  solve_batch(bt, QpSettings<double>{}, BatchOptions{}, sol);
-  EXPECT_EQ(sol.status[0], SolveStatus::kPrimalInfeasible);
+  for (const BatchOptions& opt : testing::both_cpu_paths()) {
+    QpSolutions<double> sol;
+    solve_batch(bt, QpSettings<double>{}, opt, sol);
+    EXPECT_EQ(sol.status[0], SolveStatus::kPrimalInfeasible) << testing::path_name(opt);
+  }
 }
 
 TEST(QpAdmm, DetectsPrimalInfeasibleCone) {
@@ -148,25 +162,31 @@ TEST(QpAdmm, DetectsPrimalInfeasibleCone) {
   const double A[] = {1, 0, -1, 0, 0, -1, 0, 0};
   bt.set_A_dense(0, A);
   bt.b = {0.5, 0, 0, 1};
-  QpSolutions<double> sol;
-  solve_batch(bt, QpSettings<double>{}, BatchOptions{}, sol);
-  EXPECT_EQ(sol.status[0], SolveStatus::kPrimalInfeasible);
+  for (const BatchOptions& opt : testing::both_cpu_paths()) {
+    QpSolutions<double> sol;
+    solve_batch(bt, QpSettings<double>{}, opt, sol);
+    EXPECT_EQ(sol.status[0], SolveStatus::kPrimalInfeasible) << testing::path_name(opt);
+  }
 }
 
 TEST(QpAdmm, DetectsDualInfeasible) {
   // minimize -x subject to -x <= 0: unbounded
   const QpBatch<double> bt = scalar_problem(0, -1, {-1}, {0});
-  QpSolutions<double> sol;
-  solve_batch(bt, QpSettings<double>{}, BatchOptions{}, sol);
-  EXPECT_EQ(sol.status[0], SolveStatus::kDualInfeasible);
+  for (const BatchOptions& opt : testing::both_cpu_paths()) {
+    QpSolutions<double> sol;
+    solve_batch(bt, QpSettings<double>{}, opt, sol);
+    EXPECT_EQ(sol.status[0], SolveStatus::kDualInfeasible) << testing::path_name(opt);
+  }
 }
 
 TEST(QpAdmm, WarmStartResolvesInACoupleOfIterations) {
   const GeneratedQps g = random_qp_batch(16, 12, cones(2, 10, 3), 42);
+  for (const BatchOptions& opt : testing::both_cpu_paths()) {
+  SCOPED_TRACE(testing::path_name(opt));
   QpSolutions<double> sol;
-  solve_batch(g.batch, tight(), BatchOptions{}, sol);
+  solve_batch(g.batch, tight(), opt, sol);
   for (int k = 0; k < g.batch.size; ++k) ASSERT_EQ(sol.status[k], SolveStatus::kSolved);
-  BatchOptions warm;
+  BatchOptions warm = opt;
   warm.warm_start = true;
   QpSettings<double> st = tight();
   st.eps_abs = st.eps_rel = 1e-7;  // a re-solve at a looser tolerance than the first solve
@@ -174,6 +194,7 @@ TEST(QpAdmm, WarmStartResolvesInACoupleOfIterations) {
   for (int k = 0; k < g.batch.size; ++k) {
     EXPECT_EQ(sol.status[k], SolveStatus::kSolved);
     EXPECT_LE(sol.iterations[k], 2) << "problem " << k;
+  }
   }
 }
 
@@ -229,30 +250,35 @@ TEST(QpAdmm, SettingsValidationNamesTheField) {
 
 TEST(QpAdmm, BitwiseDeterministicOnCpu) {
   const GeneratedQps g = cube_loss_batch(64, FrictionModel::kCone, 3);
-  QpSolutions<double> a, b;
-  BatchOptions one, two;
-  one.threads = 1;
-  two.threads = 2;
-  solve_batch(g.batch, QpSettings<double>{}, one, a);
-  solve_batch(g.batch, QpSettings<double>{}, two, b);
-  EXPECT_EQ(0, std::memcmp(a.x.data(), b.x.data(), sizeof(double) * a.x.size()));
-  EXPECT_EQ(0, std::memcmp(a.y.data(), b.y.data(), sizeof(double) * a.y.size()));
-  EXPECT_EQ(a.iterations, b.iterations);
+  for (const BatchOptions& opt : testing::both_cpu_paths()) {
+    QpSolutions<double> a, b;
+    BatchOptions one = opt, two = opt;
+    one.threads = 1;
+    two.threads = 2;
+    solve_batch(g.batch, QpSettings<double>{}, one, a);
+    solve_batch(g.batch, QpSettings<double>{}, two, b);
+    EXPECT_EQ(0, std::memcmp(a.x.data(), b.x.data(), sizeof(double) * a.x.size())) << testing::path_name(opt);
+    EXPECT_EQ(0, std::memcmp(a.y.data(), b.y.data(), sizeof(double) * a.y.size())) << testing::path_name(opt);
+    EXPECT_EQ(a.iterations, b.iterations);
+  }
 }
 
 void expect_float_agrees(ConeSpec c, uint64_t seed) {
   const GeneratedQps g = random_qp_batch(32, 10, c, seed);
+  for (const BatchOptions& opt : testing::both_cpu_paths()) {
+  SCOPED_TRACE(testing::path_name(opt));
   QpSolutions<double> d;
-  solve_batch(g.batch, tight(), BatchOptions{}, d);
+  solve_batch(g.batch, tight(), opt, d);
   QpSettings<float> sf;
   sf.eps_abs = sf.eps_rel = 1e-5f;
   sf.max_iter = 20000;
   QpSolutions<float> f;
-  solve_batch(g.batch.cast<float>(), sf, BatchOptions{}, f);
+  solve_batch(g.batch.cast<float>(), sf, opt, f);
   for (int k = 0; k < g.batch.size; ++k) {
     ASSERT_TRUE(is_solved(f.status[k])) << "problem " << k << ": " << to_string(f.status[k]);
     const double scale = 1.0 + std::abs(d.objective[k]);
     EXPECT_NEAR(f.objective[k], d.objective[k], 1e-3 * scale) << "problem " << k;
+  }
   }
 }
 
@@ -263,10 +289,12 @@ TEST(QpAdmm, FloatAgreesWithDouble) { expect_float_agrees(cones(0, 8, 2), 11); }
 TEST(QpAdmm, FloatAgreesWithDoubleWithEqualities) { expect_float_agrees(cones(1, 8, 2), 11); }
 
 TEST(QpAdmm, CubeShapesSolveWithSmallKkt) {
+  for (const BatchOptions& opt : testing::both_cpu_paths())
   for (FrictionModel fm : {FrictionModel::kCone, FrictionModel::kOctagon}) {
+    SCOPED_TRACE(testing::path_name(opt));
     const GeneratedQps g = cube_loss_batch(32, fm, 5);
     QpSolutions<double> sol;
-    solve_batch(g.batch, tight(), BatchOptions{}, sol);
+    solve_batch(g.batch, tight(), opt, sol);
     for (int k = 0; k < g.batch.size; ++k) {
       ASSERT_EQ(sol.status[k], SolveStatus::kSolved);
       const auto r = testing::kkt_residuals(g.batch, k, &sol.x[size_t(k) * g.batch.n],
@@ -333,8 +361,8 @@ TEST(QpAdmm, DenseIterationAgreesWithSparse) {
       dense.dense_iteration = true;
       sparse.dense_iteration = false;
       QpSolutions<double> a, b;
-      solve_batch(bt, dense, BatchOptions{}, a);
-      solve_batch(bt, sparse, BatchOptions{}, b);
+      solve_batch(bt, dense, one_at_a_time(), a);
+      solve_batch(bt, sparse, one_at_a_time(), b);
       int same_iters = 0;
       for (int k = 0; k < bt.size; ++k) {
         SCOPED_TRACE("n " + std::to_string(bt.n) + " problem " + std::to_string(k));
@@ -361,8 +389,8 @@ TEST(QpAdmm, PredictedChecksStopSoonerOnTheCubeQp) {
   QpSettings<double> on, off;
   off.predict_checks = false;
   QpSolutions<double> a, b;
-  solve_batch(g.batch, on, BatchOptions{}, a);
-  solve_batch(g.batch, off, BatchOptions{}, b);
+  solve_batch(g.batch, on, one_at_a_time(), a);
+  solve_batch(g.batch, off, one_at_a_time(), b);
   long ia = 0, ib = 0;
   for (int k = 0; k < g.batch.size; ++k) {
     ASSERT_EQ(a.status[k], SolveStatus::kSolved) << "problem " << k;

@@ -43,8 +43,10 @@ TEST(QpBatch, BadProblemsAreReportedAndTheRestSolve) {
   bt.b[size_t(5) * m + 2] = -std::numeric_limits<double>::infinity();
   bt.P[size_t(6) * n * n + 0] = -10.0;  // negative diagonal: not PSD
   bt.P[size_t(7) * n * n + 1] += 1.0;   // asymmetric
+  for (const BatchOptions& opt : testing::both_cpu_paths()) {
+  SCOPED_TRACE(testing::path_name(opt));
   QpSolutions<double> sol;
-  solve_batch(bt, QpSettings<double>{}, BatchOptions{}, sol);
+  solve_batch(bt, QpSettings<double>{}, opt, sol);
   const InputFault want[] = {InputFault::kNone,        InputFault::kNone,
                              InputFault::kNonFiniteP,  InputFault::kNonFiniteQ,
                              InputFault::kNonFiniteA,  InputFault::kNonFiniteB,
@@ -63,6 +65,7 @@ TEST(QpBatch, BadProblemsAreReportedAndTheRestSolve) {
   ASSERT_EQ(lines.size(), 6u);
   EXPECT_EQ(lines[0], "problem 2: invalid_input (P has a NaN or Inf entry)");
   EXPECT_EQ(lines[4], "problem 6: invalid_input (P is not positive semidefinite)");
+  }
 }
 
 TEST(QpBatch, MisuseThrowsClearErrors) {

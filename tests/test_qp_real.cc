@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <string>
+#include <tuple>
 
 #include "host/golden.h"
 #include "tests/test_util.h"
@@ -28,17 +30,22 @@ double rel_err(double v, double ref) { return std::abs(v - ref) / std::max(std::
 
 // the whole set solved in precision T at eps_abs = eps_rel = eps
 template <class T>
-QpSolutions<T> solve_all(const QpBatch<double>& batch, double eps) {
+QpSolutions<T> solve_all(const QpBatch<double>& batch, double eps, bool lanes) {
   QpSettings<T> st;
   st.eps_abs = st.eps_rel = T(eps);
   st.max_iter = 50000;
   QpSolutions<T> sol;
-  solve_batch(batch.cast<T>(), st, BatchOptions{}, sol);
+  BatchOptions opt;
+  opt.lanes = lanes;
+  solve_batch(batch.cast<T>(), st, opt, sol);
   return sol;
 }
 
-class RealQps : public ::testing::TestWithParam<const char*> {
+// (set, CPU path: lane groups or one problem at a time)
+class RealQps : public ::testing::TestWithParam<std::tuple<const char*, bool>> {
  protected:
+  const char* set() const { return std::get<0>(GetParam()); }
+  bool lanes() const { return std::get<1>(GetParam()); }
   void SetUp() override {
     if (!std::filesystem::exists(golden_dir() + "/train_P.npy"))
       GTEST_SKIP() << "real ContactNets QPs not found at " << golden_dir() << " (shared data absent)";
@@ -46,8 +53,8 @@ class RealQps : public ::testing::TestWithParam<const char*> {
 };
 
 TEST_P(RealQps, DoubleWithin1e6OfReference) {
-  const GoldenQps g = load_golden_qps(golden_dir(), GetParam());
-  const QpSolutions<double> sol = solve_all<double>(g.batch, 1e-9);
+  const GoldenQps g = load_golden_qps(golden_dir(), set());
+  const QpSolutions<double> sol = solve_all<double>(g.batch, 1e-9, lanes());
   double worst = 0;
   for (int k = 0; k < g.batch.size; ++k) {
     ASSERT_TRUE(is_solved(sol.status[k])) << "problem " << k << ": " << to_string(sol.status[k]);
@@ -59,14 +66,14 @@ TEST_P(RealQps, DoubleWithin1e6OfReference) {
                                           &sol.y[size_t(k) * g.batch.m()]);
     EXPECT_LT(r.primal, 1e-6) << "problem " << k;
   }
-  std::printf("[ info ] %s: worst relative objective error %.2e (double)\n", GetParam(), worst);
+  std::printf("[ info ] %s: worst relative objective error %.2e (double)\n", set(), worst);
 }
 
 // At eps 1e-6 the value is within 1e-6 of the reference while the objective
 // at the same x is off by up to ~1.3e-4 (gt #13, optimum ~0).
 TEST_P(RealQps, DoubleValueWithin1e6OfReferenceAtEps1e6) {
-  const GoldenQps g = load_golden_qps(golden_dir(), GetParam());
-  const QpSolutions<double> sol = solve_all<double>(g.batch, 1e-6);
+  const GoldenQps g = load_golden_qps(golden_dir(), set());
+  const QpSolutions<double> sol = solve_all<double>(g.batch, 1e-6, lanes());
   double worst_value = 0, worst_obj = 0;
   for (int k = 0; k < g.batch.size; ++k) {
     ASSERT_TRUE(is_solved(sol.status[k])) << "problem " << k << ": " << to_string(sol.status[k]);
@@ -75,7 +82,7 @@ TEST_P(RealQps, DoubleValueWithin1e6OfReferenceAtEps1e6) {
   }
   EXPECT_LT(worst_value, 1e-6);
   std::printf("[ info ] %s, eps 1e-6: worst relative error of value %.2e, of objective %.2e\n",
-              GetParam(), worst_value, worst_obj);
+              set(), worst_value, worst_obj);
 }
 
 // Float: the optimal value (QpInfo::value, the Lagrangian) within 1e-4 of the
@@ -84,8 +91,8 @@ TEST_P(RealQps, DoubleValueWithin1e6OfReferenceAtEps1e6) {
 // ~1.5e-3 (relative, floor 1e-3) on these problems, so this is a test of the
 // value estimate as much as of float arithmetic.
 TEST_P(RealQps, FloatValueWithin1e4OfReference) {
-  const GoldenQps g = load_golden_qps(golden_dir(), GetParam());
-  const QpSolutions<float> sol = solve_all<float>(g.batch, 1e-5);
+  const GoldenQps g = load_golden_qps(golden_dir(), set());
+  const QpSolutions<float> sol = solve_all<float>(g.batch, 1e-5, lanes());
   double worst = 0;
   for (int k = 0; k < g.batch.size; ++k) {
     ASSERT_TRUE(is_solved(sol.status[k])) << "problem " << k << ": " << to_string(sol.status[k]);
@@ -93,10 +100,15 @@ TEST_P(RealQps, FloatValueWithin1e4OfReference) {
     worst = std::max(worst, e);
     EXPECT_LT(e, 1e-4) << "problem " << k << ": " << sol.value[k] << " vs " << g.ref_obj[k];
   }
-  std::printf("[ info ] %s: worst relative value error %.2e (float, eps 1e-5)\n", GetParam(), worst);
+  std::printf("[ info ] %s: worst relative value error %.2e (float, eps 1e-5)\n", set(), worst);
 }
 
-INSTANTIATE_TEST_SUITE_P(Golden, RealQps, ::testing::Values("train", "gt"));
+INSTANTIATE_TEST_SUITE_P(Golden, RealQps,
+                         ::testing::Combine(::testing::Values("train", "gt"), ::testing::Bool()),
+                         [](const auto& param_info) {
+                           return std::string(std::get<0>(param_info.param)) +
+                                  (std::get<1>(param_info.param) ? "_lanes" : "_one_at_a_time");
+                         });
 
 }  // namespace
 }  // namespace impulse

@@ -54,5 +54,15 @@ Kkt kkt_residuals(const QpBatch<T>& bt, int k, const T* x_, const T* y_) {
   return r;
 }
 
+// the two CPU paths of solve_batch: lane groups (the default) and one
+// problem at a time (qp_admm_solve)
+inline std::vector<BatchOptions> both_cpu_paths() {
+  BatchOptions lanes, scalar;
+  lanes.lanes = true;
+  scalar.lanes = false;
+  return {lanes, scalar};
+}
+inline const char* path_name(const BatchOptions& o) { return o.lanes ? "lanes" : "one at a time"; }
+
 }  // namespace testing
 }  // namespace impulse

@@ -1,0 +1,305 @@
+// The CPU lane solver (solvers/lanes.h, solvers/qp_admm_lanes.h): its lane
+// primitives lane by lane against the scalar code, and whole groups in which
+// every lane meets a different fate (solved, infeasible, unbounded, bad
+// data, a failed factorization) against the one-problem-at-a-time path.
+#include <gtest/gtest.h>
+
+#include <Eigen/Dense>
+#include <cmath>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "host/generate.h"
+#include "host/qp_batch.h"
+#include "solvers/qp_admm_lanes.h"
+#include "tests/test_util.h"
+
+namespace impulse {
+namespace {
+
+template <class T>
+class LanePrimitives : public ::testing::Test {};
+using Precisions = ::testing::Types<float, double>;
+TYPED_TEST_SUITE(LanePrimitives, Precisions);
+
+// every lane of the lane projection is the scalar projection, in
+// each of its three cases (inside, polar, on the boundary ray) and at u = 0
+TYPED_TEST(LanePrimitives, SocProjectionIsTheScalarOnePerLane) {
+  using T = TypeParam;
+  using L = Lanes<T>;
+  std::mt19937 rng(3);
+  std::normal_distribution<double> nd;
+  int cases[3] = {0, 0, 0};
+  for (int trial = 0; trial < 200; ++trial) {
+    L t, u1, u2;
+    for (int l = 0; l < L::W; ++l) {
+      t.set(l, T(nd(rng)));
+      u1.set(l, T(trial % 17 == 0 ? 0.0 : nd(rng)));
+      u2.set(l, T(trial % 17 == 0 ? 0.0 : nd(rng)));
+    }
+    L pt = t, p1 = u1, p2 = u2;
+    project_soc3(pt, p1, p2);
+    for (int l = 0; l < L::W; ++l) {
+      T st = t[l], s1 = u1[l], s2 = u2[l];
+      const T size = std::abs(st) + std::abs(s1) + std::abs(s2);
+      const T nu = std::sqrt(s1 * s1 + s2 * s2);
+      cases[nu <= st ? 0 : nu <= -st ? 1 : 2]++;
+      project_soc3(st, s1, s2);
+      // the same formulas; the compiler may fuse a multiply-add differently
+      // in the scalar and the vector code, so equal to a few units in the
+      // last place of the input (t + ‖u‖ cancels on the boundary case)
+      const T ulp = std::numeric_limits<T>::epsilon() * T(4) * size;
+      EXPECT_NEAR(st, pt[l], ulp) << "trial " << trial << " lane " << l;
+      EXPECT_NEAR(s1, p1[l], ulp);
+      EXPECT_NEAR(s2, p2[l], ulp);
+      EXPECT_EQ(st == T(0), pt[l] == T(0));  // the polar case is exactly zero in both
+    }
+  }
+  for (int c : cases) EXPECT_GT(c, 50);  // all three cases were exercised
+}
+
+// random SPD matrices, one per lane, with lane `bad` made indefinite
+template <class T>
+std::vector<Lanes<T>> spd_lanes(int n, int bad, uint64_t seed) {
+  using L = Lanes<T>;
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> nd;
+  std::vector<L> K(size_t(n) * n);
+  for (int l = 0; l < L::W; ++l) {
+    Eigen::MatrixXd G = Eigen::MatrixXd::NullaryExpr(n, n, [&] { return nd(rng); });
+    Eigen::MatrixXd S = G * G.transpose() + 0.5 * Eigen::MatrixXd::Identity(n, n);
+    if (l == bad) S(n / 2, n / 2) = -1.0;
+    for (int i = 0; i < n; ++i)
+      for (int j = 0; j < n; ++j) K[size_t(i) * n + j].set(l, T(S(i, j)));
+  }
+  return K;
+}
+
+// the lane Cholesky flags exactly the indefinite lane, and in every other
+// lane solves K x = r to rounding; its factor matches the scalar one
+TYPED_TEST(LanePrimitives, CholeskyFlagsTheBadLaneAndSolvesTheOthers) {
+  using T = TypeParam;
+  using L = Lanes<T>;
+  const double tol = sizeof(T) == 4 ? 2e-4 : 1e-11;
+  for (int n : {1, 3, 4, 7, 32}) {
+    const int bad = n > 1 ? 2 : -1;
+    std::vector<L> K = spd_lanes<T>(n, bad, 10 + n);
+    const std::vector<L> K0 = K;
+    const LaneMask<T> failed = cholesky_lanes(n, lane_view(K.data()));
+    std::vector<L> x(n);
+    for (int i = 0; i < n; ++i)
+      for (int l = 0; l < L::W; ++l) x[i].set(l, T(1 + i + l));
+    cholesky_solve_in_place(n, View<const L, LaneStride>{K.data(), {}}, lane_view(x.data()));
+    for (int l = 0; l < L::W; ++l) {
+      SCOPED_TRACE("n " + std::to_string(n) + " lane " + std::to_string(l));
+      EXPECT_EQ(failed[l], l == bad);
+      if (l == bad) continue;
+      std::vector<T> S(size_t(n) * n);
+      for (size_t e = 0; e < S.size(); ++e) S[e] = K0[e][l];
+      ASSERT_TRUE(cholesky_in_place(n, unit_view(S.data())));
+      double scale = 0, res = 0;
+      for (size_t e = 0; e < S.size(); ++e) {
+        EXPECT_NEAR(K[e][l], S[e], tol * (1 + std::abs(S[e])));
+        scale = std::max(scale, std::abs(double(K0[e][l])));
+      }
+      for (int i = 0; i < n; ++i) {
+        double acc = 0;
+        for (int j = 0; j < n; ++j) acc += double(K0[size_t(i) * n + j][l]) * double(x[j][l]);
+        res = std::max(res, std::abs(acc - double(1 + i + l)));
+      }
+      EXPECT_LT(res, tol * 10 * scale * n);
+    }
+  }
+}
+
+// the dot-form products: M v and the scaled column norms, per lane, against
+// plain loops
+TYPED_TEST(LanePrimitives, SymmetricProductAndColumnNormsMatchPlainLoops) {
+  using T = TypeParam;
+  using L = Lanes<T>;
+  const double tol = sizeof(T) == 4 ? 1e-5 : 1e-13;
+  for (int n : {1, 5, 8, 33}) {
+    const std::vector<L> M = spd_lanes<T>(n, -1, 50 + n);
+    std::vector<L> v(n), D(n), out(n), norms(n);
+    for (int i = 0; i < n; ++i)
+      for (int l = 0; l < L::W; ++l) {
+        v[i].set(l, T(std::sin(1.0 + i + 3 * l)));
+        D[i].set(l, T(0.5 + 0.1 * ((i + l) % 7)));
+      }
+    const View<const L, LaneStride> Mv{M.data(), {}}, vv{v.data(), {}}, Dv{D.data(), {}};
+    dense_symv(n, Mv, vv, lane_view(out.data()));
+    dense_col_absmax_scaled(n, Mv, Dv, L(T(0.25)), lane_view(norms.data()));
+    for (int l = 0; l < L::W; ++l)
+      for (int j = 0; j < n; ++j) {
+        double acc = 0, mx = 0, scale = 0;
+        for (int i = 0; i < n; ++i) {
+          acc += double(M[size_t(j) * n + i][l]) * double(v[i][l]);
+          scale += std::abs(double(M[size_t(j) * n + i][l]));
+          mx = std::max(mx, std::abs(double(M[size_t(i) * n + j][l])) * double(D[i][l]));
+        }
+        EXPECT_NEAR(out[j][l], acc, tol * (1 + scale)) << "n " << n << " lane " << l << " row " << j;
+        EXPECT_NEAR(norms[j][l], 0.25 * double(D[j][l]) * mx, tol * mx) << "n " << n;
+      }
+  }
+}
+
+TYPED_TEST(LanePrimitives, ApproximateReciprocalSquareRoot) {
+  using T = TypeParam;
+  using L = Lanes<T>;
+  for (double a : {1e-4, 0.37, 1.0, 2.0, 1234.5, 1e4}) {
+    const L r = rsqrt_approx(L(T(a)));
+    for (int l = 0; l < L::W; ++l)
+      EXPECT_NEAR(r[l], 1 / std::sqrt(a), (sizeof(T) == 4 ? 1e-6 : 1e-8) / std::sqrt(a)) << a;
+  }
+}
+
+// A one-variable, two-row problem per lane (same shape, different fate):
+//   kind 0: min ½x² − 5x, x ≤ 1, −x ≤ 1          solved, x = 1
+//   kind 1: x ≤ −1, −x ≤ −1                      primal infeasible
+//   kind 2: min −x, −x ≤ 0 (second row empty)     dual infeasible
+//   kind 3: as 0 with q = NaN                     invalid input
+//   kind 4: as 0 with P = −1                      invalid input (not PSD)
+//   kind 5: min ½x² + x, x ≤ 1, −x ≤ 1           solved, x = −1
+QpBatch<double> fates(const std::vector<int>& kinds) {
+  ConeSpec c;
+  c.n_nonneg = 2;
+  QpBatch<double> bt = QpBatch<double>::dense(static_cast<int>(kinds.size()), 1, c);
+  for (size_t k = 0; k < kinds.size(); ++k) {
+    double P = 1, q = -5, a[2] = {1, -1}, b[2] = {1, 1};
+    switch (kinds[k]) {
+      case 1: P = 1, q = 0, b[0] = -1, b[1] = -1; break;
+      case 2: P = 0, q = -1, a[0] = -1, a[1] = 0, b[0] = 0, b[1] = 1; break;
+      case 3: q = std::numeric_limits<double>::quiet_NaN(); break;
+      case 4: P = -1; break;
+      case 5: q = 1; break;
+      default: break;
+    }
+    bt.P[k] = P;
+    bt.q[k] = q;
+    bt.set_A_dense(static_cast<int>(k), a);
+    bt.b[2 * k] = b[0];
+    bt.b[2 * k + 1] = b[1];
+  }
+  return bt;
+}
+
+SolveStatus fate_status(int kind) {
+  switch (kind) {
+    case 1: return SolveStatus::kPrimalInfeasible;
+    case 2: return SolveStatus::kDualInfeasible;
+    case 3:
+    case 4: return SolveStatus::kInvalidInput;
+    default: return SolveStatus::kSolved;
+  }
+}
+
+// every lane of a group stops for its own reason; the other lanes are not
+// disturbed, and both CPU paths agree on every status
+TEST(QpLanes, EveryLaneMeetsItsOwnFate) {
+  std::vector<int> kinds;
+  for (int k = 0; k < 3 * Lanes<double>::W + 3; ++k) kinds.push_back((k * 7 + k / 5) % 6);
+  const QpBatch<double> bt = fates(kinds);
+  for (const BatchOptions& opt : testing::both_cpu_paths()) {
+    SCOPED_TRACE(testing::path_name(opt));
+    BatchOptions o = opt;
+    o.time_each = true;
+    QpSolutions<double> sol;
+    solve_batch(bt, QpSettings<double>{}, o, sol);
+    for (size_t k = 0; k < kinds.size(); ++k) {
+      SCOPED_TRACE("problem " + std::to_string(k) + " kind " + std::to_string(kinds[k]));
+      EXPECT_EQ(sol.status[k], fate_status(kinds[k])) << to_string(sol.status[k]);
+      EXPECT_GT(sol.solve_us[k], 0.0);
+      if (kinds[k] == 0 || kinds[k] == 5) {
+        EXPECT_NEAR(sol.x[k], kinds[k] == 0 ? 1.0 : -1.0, 1e-4);
+        EXPECT_NEAR(sol.objective[k], kinds[k] == 0 ? -4.5 : -0.5, 1e-4);
+      }
+      if (kinds[k] == 3 || kinds[k] == 4) {
+        EXPECT_EQ(sol.fault[k], kinds[k] == 3 ? InputFault::kNonFiniteQ : InputFault::kNotPsdP);
+        EXPECT_EQ(sol.x[k], 0.0);
+      }
+    }
+  }
+}
+
+// with the input check off, an indefinite P fails its lane's factorization:
+// that lane reports a numerical error, the others solve
+TEST(QpLanes, AFailedFactorizationStopsOnlyItsLane) {
+  const std::vector<int> kinds = {0, 5, 4, 0, 5, 0, 0, 5, 0, 4, 5};
+  QpBatch<double> bt = fates(kinds);
+  for (size_t k = 0; k < kinds.size(); ++k)
+    if (kinds[k] == 4) bt.P[k] = -100.0;
+  QpSettings<double> st;
+  st.check_input = false;
+  QpSolutions<double> sol;
+  solve_batch(bt, st, BatchOptions{}, sol);
+  for (size_t k = 0; k < kinds.size(); ++k) {
+    if (kinds[k] == 4) {
+      EXPECT_EQ(sol.status[k], SolveStatus::kNumericalError) << "problem " << k;
+    } else {
+      EXPECT_EQ(sol.status[k], SolveStatus::kSolved) << "problem " << k;
+      EXPECT_NEAR(sol.x[k], kinds[k] == 0 ? 1.0 : -1.0, 1e-4) << "problem " << k;
+    }
+  }
+}
+
+// At the iteration budget every lane reports it (or "inaccurate" when within
+// 10× of the tolerance), with the budget as its iteration count
+TEST(QpLanes, BudgetStopsEveryLaneAtIt) {
+  const GeneratedQps g = cube_loss_batch(Lanes<double>::W + 5, FrictionModel::kCone, 8);
+  QpSettings<double> st;
+  st.max_iter = 4;
+  QpSolutions<double> sol;
+  solve_batch(g.batch, st, BatchOptions{}, sol);
+  for (int k = 0; k < g.batch.size; ++k) {
+    EXPECT_TRUE(sol.status[k] == SolveStatus::kMaxIterations ||
+                sol.status[k] == SolveStatus::kSolvedInaccurate)
+        << "problem " << k << ": " << to_string(sol.status[k]);
+    EXPECT_EQ(sol.iterations[k], 4);
+    for (int i = 0; i < g.batch.n; ++i) EXPECT_TRUE(std::isfinite(sol.x[size_t(k) * g.batch.n + i]));
+  }
+}
+
+// The two CPU paths reach the same optimum on the cube QPs and the Anitescu
+// step, in double and in float, and every lane's answer meets the tolerance
+// by the KKT residuals recomputed from the data
+TEST(QpLanes, AgreesWithOneAtATimeOnTheCubeShapes) {
+  const GeneratedQps sets[] = {cube_loss_batch(37, FrictionModel::kCone, 61),
+                               cube_loss_batch(37, FrictionModel::kOctagon, 62),
+                               anitescu_step_batch(37, 63)};
+  BatchOptions scalar;
+  scalar.lanes = false;
+  for (const GeneratedQps& g : sets) {
+    const QpBatch<double>& bt = g.batch;
+    QpSettings<double> st;
+    st.eps_abs = st.eps_rel = 1e-7;
+    QpSolutions<double> a, b;
+    solve_batch(bt, st, BatchOptions{}, a);
+    solve_batch(bt, st, scalar, b);
+    QpSettings<float> sf;
+    sf.eps_abs = sf.eps_rel = 1e-5f;
+    QpSolutions<float> fa, fb;
+    const QpBatch<float> btf = bt.cast<float>();
+    solve_batch(btf, sf, BatchOptions{}, fa);
+    solve_batch(btf, sf, scalar, fb);
+    for (int k = 0; k < bt.size; ++k) {
+      SCOPED_TRACE("n " + std::to_string(bt.n) + " problem " + std::to_string(k));
+      ASSERT_EQ(a.status[k], SolveStatus::kSolved);
+      ASSERT_EQ(b.status[k], SolveStatus::kSolved);
+      ASSERT_TRUE(is_solved(fa.status[k])) << to_string(fa.status[k]);
+      ASSERT_TRUE(is_solved(fb.status[k])) << to_string(fb.status[k]);
+      const double scale = 1.0 + std::abs(b.value[k]);
+      EXPECT_NEAR(a.value[k], b.value[k], 1e-5 * scale);
+      EXPECT_NEAR(fa.value[k], b.value[k], 1e-3 * scale);
+      EXPECT_NEAR(fa.value[k], fb.value[k], 1e-3 * scale);
+      const auto r = testing::kkt_residuals(bt, k, &a.x[size_t(k) * bt.n], &a.y[size_t(k) * bt.m()]);
+      EXPECT_LT(r.stationarity, 1e-5);
+      EXPECT_LT(r.primal, 1e-5);
+      EXPECT_LT(r.dual, 1e-5);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace impulse
