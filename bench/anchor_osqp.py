@@ -10,8 +10,10 @@ Problem sets:
                         neither OSQP nor ProxQP handles second-order cones)
 
 For each set and each tolerance the script solves every problem with
-`impulse solve-batch --backend cpu --threads 1 --precision double --time-each`
-and with OSQP (one fresh solver per problem: sparse upper-triangular P and sparse
+`impulse solve-batch --backend cpu --threads 1 --precision double --time-each`,
+once in lane groups (`--lanes on`, the default CPU path: 8 doubles or 16 floats
+per AVX-512 vector, each problem's time its share of its group's) and once one
+problem at a time (`--lanes off`, the latency of a single solve), and with OSQP (one fresh solver per problem: sparse upper-triangular P and sparse
 A holding only the true non-zeros, eps_abs = eps_rel = eps, no polishing,
 max_iter as for impulse, default adaptive rho), and writes a markdown report.
 
@@ -149,14 +151,16 @@ IMPULSE_STATUS = {0: "not_run", 1: "solved", 2: "inaccurate", 3: "max_iter",
                   4: "prim_infeas", 5: "dual_infeas", 6: "numerical", 7: "invalid"}
 
 
-def solve_impulse(impulse, in_path, out_path, eps, max_iter, repeat, precision="double"):
+def solve_impulse(impulse, in_path, out_path, eps, max_iter, repeat, precision="double",
+                  lanes=True):
     """Per-problem time: minimum over `repeat` runs of solve_us (µs)."""
     import numpy as np
     best = None
     for _ in range(repeat):
         run_cmd([impulse, "solve-batch", "--in", in_path, "--out", out_path,
                  "--backend", "cpu", "--threads", "1", "--precision", precision,
-                 "--eps", repr(eps), "--max-iter", str(max_iter), "--time-each"])
+                 "--eps", repr(eps), "--max-iter", str(max_iter), "--time-each",
+                 "--lanes", "on" if lanes else "off"])
         with np.load(out_path) as z:
             sol = {k: z[k] for k in z.files}
         best = sol if best is None else dict(best, solve_us=np.minimum(best["solve_us"],
@@ -295,8 +299,9 @@ def section(name, eps, batch, results, note):
               "max abs Δobj vs impulse | max abs Δobj vs ref_obj |",
               "|---|---|---|---|---|---|---|---|---|"]
     summary = {"set": name, "eps": eps}
-    for key, label in (("impulse", "impulse (1 thread)"),
-                       ("impulse_f", "impulse in float (1 thread)"), ("osqp", "OSQP"),
+    for key, label in (("impulse", "impulse, lanes (1 thread)"),
+                       ("impulse_1", "impulse, one at a time (1 thread)"),
+                       ("impulse_f", "impulse in float, lanes (1 thread)"), ("osqp", "OSQP"),
                        ("proxqp", "ProxQP dense")):
         if key not in results:
             continue
@@ -309,11 +314,18 @@ def section(name, eps, batch, results, note):
             fmt_t(np.median(r["t_total"])), fmt_t(np.percentile(r["t_total"], 90)),
             int(np.median(r["iters"])), unsolved(r),
             "—" if key == "impulse" else fmt_e(d_imp), fmt_e(d_ref)))
-        if key not in ("impulse", "impulse_f"):
+        if key not in ("impulse", "impulse_1", "impulse_f"):
             rs = float(np.median(r["t_solve"] / imp["t_solve"]))
             rt = float(np.median(r["t_total"] / imp["t_solve"]))
             summary[key] = (rs, rt)
     lines.append("")
+    if "impulse_1" in results:
+        summary["imp_1_med"] = float(np.median(results["impulse_1"]["t_solve"]))
+        if "osqp" in results:
+            summary["osqp_1"] = float(np.median(results["osqp"]["t_total"] /
+                                                results["impulse_1"]["t_solve"]))
+            lines.append("- median per-problem ratio OSQP (set-up + solve) / impulse one at "
+                         "a time: **%.2f**" % summary["osqp_1"])
     if "impulse_f" in results and "osqp" in results:
         summary["osqp_f"] = float(np.median(results["osqp"]["t_total"] /
                                             results["impulse_f"]["t_solve"]))
@@ -404,6 +416,8 @@ def main():
     ap.add_argument("--float", action="store_true",
                     help="also time impulse in single precision (same eps)")
     ap.add_argument("--no-install", action="store_true", help="never pip-install")
+    ap.add_argument("--lanes-only", action="store_true",
+                    help="skip impulse's one-problem-at-a-time run")
     ap.add_argument("--out", default=None, help="markdown report (default "
                     "bench/results/anchor_osqp_<date>.md)")
     args = ap.parse_args()
@@ -454,6 +468,11 @@ def main():
                 results = {"impulse": solve_impulse(impulse, path,
                                                     os.path.join(work, name + "_sol.npz"),
                                                     eps, args.max_iter, args.repeat)}
+                if not args.lanes_only:
+                    print(" impulse one at a time ...", end="", flush=True)
+                    results["impulse_1"] = solve_impulse(
+                        impulse, path, os.path.join(work, name + "_sol1.npz"), eps,
+                        args.max_iter, args.repeat, lanes=False)
                 if args.float:
                     print(" impulse float ...", end="", flush=True)
                     results["impulse_f"] = solve_impulse(
@@ -481,7 +500,11 @@ def main():
     md += ["## How it is measured", "",
            "- Every solver sees the same problems (the batch file impulse reads). impulse: "
            "`solve-batch --backend cpu --threads 1 --precision double --eps E "
-           "--max-iter %d --time-each`; time = `solve_us`.%s" % (
+           "--max-iter %d --time-each --lanes on|off`; time = `solve_us`. With lanes "
+           "(the default CPU path) a problem's time is its share of its group's "
+           "(8 doubles or 16 floats solved together in one AVX-512 vector): the "
+           "throughput per problem on one core. One at a time it is the latency of "
+           "one solve.%s" % (
                args.max_iter, " With --float, also `--precision float` (same eps), "
                "a second impulse row." if args.float else ""),
            "- **impulse's `solve_us` includes its own set-up (forming and factorizing "
@@ -507,13 +530,15 @@ def main():
     if skipped:
         md += ["Skipped: " + "; ".join(skipped), ""]
     md += ["## Summary", "",
-           "| set | eps | impulse median µs | OSQP solve median µs | OSQP setup+solve "
-           "median µs | median OSQP solve / impulse | median OSQP (setup+solve) / impulse |"
+           "| set | eps | impulse lanes median µs | OSQP solve median µs | OSQP setup+solve "
+           "median µs | median OSQP solve / impulse lanes | median OSQP (setup+solve) / "
+           "impulse lanes | impulse one at a time median µs | median OSQP (setup+solve) / "
+           "impulse one at a time |"
            + (" median ProxQP solve / impulse | median ProxQP run / impulse |"
               if have_prox else "")
            + (" impulse float median µs | median OSQP (setup+solve) / impulse float |"
               if args.float else ""),
-           "|---|---|---|---|---|---|---|" + ("---|---|" if have_prox else "")
+           "|---|---|---|---|---|---|---|---|---|" + ("---|---|" if have_prox else "")
            + ("---|---|" if args.float else "")]
     for s in summaries:
         row = "| %s | %g | %s |" % (s["set"], s["eps"], fmt_t(s["imp_med"]))
@@ -522,6 +547,8 @@ def main():
                                                 s["osqp"][0], s["osqp"][1])
         else:
             row += " n/a (SOC) | n/a | n/a | n/a |"
+        row += " %s | %s |" % (fmt_t(s["imp_1_med"]) if "imp_1_med" in s else "—",
+                               "%.2f" % s["osqp_1"] if "osqp_1" in s else "n/a")
         if have_prox:
             row += (" %.2f | %.2f |" % s["proxqp"] if "proxqp" in s else " n/a | n/a |")
         if args.float:

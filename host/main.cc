@@ -16,6 +16,7 @@
 #include "io/zip.h"
 #include "host/qp_batch.h"
 #include "host/qp_file.h"
+#include "solvers/lanes.h"
 
 using namespace impulse;
 
@@ -31,6 +32,8 @@ std::string capabilities() {
       s += "\ncuda device: none (" + d.reason + ")";
   }
   s += "\ncpu threads: " + std::to_string(resolve_threads(0));
+  s += "\ncpu lanes: " + std::to_string(Lanes<double>::W) + " doubles / " +
+       std::to_string(Lanes<float>::W) + " floats per vector";
   return s;
 }
 
@@ -45,7 +48,7 @@ std::string default_data_path() {
 }
 
 struct SolveArgs {
-  std::string in, out, backend = "cpu", precision = "double";
+  std::string in, out, backend = "cpu", precision = "double", lanes = "on";
   int threads = 0, max_iter = 4000;
   double eps = 1e-5;
   bool time_each = false;
@@ -63,6 +66,7 @@ int run_solve(const SolveArgs& a) {
   opt.backend = parse_backend(a.backend);
   opt.threads = a.threads;
   opt.time_each = a.time_each;
+  opt.lanes = a.lanes == "on";
   QpSolutions<T> sol;
   if (f.has_warm_start) {
     sol.resize(batch.size, batch.n, batch.m());
@@ -107,17 +111,18 @@ GeneratedQps generate(const std::string& kind, int count, uint64_t seed) {
 
 // solve generated batches of each shape on the CPU and print throughput
 int run_bench(int count, int threads, const std::string& backend, uint64_t seed) {
-  std::printf("%-20s %6s %8s %10s %14s %10s %8s\n", "problem", "prec", "batch", "backend",
+  std::printf("%-20s %6s %8s %12s %14s %10s %8s\n", "problem", "prec", "batch", "backend",
               "problems/s", "us/problem", "iters");
   for (const std::string kind : {"cube-loss", "cube-loss-octagon", "anitescu"}) {
     const GeneratedQps g = generate(kind, count, seed);
-    auto one = [&](auto tag) {
+    auto one = [&](auto tag, bool lanes) {
       using T = decltype(tag);
       const QpBatch<T> b = g.batch.template cast<T>();
       QpSettings<T> st;
       BatchOptions opt;
       opt.threads = threads;
       opt.backend = parse_backend(backend);
+      opt.lanes = lanes;
       QpSolutions<T> sol;
       solve_batch(b, st, opt, sol);  // warm-up
       const auto t0 = std::chrono::steady_clock::now();
@@ -125,15 +130,22 @@ int run_bench(int count, int threads, const std::string& backend, uint64_t seed)
       const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       long it = 0;
       for (int k : sol.iterations) it += k;
-      std::printf("%-20s %6s %8d %10s %14.0f %10.2f %8.1f\n", kind.c_str(),
-                  sizeof(T) == 4 ? "float" : "double", count, backend.c_str(), count / s,
+      const std::string path =
+          opt.backend == Backend::kCpu ? (lanes ? "cpu-lanes" : "cpu-one") : backend;
+      std::printf("%-20s %6s %8d %12s %14.0f %10.2f %8.1f\n", kind.c_str(),
+                  sizeof(T) == 4 ? "float" : "double", count, path.c_str(), count / s,
                   1e6 * s / count * (opt.backend == Backend::kCpu ? resolve_threads(threads) : 1),
                   double(it) / count);
     };
-    one(double{});
-    one(float{});
+    for (bool lanes : {true, false}) {
+      if (!lanes && parse_backend(backend) != Backend::kCpu) continue;
+      one(double{}, lanes);
+      one(float{}, lanes);
+    }
   }
-  std::printf("(us/problem is per thread: wall time x threads / batch)\n");
+  std::printf("(us/problem is per thread: wall time x threads / batch; cpu-lanes: groups of\n"
+              " %d doubles or %d floats in the lanes of one vector, cpu-one: one problem at a time)\n",
+              Lanes<double>::W, Lanes<float>::W);
   return 0;
 }
 
@@ -154,7 +166,11 @@ int main(int argc, char** argv) {
   solve->add_option("--precision", sa.precision, "double or float")->check(CLI::IsMember({"double", "float"}));
   solve->add_option("--eps", sa.eps, "absolute and relative tolerance");
   solve->add_option("--max-iter", sa.max_iter, "iteration budget per problem");
-  solve->add_flag("--time-each", sa.time_each, "record per-problem solve time (CPU)");
+  solve->add_flag("--time-each", sa.time_each,
+                  "record per-problem solve time (CPU; with lanes, each problem's share of its group's)");
+  solve->add_option("--lanes", sa.lanes,
+                    "CPU: on = groups of problems in the lanes of one SIMD vector, off = one at a time")
+      ->check(CLI::IsMember({"on", "off"}));
 
   std::string kind = "cube-loss", gen_out;
   int count = 1000;
