@@ -299,6 +299,7 @@ void solve_cpu_lanes(const QpBatch<T>& batch, const QpSettings<T>& settings,
   // per worker: the group's data, iterates and workspace, sized once
   struct Buffers {
     std::vector<L> data, x, y, work;
+    std::vector<T> one;  // workspace of qp_admm_solve for the lanes handed off
   };
   std::vector<Buffers> bufs(threads);
   for (Buffers& bf : bufs) {
@@ -306,6 +307,7 @@ void solve_cpu_lanes(const QpBatch<T>& batch, const QpSettings<T>& settings,
     bf.x.assign(n, L(T(0)));
     bf.y.assign(std::max(m, 1), L(T(0)));
     bf.work.assign(qp_work_size(n, m), L(T(0)));
+    bf.one.assign(qp_work_host_size(n, m), T(0));
   }
   parallel_for(groups, std::min(threads, groups), [&](int worker, int g0, int g1) {
     Buffers& bf = bufs[worker];
@@ -333,7 +335,29 @@ void solve_cpu_lanes(const QpBatch<T>& batch, const QpSettings<T>& settings,
         lo.y[l] = out.y.data() + size_t(k0 + l) * m;
       }
       qp_admm_solve_lanes(shape, columns, d, live, lane_view(bf.x.data()), lane_view(bf.y.data()), w,
-                          settings, options.warm_start, lo);
+                          settings, options.warm_start, lo, W / 4);
+      for (int l = 0; l < live; ++l) {  // lanes handed off: finished one at a time
+        QpInfo<T>& info = lo.info[l];
+        if (info.status != SolveStatus::kNotRun) continue;
+        const int k = k0 + l;
+        QpSettings<T> rest = settings;
+        rest.rho = info.rho;
+        rest.check_input = false;  // checked in the lanes
+        rest.max_iter = settings.max_iter - info.iterations;
+        rest.max_rho_updates = std::max(0, settings.max_rho_updates - info.rho_updates);
+        const QpData<T, UnitStride> dk{unit_view(batch.P.data() + size_t(k) * n * n),
+                                       unit_view(batch.q.data() + size_t(k) * n),
+                                       unit_view(batch.A.data() + size_t(k) * nnz),
+                                       unit_view(batch.b.data() + size_t(k) * m)};
+        const QpInfo<T> more = qp_admm_solve(
+            shape, dk, unit_view(lo.x[l]), unit_view(lo.y[l]),
+            QpWork<T, UnitStride>::carve(unit_view(qp_work_align(bf.one.data())), n, m, true), rest,
+            true);
+        const int done = info.iterations, updates = info.rho_updates;
+        info = more;
+        info.iterations += done;
+        info.rho_updates += updates;
+      }
       const double us =
           std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
       for (int l = 0; l < live; ++l) {

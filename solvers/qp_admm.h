@@ -805,7 +805,10 @@ IMPULSE_HD_NOINLINE QpInfo<T> qp_admm_solve(const QpShape& sh, const QpData<T, S
       saty_norm = max_of(saty_norm, dd * aty);
       sq_norm = max_of(sq_norm, dd * qq);
     }
-    if (!is_finite(prim_res) || !is_finite(dual_res)) {
+    // a NaN among the residuals' terms can vanish from their maximum (a
+    // comparison with NaN is false), so the iterate itself is tested too
+    if (!is_finite(prim_res) || !is_finite(dual_res) || !all_finite(n, x.as_const()) ||
+        !all_finite(m, y.as_const())) {
       status = SolveStatus::kNumericalError;
       break;
     }

@@ -168,12 +168,23 @@ LaneMask<T> qp_lanes_nonfinite(int len, View<const Lanes<T>, LaneStride> v) {
 // are the running iterates; each lane's answer, whatever its status, goes to
 // out.x[l] / out.y[l] and out.info[l]. The workspace is carved by
 // QpWork<Lanes<T>, LaneStride>::carve(base, n, m) (qp_work_size(n, m) lanes).
+//
+// Hand-off (handoff > 0): when at most `handoff` lanes are still running
+// and one of them is predicted to need more than kQpLaneHandoffIterations
+// more iterations (or has no prediction yet), those lanes stop with status
+// kNotRun, their iterate, iteration count and ρ in out, and the caller
+// finishes them one at a time (qp_admm_solve, warm-started from that
+// iterate with that ρ): on problems whose iteration counts have a long tail
+// (the recorded ContactNets QPs at tight tolerances) a group otherwise runs
+// at the cost of W lanes for one slow problem.
+constexpr int kQpLaneHandoffIterations = 30;
+
 template <class T>
 void qp_admm_solve_lanes(const QpShape& sh, const QpColumns& at,
                          const QpData<Lanes<T>, LaneStride>& d, int live,
                          View<Lanes<T>, LaneStride> x, View<Lanes<T>, LaneStride> y,
                          QpWork<Lanes<T>, LaneStride> w, const QpSettings<T>& st, bool warm,
-                         QpLaneOut<T>& out) {
+                         QpLaneOut<T>& out, int handoff = 0) {
   using L = Lanes<T>;
   using Mask = LaneMask<T>;
   constexpr int W = L::W;
@@ -294,7 +305,11 @@ void qp_admm_solve_lanes(const QpShape& sh, const QpColumns& at,
       saty_norm = max_of(saty_norm, dd * aty);
       sq_norm = max_of(sq_norm, dd * qq);
     }
-    stop(active & !(is_finite(prim_res) & is_finite(dual_res)), SolveStatus::kNumericalError, false);
+    // (the iterate too: a NaN term can vanish from a maximum)
+    const Mask bad_res = !(is_finite(prim_res) & is_finite(dual_res));
+    stop(active & (bad_res | detail::qp_lanes_nonfinite(n, x.as_const()) |
+                   detail::qp_lanes_nonfinite(m, y.as_const())),
+         SolveStatus::kNumericalError, false);
     eps_prim = L(eps_abs) + L(eps_rel) * max_of(ax_norm, z_norm);
     eps_dual = L(eps_abs) + L(eps_rel) * max_of(max_of(px_norm, aty_norm), q_norm);
     stop(active & (prim_res <= eps_prim) & (dual_res <= eps_dual), SolveStatus::kSolved, true);
@@ -373,6 +388,19 @@ void qp_admm_solve_lanes(const QpShape& sh, const QpColumns& at,
       }
     }
     if (!active.any()) break;
+
+    // hand the last few running lanes over when one of them is still far
+    // from its tolerance: a group runs at the cost of all its lanes
+    if (handoff > 0 && it < st.max_iter) {
+      int running = 0;
+      bool far = false;
+      for (int l = 0; l < W; ++l)
+        if (active[l]) ++running, far = far || remaining[l] > T(kQpLaneHandoffIterations);
+      if (running <= handoff && far) {
+        stop(active, SolveStatus::kNotRun, false);
+        return;
+      }
+    }
 
     // adaptive rho, per lane; one refactorization for the group
     if (st.adaptive_rho && it % st.adaptive_rho_interval == 0) {
