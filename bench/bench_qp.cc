@@ -53,6 +53,7 @@ template <class T>
 void BM_Qp(benchmark::State& state, Shape shape, Backend backend, bool warm) {
   const int size = static_cast<int>(state.range(0));
   const int threads = static_cast<int>(state.range(1));
+  const bool lanes = state.range(2) != 0;  // CPU: lane groups (1) or one problem at a time (0)
   if (backend == Backend::kCuda && !cuda::available()) {
     state.SkipWithError("no CUDA device");
     return;
@@ -62,6 +63,7 @@ void BM_Qp(benchmark::State& state, Shape shape, Backend backend, bool warm) {
   BatchOptions opt;
   opt.backend = backend;
   opt.threads = threads;
+  opt.lanes = lanes;
   QpSolutions<T> sol;
   solve_batch(batch, st, opt, sol);  // warm-up, and the warm start's source
   const std::vector<T> x0 = sol.x, y0 = sol.y;
@@ -124,13 +126,17 @@ void gpu_kernel_args(benchmark::internal::Benchmark* b) {
 void BM_GpuKernelDouble(benchmark::State& st, Shape s, bool warm) { BM_GpuKernel<double>(st, s, warm); }
 void BM_GpuKernelFloat(benchmark::State& st, Shape s, bool warm) { BM_GpuKernel<float>(st, s, warm); }
 
+// arguments: batch size, threads, lanes (1: lane groups, 0: one at a time)
 void cpu_args(benchmark::internal::Benchmark* b) {
-  for (int threads : {1, 2})
-    for (int size : {1, 100, 10000, 100000}) b->Args({size, threads});
+  b->ArgNames({"batch", "threads", "lanes"});
+  for (int lanes : {1, 0})
+    for (int threads : {1, 2})
+      for (int size : {1, 100, 10000, 100000}) b->Args({size, threads, lanes});
   b->Unit(benchmark::kMillisecond)->UseRealTime();
 }
 void gpu_args(benchmark::internal::Benchmark* b) {
-  for (int size : {1, 10000, 1000000}) b->Args({size, 1});
+  b->ArgNames({"batch", "threads", "lanes"});
+  for (int size : {1, 10000, 1000000}) b->Args({size, 1, 1});
   b->Unit(benchmark::kMillisecond)->UseRealTime();
 }
 

@@ -267,6 +267,44 @@ int QpSolutions<T>::count(SolveStatus s) const {
 
 namespace {
 
+// problem k's data in the batch
+template <class T>
+QpData<T, UnitStride> problem_data(const QpBatch<T>& batch, int k) {
+  const int n = batch.n, m = batch.m(), nnz = batch.nnz();
+  return QpData<T, UnitStride>{unit_view(batch.P.data() + size_t(k) * n * n),
+                               unit_view(batch.q.data() + size_t(k) * n),
+                               unit_view(batch.A.data() + size_t(k) * nnz),
+                               unit_view(batch.b.data() + size_t(k) * m)};
+}
+
+template <class T>
+void store_info(const QpInfo<T>& info, int k, QpSolutions<T>& out) {
+  out.objective[k] = info.objective;
+  out.value[k] = info.value;
+  out.prim_res[k] = info.prim_res;
+  out.dual_res[k] = info.dual_res;
+  out.status[k] = info.status;
+  out.fault[k] = info.fault;
+  out.iterations[k] = info.iterations;
+  out.rho_updates[k] = info.rho_updates;
+}
+
+// problem k alone (qp_admm_solve), into out; `work` holds qp_work_host_size
+template <class T>
+void solve_one(const QpBatch<T>& batch, const QpShape& shape, int k, const QpSettings<T>& settings,
+               const BatchOptions& options, std::vector<T>& work, QpSolutions<T>& out) {
+  const int n = batch.n, m = batch.m();
+  auto w = QpWork<T, UnitStride>::carve(unit_view(qp_work_align(work.data())), n, m, true);
+  const auto t0 = std::chrono::steady_clock::now();
+  const QpInfo<T> info =
+      qp_admm_solve(shape, problem_data(batch, k), unit_view(out.x.data() + size_t(k) * n),
+                    unit_view(out.y.data() + size_t(k) * m), w, settings, options.warm_start);
+  if (options.time_each)
+    out.solve_us[k] =
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+  store_info(info, k, out);
+}
+
 // lanes [0, live) of dst[0 .. len) from problems k0 .. k0 + live − 1 of a
 // problem-contiguous array (`per` entries per problem)
 // (element by element, all lanes of one vector in turn: lane by lane, every
@@ -321,6 +359,10 @@ void solve_cpu_lanes(const QpBatch<T>& batch, const QpSettings<T>& settings,
     QpLaneOut<T> lo;
     for (int g = g0; g < g1; ++g) {
       const int k0 = g * W, live = std::min(W, B - k0);
+      if (2 * live <= W) {  // a group at most half full costs more than its problems alone
+        for (int k = k0; k < k0 + live; ++k) solve_one(batch, shape, k, settings, options, bf.one, out);
+        continue;
+      }
       const auto t0 = std::chrono::steady_clock::now();
       to_lanes(batch.P.data(), size_t(n) * n, n * n, k0, live, P);
       to_lanes(batch.q.data(), size_t(n), n, k0, live, q);
@@ -345,12 +387,8 @@ void solve_cpu_lanes(const QpBatch<T>& batch, const QpSettings<T>& settings,
         rest.check_input = false;  // checked in the lanes
         rest.max_iter = settings.max_iter - info.iterations;
         rest.max_rho_updates = std::max(0, settings.max_rho_updates - info.rho_updates);
-        const QpData<T, UnitStride> dk{unit_view(batch.P.data() + size_t(k) * n * n),
-                                       unit_view(batch.q.data() + size_t(k) * n),
-                                       unit_view(batch.A.data() + size_t(k) * nnz),
-                                       unit_view(batch.b.data() + size_t(k) * m)};
         const QpInfo<T> more = qp_admm_solve(
-            shape, dk, unit_view(lo.x[l]), unit_view(lo.y[l]),
+            shape, problem_data(batch, k), unit_view(lo.x[l]), unit_view(lo.y[l]),
             QpWork<T, UnitStride>::carve(unit_view(qp_work_align(bf.one.data())), n, m, true), rest,
             true);
         const int done = info.iterations, updates = info.rho_updates;
@@ -362,16 +400,8 @@ void solve_cpu_lanes(const QpBatch<T>& batch, const QpSettings<T>& settings,
           std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
       for (int l = 0; l < live; ++l) {
         const int k = k0 + l;
-        const QpInfo<T>& info = lo.info[l];
         if (options.time_each) out.solve_us[k] = us / live;
-        out.objective[k] = info.objective;
-        out.value[k] = info.value;
-        out.prim_res[k] = info.prim_res;
-        out.dual_res[k] = info.dual_res;
-        out.status[k] = info.status;
-        out.fault[k] = info.fault;
-        out.iterations[k] = info.iterations;
-        out.rho_updates[k] = info.rho_updates;
+        store_info(lo.info[l], k, out);
       }
     }
   });
@@ -398,7 +428,6 @@ void solve_batch(const QpBatch<T>& batch, const QpSettings<T>& settings,
   }
   out.resize(B, n, m);
   const QpShape shape = batch.shape();
-  const int nnz = batch.nnz();
 
   if (options.backend == Backend::kCuda) {
     std::vector<int> status(B), fault(B);
@@ -434,28 +463,7 @@ void solve_batch(const QpBatch<T>& batch, const QpSettings<T>& settings,
   // (aligned: see qp_work_size)
   std::vector<std::vector<T>> work(threads, std::vector<T>(qp_work_host_size(n, m)));
   parallel_for(B, threads, [&](int worker, int begin, int end) {
-    auto w = QpWork<T, UnitStride>::carve(unit_view(qp_work_align(work[worker].data())), n, m, true);
-    for (int k = begin; k < end; ++k) {
-      QpData<T, UnitStride> d{unit_view(batch.P.data() + size_t(k) * n * n),
-                              unit_view(batch.q.data() + size_t(k) * n),
-                              unit_view(batch.A.data() + size_t(k) * nnz),
-                              unit_view(batch.b.data() + size_t(k) * m)};
-      const auto t0 = std::chrono::steady_clock::now();
-      const QpInfo<T> info =
-          qp_admm_solve(shape, d, unit_view(out.x.data() + size_t(k) * n),
-                        unit_view(out.y.data() + size_t(k) * m), w, settings, options.warm_start);
-      if (options.time_each)
-        out.solve_us[k] =
-            std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
-      out.objective[k] = info.objective;
-      out.value[k] = info.value;
-      out.prim_res[k] = info.prim_res;
-      out.dual_res[k] = info.dual_res;
-      out.status[k] = info.status;
-      out.fault[k] = info.fault;
-      out.iterations[k] = info.iterations;
-      out.rho_updates[k] = info.rho_updates;
-    }
+    for (int k = begin; k < end; ++k) solve_one(batch, shape, k, settings, options, work[worker], out);
   });
 }
 

@@ -9,6 +9,7 @@
 
 #include "host/generate.h"
 #include "host/qp_batch.h"
+#include "solvers/lanes.h"
 #include "tests/test_util.h"
 
 namespace impulse {
@@ -117,29 +118,39 @@ TEST(QpAdmm, MatchesActiveSetEnumeration) {
       if (ok) found = true, x_ref = x;
     }
     if (!found) continue;  // infeasible draw
-    QpBatch<double> bt = QpBatch<double>::dense(1, n, cones(0, m, 0));
+    // a full lane group of copies (a batch of one is solved one at a time)
+    const int copies = Lanes<double>::W;
+    QpBatch<double> bt = QpBatch<double>::dense(copies, n, cones(0, m, 0));
     Eigen::Matrix<double, -1, -1, Eigen::RowMajor> Pr = P, Ar = A;
-    std::memcpy(bt.P.data(), Pr.data(), sizeof(double) * n * n);
-    std::memcpy(bt.q.data(), q.data(), sizeof(double) * n);
-    bt.set_A_dense(0, Ar.data());
-    std::memcpy(bt.b.data(), b.data(), sizeof(double) * m);
+    for (int k = 0; k < copies; ++k) {
+      std::memcpy(bt.P.data() + size_t(k) * n * n, Pr.data(), sizeof(double) * n * n);
+      std::memcpy(bt.q.data() + size_t(k) * n, q.data(), sizeof(double) * n);
+      bt.set_A_dense(k, Ar.data());
+      std::memcpy(bt.b.data() + size_t(k) * m, b.data(), sizeof(double) * m);
+    }
     for (const BatchOptions& opt : testing::both_cpu_paths()) {
       QpSolutions<double> sol;
       solve_batch(bt, tight(), opt, sol);
-      ASSERT_EQ(sol.status[0], SolveStatus::kSolved) << "trial " << trial << ", " << testing::path_name(opt);
-      for (int j = 0; j < n; ++j)
-        EXPECT_NEAR(sol.x[j], x_ref(j), 1e-6) << "trial " << trial << ", " << testing::path_name(opt);
+      for (int k = 0; k < copies; ++k) {
+        ASSERT_EQ(sol.status[k], SolveStatus::kSolved) << "trial " << trial << ", " << testing::path_name(opt);
+        for (int j = 0; j < n; ++j)
+          EXPECT_NEAR(sol.x[size_t(k) * n + j], x_ref(j), 1e-6) << "trial " << trial << ", " << testing::path_name(opt);
+      }
     }
   }
 }
 
-// one-variable helpers for infeasible / unbounded problems
+// one-variable helpers for infeasible / unbounded problems: a full lane
+// group of copies (a batch of one is solved one at a time)
 QpBatch<double> scalar_problem(double p, double q, std::vector<double> a, std::vector<double> b) {
-  QpBatch<double> bt = QpBatch<double>::dense(1, 1, cones(0, static_cast<int>(a.size()), 0));
-  bt.P[0] = p;
-  bt.q[0] = q;
-  bt.set_A_dense(0, a.data());
-  bt.b = b;
+  const int copies = Lanes<double>::W, m = static_cast<int>(a.size());
+  QpBatch<double> bt = QpBatch<double>::dense(copies, 1, cones(0, m, 0));
+  for (int k = 0; k < copies; ++k) {
+    bt.P[k] = p;
+    bt.q[k] = q;
+    bt.set_A_dense(k, a.data());
+    for (int r = 0; r < m; ++r) bt.b[size_t(k) * m + r] = b[r];
+  }
   return bt;
 }
 
@@ -149,23 +160,29 @@ TEST(QpAdmm, DetectsPrimalInfeasible) {
   for (const BatchOptions& opt : testing::both_cpu_paths()) {
     QpSolutions<double> sol;
     solve_batch(bt, QpSettings<double>{}, opt, sol);
-    EXPECT_EQ(sol.status[0], SolveStatus::kPrimalInfeasible) << testing::path_name(opt);
+    for (int k = 0; k < bt.size; ++k)
+      EXPECT_EQ(sol.status[k], SolveStatus::kPrimalInfeasible) << testing::path_name(opt);
   }
 }
 
 TEST(QpAdmm, DetectsPrimalInfeasibleCone) {
   // (x1, x2, 1) ∈ SOC with ||(x2, 1)|| <= x1 and x1 <= 0.5: need x1 >= 1
-  QpBatch<double> bt = QpBatch<double>::dense(1, 2, cones(0, 1, 1));
-  bt.P = {1, 0, 0, 1};
-  bt.q = {0, 0};
+  const int copies = Lanes<double>::W;  // a full lane group
+  QpBatch<double> bt = QpBatch<double>::dense(copies, 2, cones(0, 1, 1));
   // row 0: x1 + s = 0.5; rows 1..3: -(x1, x2, 0) + s = (0, 0, 1)
   const double A[] = {1, 0, -1, 0, 0, -1, 0, 0};
-  bt.set_A_dense(0, A);
-  bt.b = {0.5, 0, 0, 1};
+  for (int k = 0; k < copies; ++k) {
+    const double P[] = {1, 0, 0, 1}, b[] = {0.5, 0, 0, 1};
+    std::copy(P, P + 4, bt.P.begin() + 4 * k);
+    bt.q[2 * k] = bt.q[2 * k + 1] = 0;
+    bt.set_A_dense(k, A);
+    std::copy(b, b + 4, bt.b.begin() + 4 * k);
+  }
   for (const BatchOptions& opt : testing::both_cpu_paths()) {
     QpSolutions<double> sol;
     solve_batch(bt, QpSettings<double>{}, opt, sol);
-    EXPECT_EQ(sol.status[0], SolveStatus::kPrimalInfeasible) << testing::path_name(opt);
+    for (int k = 0; k < bt.size; ++k)
+      EXPECT_EQ(sol.status[k], SolveStatus::kPrimalInfeasible) << testing::path_name(opt);
   }
 }
 
@@ -175,7 +192,8 @@ TEST(QpAdmm, DetectsDualInfeasible) {
   for (const BatchOptions& opt : testing::both_cpu_paths()) {
     QpSolutions<double> sol;
     solve_batch(bt, QpSettings<double>{}, opt, sol);
-    EXPECT_EQ(sol.status[0], SolveStatus::kDualInfeasible) << testing::path_name(opt);
+    for (int k = 0; k < bt.size; ++k)
+      EXPECT_EQ(sol.status[k], SolveStatus::kDualInfeasible) << testing::path_name(opt);
   }
 }
 
