@@ -161,6 +161,42 @@ LaneMask<T> qp_lanes_nonfinite(int len, View<const Lanes<T>, LaneStride> v) {
   return !(acc == Lanes<T>(T(0)));
 }
 
+// P's input scan in one pass, two of each accumulator (their dependency
+// chains, not the loads, bound a scan with one): per lane whether an entry
+// is not finite (x·0 summed), max |P_ij| and max_{j<i} |P_ij − P_ji|
+template <class T>
+void qp_lanes_scan_P(int n, View<const Lanes<T>, LaneStride> Pv, LaneMask<T>& nonfinite,
+                     Lanes<T>& absmax, Lanes<T>& asym) {
+  using L = Lanes<T>;
+  const L* __restrict__ P = Pv.p;
+  const L zero(T(0));
+  L f0 = zero, f1 = zero, m0 = zero, m1 = zero, s0 = zero, s1 = zero;
+  for (int i = 0; i < n; ++i) {
+    const L* __restrict__ row = P + i * n;
+    int j = 0;
+    for (; j + 2 <= n; j += 2) {
+      const L v0 = row[j], v1 = row[j + 1];
+      f0 += v0 * zero;
+      f1 += v1 * zero;
+      m0 = max_of(m0, abs_of(v0));
+      m1 = max_of(m1, abs_of(v1));
+    }
+    if (j < n) {
+      f0 += row[j] * zero;
+      m0 = max_of(m0, abs_of(row[j]));
+    }
+    int k = 0;
+    for (; k + 2 <= i; k += 2) {
+      s0 = max_of(s0, abs_of(row[k] - P[k * n + i]));
+      s1 = max_of(s1, abs_of(row[k + 1] - P[(k + 1) * n + i]));
+    }
+    if (k < i) s0 = max_of(s0, abs_of(row[k] - P[k * n + i]));
+  }
+  nonfinite = !((f0 + f1) == zero);
+  absmax = max_of(m0, m1);
+  asym = max_of(s0, s1);
+}
+
 }  // namespace detail
 
 // Solves the problems in lanes [0, live) of the group (the other lanes are
@@ -196,12 +232,12 @@ void qp_admm_solve_lanes(const QpShape& sh, const QpColumns& at,
 
   if (st.check_input) {
     // per lane, the first fault in qp_check_input's order
-    const Mask bad_p = detail::qp_lanes_nonfinite(n * n, d.P);
+    Mask bad_p;
+    L scale, asym;
+    detail::qp_lanes_scan_P(n, d.P, bad_p, scale, asym);
     const Mask bad_q = detail::qp_lanes_nonfinite(n, d.q);
     const Mask bad_a = detail::qp_lanes_nonfinite(a.nnz, d.A);
     const Mask bad_b = detail::qp_lanes_nonfinite(m, d.b);
-    L scale, asym;
-    absmax_and_asymmetry(n, d.P, scale, asym);
     const L sym_tol =
         L(T(1e3)) * max_of(scale, one) * L(sizeof(T) == 4 ? T(1.2e-7) : T(2.3e-16));
     const Mask bad_sym = asym > sym_tol;
