@@ -34,18 +34,40 @@ namespace impulse {
 // entry[col_ptr[j] .. col_ptr[j + 1]) of A's values, in rows row[...]. The
 // lanes form Aᵀv as one sum per column, in a register, where the row-wise
 // scatter stores every entry it touches.
+//
+// Also AᵀA's pattern for K: entry (i, j ≤ i) of the lower triangle, at
+// e = i(i + 1)/2 + j, sums A_ri·A_rj over the pairs pair_a/pair_b[pair_ptr[e]
+// .. pair_ptr[e + 1]) of A's entries (in columns i and j) that share a row.
 struct QpColumns {
   std::vector<int> col_ptr, row, entry;
+  std::vector<int> pair_ptr, pair_a, pair_b;
   QpColumns() = default;
   explicit QpColumns(const CsrPattern& a) : col_ptr(a.cols + 1, 0), row(a.nnz), entry(a.nnz) {
+    const int tri = a.cols * (a.cols + 1) / 2;
+    pair_ptr.assign(tri + 1, 0);
+    for (int r = 0; r < a.rows; ++r)  // columns increase along a row
+      for (int kb = a.row_ptr[r]; kb < a.row_ptr[r + 1]; ++kb)
+        for (int ka = kb; ka < a.row_ptr[r + 1]; ++ka)
+          ++pair_ptr[a.col[ka] * (a.col[ka] + 1) / 2 + a.col[kb] + 1];
+    for (int e = 0; e < tri; ++e) pair_ptr[e + 1] += pair_ptr[e];
+    pair_a.resize(pair_ptr[tri]);
+    pair_b.resize(pair_ptr[tri]);
+    std::vector<int> fill(pair_ptr.begin(), pair_ptr.end() - 1);
+    for (int r = 0; r < a.rows; ++r)
+      for (int kb = a.row_ptr[r]; kb < a.row_ptr[r + 1]; ++kb)
+        for (int ka = kb; ka < a.row_ptr[r + 1]; ++ka) {
+          const int p = fill[a.col[ka] * (a.col[ka] + 1) / 2 + a.col[kb]]++;
+          pair_a[p] = ka;
+          pair_b[p] = kb;
+        }
     for (int k = 0; k < a.nnz; ++k) ++col_ptr[a.col[k] + 1];
     for (int j = 0; j < a.cols; ++j) col_ptr[j + 1] += col_ptr[j];
     std::vector<int> next(col_ptr.begin(), col_ptr.end() - 1);
     for (int r = 0; r < a.rows; ++r)
       for (int k = a.row_ptr[r]; k < a.row_ptr[r + 1]; ++k) {
-        const int at = next[a.col[k]]++;
-        row[at] = r;
-        entry[at] = k;
+        const int slot = next[a.col[k]]++;
+        row[slot] = r;
+        entry[slot] = k;
       }
   }
 };
@@ -123,6 +145,43 @@ void qp_lanes_Aty(const QpColumns& at, int n, View<const Lanes<T>, LaneStride> A
     Lanes<T> acc = base ? base[j] : Lanes<T>(T(0));
     for (int k = cp[j]; k < cp[j + 1]; ++k) acc += a[entry[k]] * v[row[k]];
     out[j] = acc;
+  }
+}
+
+// w.L ← K = P + diag(σ) + Aᵀdiag(ρ)A, lower triangle, one sum per entry
+// in a register over AᵀA's pattern (detail::qp_form_K adds each product into
+// memory: a load and a store per term). ρ∘A goes to w.L_scratch, which the
+// lanes do not otherwise use; where it does not fit there (nnz > n²), the
+// generic form.
+template <class T>
+void qp_lanes_form_K(const QpShape& sh, const QpColumns& at, const QpData<Lanes<T>, LaneStride>& d,
+                     QpWork<Lanes<T>, LaneStride>& w) {
+  using L = Lanes<T>;
+  const int n = sh.n;
+  const CsrPattern& a = sh.a;
+  if (a.nnz > n * n) {
+    qp_form_K(sh, d, w);
+    return;
+  }
+  L* __restrict__ ra = w.L_scratch.p;
+  const L* __restrict__ av = d.A.p;
+  for (int r = 0; r < a.rows; ++r) {
+    const L rr = w.rho[r];
+    for (int k = a.row_ptr[r]; k < a.row_ptr[r + 1]; ++k) ra[k] = rr * av[k];
+  }
+  const int* __restrict__ pp = at.pair_ptr.data();
+  const int* __restrict__ pa = at.pair_a.data();
+  const int* __restrict__ pb = at.pair_b.data();
+  const L* __restrict__ P = d.P.p;
+  L* __restrict__ K = w.L.p;
+  for (int i = 0; i < n; ++i) {
+    const int e0 = i * (i + 1) / 2;
+    for (int j = 0; j <= i; ++j) {
+      L acc = P[i * n + j];
+      if (i == j) acc += w.sig[i];
+      for (int p = pp[e0 + j]; p < pp[e0 + j + 1]; ++p) acc += ra[pa[p]] * av[pb[p]];
+      K[i * n + j] = acc;
+    }
   }
 }
 
@@ -288,7 +347,7 @@ void qp_admm_solve_lanes(const QpShape& sh, const QpColumns& at,
     active &= !which;
   };
   auto factor = [&]() {
-    detail::qp_form_K(sh, d, w);
+    detail::qp_lanes_form_K(sh, at, d, w);
     return cholesky_lanes(n, w.L);
   };
   stop(active & factor(), SolveStatus::kNumericalError, false);

@@ -155,6 +155,46 @@ TYPED_TEST(LanePrimitives, ApproximateReciprocalSquareRoot) {
   }
 }
 
+// K = P + diag(σ) + Aᵀdiag(ρ)A summed over AᵀA's pattern (qp_lanes_form_K)
+// equals the generic scatter (detail::qp_form_K) to rounding, on a sparse A
+// (the cube QP's long and short rows) and on a dense A with nnz > n² (the
+// generic fallback)
+TEST(QpLanes, KOverThePairPatternMatchesTheScatter) {
+  using L = Lanes<double>;
+  const GeneratedQps sets[] = {cube_loss_batch(L::W, FrictionModel::kOctagon, 71),
+                               random_qp_batch(L::W, 3, [] {
+                                 ConeSpec c;
+                                 c.n_nonneg = 12;
+                                 return c;
+                               }(), 72)};
+  for (const GeneratedQps& g : sets) {
+    const QpBatch<double>& bt = g.batch;
+    const QpShape sh = bt.shape();
+    const int n = bt.n, m = bt.m(), nnz = bt.nnz();
+    const QpColumns cols(sh.a);
+    std::vector<L> P(size_t(n) * n), q(n), A(nnz), b(m);
+    for (int l = 0; l < L::W; ++l) {
+      for (int e = 0; e < n * n; ++e) P[e].set(l, bt.P[size_t(l) * n * n + e]);
+      for (int e = 0; e < nnz; ++e) A[e].set(l, bt.A[size_t(l) * nnz + e]);
+    }
+    const QpData<L, LaneStride> d{{P.data(), {}}, {q.data(), {}}, {A.data(), {}}, {b.data(), {}}};
+    std::vector<L> base(qp_work_size(n, m), L(0.0)), base2 = base;
+    auto w = QpWork<L, LaneStride>::carve(lane_view(base.data()), n, m);
+    auto w2 = QpWork<L, LaneStride>::carve(lane_view(base2.data()), n, m);
+    for (int i = 0; i < n; ++i)
+      for (int l = 0; l < L::W; ++l) w.sig.p[i].set(l, 1e-3 * (1 + i + l)), w2.sig.p[i] = w.sig.p[i];
+    for (int r = 0; r < m; ++r)
+      for (int l = 0; l < L::W; ++l) w.rho.p[r].set(l, 0.5 + 0.25 * ((r + l) % 5)), w2.rho.p[r] = w.rho.p[r];
+    detail::qp_lanes_form_K(sh, cols, d, w);
+    detail::qp_form_K(sh, d, w2);
+    for (int i = 0; i < n; ++i)
+      for (int j = 0; j <= i; ++j)
+        for (int l = 0; l < L::W; ++l)
+          EXPECT_NEAR(w.L[i * n + j][l], w2.L[i * n + j][l], 1e-12 * (1 + std::abs(w2.L[i * n + j][l])))
+              << "n " << n << " entry " << i << "," << j << " lane " << l;
+  }
+}
+
 // A one-variable, two-row problem per lane (same shape, different fate):
 //   kind 0: min ½x² − 5x, x ≤ 1, −x ≤ 1          solved, x = 1
 //   kind 1: x ≤ −1, −x ≤ −1                      primal infeasible
