@@ -63,7 +63,6 @@ struct LaneMask {
   static constexpr int W = kLaneBytes / int(sizeof(T));
   V v;
   static LaneMask none() { return LaneMask{V{}}; }
-  static LaneMask all() { return LaneMask{V{} - 1}; }
   // the first `count` lanes true
   static LaneMask first(int count) {
     LaneMask r = none();
@@ -75,11 +74,6 @@ struct LaneMask {
   bool any() const {
     I acc = 0;
     for (int l = 0; l < W; ++l) acc |= v[l];
-    return acc != 0;
-  }
-  bool all_set() const {
-    I acc = -1;
-    for (int l = 0; l < W; ++l) acc &= v[l];
     return acc != 0;
   }
   LaneMask operator&(LaneMask o) const { return LaneMask{v & o.v}; }

@@ -507,11 +507,7 @@ IMPULSE_HD void qp_rescale(int len, View<T, UnitStride> dst, View<const T, UnitS
   const T* __restrict__ pa = a.p;
   const T* __restrict__ pb = b.p;
   IMPULSE_SIMD
-  for (int i = 0; i < len; ++i) {
-    const T v = pa[i] > pb[i] ? pa[i] : pb[i];
-    const T lo = v < T(1e-4) ? T(1) : v;
-    d[i] *= T(1) / sqrt_of(lo > T(1e4) ? T(1e4) : lo);
-  }
+  for (int i = 0; i < len; ++i) d[i] *= T(1) / sqrt_of(qp_limit_scaling(max_of(pa[i], pb[i])));
 }
 
 // w.xt_j = max_r E_r·|A_rj|·D_j (column norms of E A D) and w.tmp_m_r =
