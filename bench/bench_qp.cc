@@ -9,8 +9,8 @@
 #include <map>
 #include <mutex>
 
-#include "host/generate.h"
-#include "host/qp_batch.h"
+#include "host/batch/generate.h"
+#include "host/batch/qp_batch.h"
 #include "kernels/qp_kernels.h"
 
 namespace impulse {

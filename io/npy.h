@@ -16,7 +16,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "io/error.h"
+#include "solvers/error.h"
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "impulse io/ assumes a little-endian host"

@@ -13,7 +13,7 @@
 #include <random>
 #include <utility>
 
-#include "io/error.h"
+#include "solvers/error.h"
 #include "io/npz.h"
 #include "io/zip.h"
 

@@ -2,7 +2,7 @@
 // users of ContactNets / CCN have, and the project's own synthetic format.
 // Everything is converted to SI on reading; the input is never modified.
 //
-// Row layout in memory (13 doubles, SI), the same as host/rigid_body.h's State:
+// Row layout in memory (13 doubles, SI), the same as host/dynamics/rigid_body.h's State:
 //   p (3, m, world) | quaternion w,x,y,z (body -> world) | v (3, m/s, world) |
 //   ω (3, rad/s, body)
 //

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "io/error.h"
+#include "solvers/error.h"
 #include "solvers/qp_admm.h"
 
 namespace impulse {

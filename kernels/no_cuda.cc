@@ -1,6 +1,6 @@
 // The twin of kernels/*.cu for builds without the CUDA toolkit: the same API,
 // reporting "CUDA not available" (Drake's no_osqp.cc habit).
-#include "io/error.h"
+#include "solvers/error.h"
 #include "kernels/contactnets_device.h"
 #include "kernels/qp_kernels.h"
 

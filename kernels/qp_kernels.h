@@ -34,7 +34,7 @@ DeviceInfo device_info();
 bool available();
 
 // Host-side description of a batch (problem-contiguous arrays, as in
-// host/qp_batch.h). Pointers are host memory.
+// host/batch/qp_batch.h). Pointers are host memory.
 template <class T>
 struct HostQpArrays {
   int batch = 0;

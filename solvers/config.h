@@ -3,15 +3,20 @@
 // Everything in solvers/ is plain C++17 that compiles both for the host and,
 // under nvcc, for the device. This is the only header of solvers/ that knows
 // about CUDA: it defines IMPULSE_HD, which expands to
-// `__host__ __device__ __forceinline__` under nvcc and to `inline` otherwise.
+// `__host__ __device__ __forceinline__` under nvcc and to `inline` otherwise
+// (IMPULSE_HD_PHASE: always inlined on the host too).
 #pragma once
 
 #if defined(__CUDACC__)
 #define IMPULSE_HD __host__ __device__ __forceinline__
 #define IMPULSE_HD_NOINLINE __host__ __device__
+#define IMPULSE_HD_PHASE __host__ __device__ __forceinline__
 #else
 #define IMPULSE_HD inline
 #define IMPULSE_HD_NOINLINE inline
+// a named phase of a solve (set-up, check, finish): written as a function for
+// the reader, compiled into its one caller as before the split
+#define IMPULSE_HD_PHASE inline __attribute__((always_inline))
 #endif
 
 #if defined(__CUDA_ARCH__)

@@ -1,8 +1,8 @@
 // The ContactNets loss QP of one transition and its envelope gradient, as
 // host-device code: the one implementation of this math. The host
-// (host/contactnets_loss.cc, for any contact model's frame) and the device
+// (host/learning/contactnets_loss.cc, for any contact model's frame) and the device
 // (kernels/contactnets_kernels.cu, Polytope, transitions resident there) both
-// call it. The math and the units are described in host/contactnets_loss.h.
+// call it. The math and the units are described in host/learning/contactnets_loss.h.
 //
 // Layers: a Frame (φ, J_n, J_t at q and φ at q', SI) is what a contact model
 // gives; assemble_frame builds the QP from it, qp_frame_gradient and

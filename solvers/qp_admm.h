@@ -695,231 +695,239 @@ IMPULSE_HD void qp_admm_step_dense(const QpShape& sh, const QpData<T, UnitStride
   qp_update_soc_rows(sh, d, w, y, [&](int r) { return alpha * zt[r] + beta * zw[r]; });
 }
 
-}  // namespace detail
+// ---- the phases of qp_admm_solve ---------------------------------------------
 
-// Solves one problem. x (n) and y (m) hold the warm start on entry when
-// `warm` is true (they are zeroed otherwise) and the answer on exit, whatever
-// the status (the best iterate is always returned).
+// What a check measured: the unscaled residuals r_prim = Ax − z and
+// r_dual = Px + q + Aᵀy with their tolerances, and the E- and D-scaled norms
+// that adapt ρ. (Also the lanes' record, with T = Lanes<T>.)
+template <class T>
+struct QpCheck {
+  T prim_res = T(0), dual_res = T(0), eps_prim = T(0), eps_dual = T(0);
+  T sp_res = T(0), sax_norm = T(0), sz_norm = T(0);                    // scaled by E
+  T sd_res = T(0), spx_norm = T(0), saty_norm = T(0), sq_norm = T(0);  // scaled by D
+};
+
+// When to check next: the last check with a usable ratio (0: none), its
+// max(prim_res / eps_prim, dual_res / eps_dual), and the iterations still
+// needed, extrapolated from the last two checks.
+template <class T>
+struct QpSchedule {
+  int next_check = 0;
+  int last_check = 0;
+  T last_ratio = T(0);
+  T remaining = T(0);
+};
+
+// Set-up: the input check, the initial iterate (z = Ax for a warm start,
+// OSQP's choice; zero otherwise), equilibration, ρ and the factorization.
+// Returns kNotRun when the iteration may start, otherwise the problem's final
+// status (invalid input, numerical error) with `info` filled.
 template <class T, class S, class SW, class SX>
-IMPULSE_HD_NOINLINE QpInfo<T> qp_admm_solve(const QpShape& sh, const QpData<T, S>& d,
-                                            View<T, SX> x, View<T, SX> y, QpWork<T, SW> w,
-                                            const QpSettings<T>& st, bool warm) {
-  QpInfo<T> info;
+IMPULSE_HD_PHASE SolveStatus qp_setup(const QpShape& sh, const QpData<T, S>& d, View<T, SX> x,
+                                View<T, SX> y, QpWork<T, SW>& w, const QpSettings<T>& st,
+                                bool warm, bool dense, QpInfo<T>& info) {
   const int n = sh.n, m = sh.m();
-  const CsrPattern& a = sh.a;
-
   // input faults stop here; the other problems of a batch are unaffected
   if (st.check_input) {
     info.fault = qp_check_input(sh, d, w, st);
     if (info.fault != InputFault::kNone) {
-      info.status = SolveStatus::kInvalidInput;
       for (int i = 0; i < n; ++i) x[i] = T(0);
       for (int i = 0; i < m; ++i) y[i] = T(0);
-      return info;
+      return info.status = SolveStatus::kInvalidInput;
     }
   }
-
-  const bool dense = detail::QpDenseCapable<S, SW, SX>::value && w.dense && st.dense_iteration &&
-                     st.explicit_inverse;
-
-  if (dense) detail::qp_long_rows_build(sh, d, w);
-
-  // initial iterate: z = Ax for a warm start (OSQP's choice), zero otherwise
+  if (dense) qp_long_rows_build(sh, d, w);
   if (warm) {
-    detail::qp_Ax(sh, d, w, dense, x.as_const(), w.z);
+    qp_Ax(sh, d, w, dense, x.as_const(), w.z);
   } else {
     for (int i = 0; i < n; ++i) x[i] = T(0);
     for (int i = 0; i < m; ++i) y[i] = T(0), w.z[i] = T(0);
   }
+  qp_equilibrate(sh, d, w, st.scaling_iters, st.sigma);
+  qp_set_rho(sh, w, st.rho, st.rho_eq_scale);
+  if (!qp_factor(sh, d, w, st.explicit_inverse, dense))
+    return info.status = SolveStatus::kNumericalError;
+  return SolveStatus::kNotRun;
+}
 
-  T rho = st.rho;
-  detail::qp_equilibrate(sh, d, w, st.scaling_iters, st.sigma);
-  detail::qp_set_rho(sh, w, rho, st.rho_eq_scale);
-  if (!detail::qp_factor(sh, d, w, st.explicit_inverse, dense)) {
-    info.status = SolveStatus::kNumericalError;
-    return info;
+// The check: the residuals and their tolerances into c. Returns kSolved,
+// kNumericalError (a residual or the iterate is not finite) or kNotRun (go
+// on). Leaves Px in tmp_n (qp_finish uses it) and Aᵀy in xt.
+template <class T, class S, class SW, class SX>
+IMPULSE_HD_PHASE SolveStatus qp_check_residuals(const QpShape& sh, const QpData<T, S>& d,
+                                          QpWork<T, SW>& w, bool dense, View<T, SX> x,
+                                          View<T, SX> y, const QpSettings<T>& st, QpCheck<T>& c) {
+  const int n = sh.n, m = sh.m();
+  qp_Ax(sh, d, w, dense, x.as_const(), w.tmp_m);
+  T prim_res = T(0), ax_norm = T(0), z_norm = T(0);
+  T sp_res = T(0), sax_norm = T(0), sz_norm = T(0);
+  IMPULSE_SIMD_MAX(prim_res, ax_norm, z_norm, sp_res, sax_norm, sz_norm)
+  for (int i = 0; i < m; ++i) {
+    const T e = w.escale[i];
+    const T r = abs_of(w.tmp_m[i] - w.z[i]), ax = abs_of(w.tmp_m[i]), zz = abs_of(w.z[i]);
+    prim_res = max_of(prim_res, r);
+    ax_norm = max_of(ax_norm, ax);
+    z_norm = max_of(z_norm, zz);
+    sp_res = max_of(sp_res, e * r);
+    sax_norm = max_of(sax_norm, e * ax);
+    sz_norm = max_of(sz_norm, e * zz);
   }
+  dense_symv(n, d.P, x.as_const(), w.tmp_n);  // P is symmetric
+  qp_Aty(sh, d, w, dense, y.as_const(), w.xt);  // x̃ is free again
+  T dual_res = T(0), px_norm = T(0), aty_norm = T(0), q_norm = T(0);
+  T sd_res = T(0), spx_norm = T(0), saty_norm = T(0), sq_norm = T(0);
+  IMPULSE_SIMD_MAX(dual_res, px_norm, aty_norm, q_norm, sd_res, spx_norm, saty_norm, sq_norm)
+  for (int i = 0; i < n; ++i) {
+    const T dd = w.dscale[i];
+    const T r = abs_of(w.tmp_n[i] + d.q[i] + w.xt[i]), px = abs_of(w.tmp_n[i]),
+            aty = abs_of(w.xt[i]), qq = abs_of(d.q[i]);
+    dual_res = max_of(dual_res, r);
+    px_norm = max_of(px_norm, px);
+    aty_norm = max_of(aty_norm, aty);
+    q_norm = max_of(q_norm, qq);
+    sd_res = max_of(sd_res, dd * r);
+    spx_norm = max_of(spx_norm, dd * px);
+    saty_norm = max_of(saty_norm, dd * aty);
+    sq_norm = max_of(sq_norm, dd * qq);
+  }
+  c.prim_res = prim_res, c.sp_res = sp_res, c.sax_norm = sax_norm, c.sz_norm = sz_norm;
+  c.dual_res = dual_res, c.sd_res = sd_res, c.spx_norm = spx_norm, c.saty_norm = saty_norm;
+  c.sq_norm = sq_norm;
+  // a NaN among the residuals' terms can vanish from their maximum (a
+  // comparison with NaN is false), so the iterate itself is tested too
+  if (!is_finite(prim_res) || !is_finite(dual_res) || !all_finite(n, x.as_const()) ||
+      !all_finite(m, y.as_const()))
+    return SolveStatus::kNumericalError;
+  c.eps_prim = st.eps_abs + st.eps_rel * max_of(ax_norm, z_norm);
+  c.eps_dual = st.eps_abs + st.eps_rel * max_of(max_of(px_norm, aty_norm), q_norm);
+  if (prim_res <= c.eps_prim && dual_res <= c.eps_dual) return SolveStatus::kSolved;
+  return SolveStatus::kNotRun;
+}
 
-  const T alpha = st.alpha;
-  SolveStatus status = SolveStatus::kMaxIterations;
-  T prim_res = T(0), dual_res = T(0), eps_prim = T(0), eps_dual = T(0);
-  int it = 0;
-  int next_check = warm ? 1 : st.check_every;
-  int last_check = 0;   // iteration of the last check with a usable ratio (0: none)
-  T last_ratio = T(0);  // its max(prim_res / eps_prim, dual_res / eps_dual)
-  T remaining = T(0);   // iterations still needed, extrapolated from the last two checks
-  for (it = 1; it <= st.max_iter; ++it) {
-    // keep the previous iterate for the infeasibility certificates, which
-    // are only tested at check iterations (1 when warm, the scheduled ones,
-    // every adaptive_rho_interval-th, the last)
-    const bool check = it == next_check || it == st.max_iter ||
-                       (st.adaptive_rho && it % st.adaptive_rho_interval == 0);
-    if (check) {
-      for (int i = 0; i < n; ++i) w.x_prev[i] = x[i];
-      for (int i = 0; i < m; ++i) w.y_prev[i] = y[i];
-    }
+// The next check after the one at iteration `it`: check_every on, or (with
+// predict_checks) where the rate of the last two checks says the tolerance
+// will be met.
+template <class T>
+IMPULSE_HD_PHASE void qp_schedule_next(const QpSettings<T>& st, int it, const QpCheck<T>& c,
+                                 QpSchedule<T>& sc) {
+  const T ratio = max_of(c.prim_res / (c.eps_prim + T(1e-30)), c.dual_res / (c.eps_dual + T(1e-30)));
+  int gap = st.check_every;
+  sc.remaining = T(st.max_iter);
+  if (sc.last_check > 0 && ratio < sc.last_ratio && ratio > T(1)) {
+    sc.remaining = T(it - sc.last_check) * log_of(ratio) / log_of(sc.last_ratio / ratio);
+    if (st.predict_checks)
+      gap = sc.remaining < T(2 * st.check_every) ? int(sc.remaining) + 1 : 2 * st.check_every;
+  }
+  sc.last_check = it;
+  sc.last_ratio = ratio;
+  sc.next_check = it + gap;
+}
 
-    if (dense)
-      detail::qp_admm_step_dense(sh, d, w, x, y, alpha);
-    else
-      detail::qp_admm_step(sh, d, w, x, y, alpha, st.explicit_inverse);
-
-    if (!check) continue;
-
-    // residuals: r_prim = Ax − z, r_dual = Px + q + Aᵀy
-    detail::qp_Ax(sh, d, w, dense, x.as_const(), w.tmp_m);
-    T ax_norm = T(0), z_norm = T(0);
-    T sp_res = T(0), sax_norm = T(0), sz_norm = T(0);  // scaled by E, for ρ
-    prim_res = T(0);
-    IMPULSE_SIMD_MAX(prim_res, ax_norm, z_norm, sp_res, sax_norm, sz_norm)
+// The infeasibility certificates, from the change of the iterate since the
+// previous iteration (x_prev, y_prev). Returns kPrimalInfeasible,
+// kDualInfeasible or kNotRun (neither).
+template <class T, class S, class SW, class SX>
+IMPULSE_HD_PHASE SolveStatus qp_check_infeasible(const QpShape& sh, const QpData<T, S>& d,
+                                           QpWork<T, SW>& w, bool dense, View<T, SX> x,
+                                           View<T, SX> y, const QpSettings<T>& st) {
+  const int n = sh.n, m = sh.m();
+  // primal infeasibility: δy ∈ K*, Aᵀδy ≈ 0, bᵀδy < 0
+  {
+    T dy_norm = T(0), bdy = T(0);
+    IMPULSE_SIMD_MAX_SUM(dy_norm, bdy)
     for (int i = 0; i < m; ++i) {
-      const T e = w.escale[i];
-      const T r = abs_of(w.tmp_m[i] - w.z[i]), ax = abs_of(w.tmp_m[i]), zz = abs_of(w.z[i]);
-      prim_res = max_of(prim_res, r);
-      ax_norm = max_of(ax_norm, ax);
-      z_norm = max_of(z_norm, zz);
-      sp_res = max_of(sp_res, e * r);
-      sax_norm = max_of(sax_norm, e * ax);
-      sz_norm = max_of(sz_norm, e * zz);
+      const T dy = y[i] - w.y_prev[i];
+      w.tmp_m[i] = dy;
+      dy_norm = max_of(dy_norm, abs_of(dy));
+      bdy += d.b[i] * dy;
     }
-    dense_symv(n, d.P, x.as_const(), w.tmp_n);  // P is symmetric
-    detail::qp_Aty(sh, d, w, dense, y.as_const(), w.xt);  // x̃ is free again
-    T px_norm = T(0), aty_norm = T(0), q_norm = T(0);
-    T sd_res = T(0), spx_norm = T(0), saty_norm = T(0), sq_norm = T(0);  // scaled by D
-    dual_res = T(0);
-    IMPULSE_SIMD_MAX(dual_res, px_norm, aty_norm, q_norm, sd_res, spx_norm, saty_norm, sq_norm)
-    for (int i = 0; i < n; ++i) {
-      const T dd = w.dscale[i];
-      const T r = abs_of(w.tmp_n[i] + d.q[i] + w.xt[i]), px = abs_of(w.tmp_n[i]),
-              aty = abs_of(w.xt[i]), qq = abs_of(d.q[i]);
-      dual_res = max_of(dual_res, r);
-      px_norm = max_of(px_norm, px);
-      aty_norm = max_of(aty_norm, aty);
-      q_norm = max_of(q_norm, qq);
-      sd_res = max_of(sd_res, dd * r);
-      spx_norm = max_of(spx_norm, dd * px);
-      saty_norm = max_of(saty_norm, dd * aty);
-      sq_norm = max_of(sq_norm, dd * qq);
-    }
-    // a NaN among the residuals' terms can vanish from their maximum (a
-    // comparison with NaN is false), so the iterate itself is tested too
-    if (!is_finite(prim_res) || !is_finite(dual_res) || !all_finite(n, x.as_const()) ||
-        !all_finite(m, y.as_const())) {
-      status = SolveStatus::kNumericalError;
-      break;
-    }
-    eps_prim = st.eps_abs + st.eps_rel * max_of(ax_norm, z_norm);
-    eps_dual = st.eps_abs + st.eps_rel * max_of(max_of(px_norm, aty_norm), q_norm);
-    if (prim_res <= eps_prim && dual_res <= eps_dual) {
-      status = SolveStatus::kSolved;
-      break;
-    }
-    {  // the next check
-      const T ratio = max_of(prim_res / (eps_prim + T(1e-30)), dual_res / (eps_dual + T(1e-30)));
-      int gap = st.check_every;
-      remaining = T(st.max_iter);
-      if (last_check > 0 && ratio < last_ratio && ratio > T(1)) {
-        remaining = T(it - last_check) * log_of(ratio) / log_of(last_ratio / ratio);
-        if (st.predict_checks)
-          gap = remaining < T(2 * st.check_every) ? int(remaining) + 1 : 2 * st.check_every;
+    const T tol = st.eps_pinf * dy_norm;
+    if (dy_norm > T(0) && bdy < -tol) {
+      bool in_dual_cone = true;
+      for (int i = sh.cones.n_zero; i < sh.cones.soc_begin(); ++i)
+        if (w.tmp_m[i] < -tol) in_dual_cone = false;
+      for (int k = 0; k < sh.cones.n_soc; ++k) {
+        const int r = sh.cones.soc_begin() + 3 * k;
+        if (soc3_violation(w.tmp_m[r], w.tmp_m[r + 1], w.tmp_m[r + 2]) > tol) in_dual_cone = false;
       }
-      last_check = it;
-      last_ratio = ratio;
-      next_check = it + gap;
-    }
-
-    // primal infeasibility: δy ∈ K*, Aᵀδy ≈ 0, bᵀδy < 0
-    {
-      T dy_norm = T(0), bdy = T(0);
-      IMPULSE_SIMD_MAX_SUM(dy_norm, bdy)
-      for (int i = 0; i < m; ++i) {
-        const T dy = y[i] - w.y_prev[i];
-        w.tmp_m[i] = dy;
-        dy_norm = max_of(dy_norm, abs_of(dy));
-        bdy += d.b[i] * dy;
-      }
-      const T tol = st.eps_pinf * dy_norm;
-      if (dy_norm > T(0) && bdy < -tol) {
-        bool in_dual_cone = true;
-        for (int i = sh.cones.n_zero; i < sh.cones.soc_begin(); ++i)
-          if (w.tmp_m[i] < -tol) in_dual_cone = false;
-        for (int k = 0; k < sh.cones.n_soc; ++k) {
-          const int r = sh.cones.soc_begin() + 3 * k;
-          if (soc3_violation(w.tmp_m[r], w.tmp_m[r + 1], w.tmp_m[r + 2]) > tol)
-            in_dual_cone = false;
-        }
-        if (in_dual_cone) {
-          detail::qp_Aty(sh, d, w, dense, w.tmp_m.as_const(), w.tmp_n);
-          if (norm_inf(n, w.tmp_n.as_const()) <= tol) {
-            status = SolveStatus::kPrimalInfeasible;
-            break;
-          }
-        }
-      }
-    }
-    // dual infeasibility: Pδx ≈ 0, qᵀδx < 0, Aδx ∈ −K
-    {
-      T dx_norm = T(0), qdx = T(0);
-      IMPULSE_SIMD_MAX_SUM(dx_norm, qdx)
-      for (int i = 0; i < n; ++i) {
-        const T dx = x[i] - w.x_prev[i];
-        w.xt[i] = dx;
-        dx_norm = max_of(dx_norm, abs_of(dx));
-        qdx += d.q[i] * dx;
-      }
-      const T tol = st.eps_dinf * dx_norm;
-      if (dx_norm > T(0)) {
-        if (qdx < -tol) {
-          detail::qp_Ax(sh, d, w, dense, w.xt.as_const(), w.tmp_m);
-          bool in_recession = true;
-          for (int i = 0; i < sh.cones.n_zero; ++i)
-            if (abs_of(w.tmp_m[i]) > tol) in_recession = false;
-          for (int i = sh.cones.n_zero; i < sh.cones.soc_begin(); ++i)
-            if (w.tmp_m[i] > tol) in_recession = false;
-          for (int k = 0; k < sh.cones.n_soc; ++k) {
-            const int r = sh.cones.soc_begin() + 3 * k;
-            if (soc3_violation(-w.tmp_m[r], -w.tmp_m[r + 1], -w.tmp_m[r + 2]) > tol)
-              in_recession = false;
-          }
-          if (in_recession) {
-            dense_symv(n, d.P, w.xt.as_const(), w.tmp_n);
-            if (norm_inf(n, w.tmp_n.as_const()) <= tol) {
-              status = SolveStatus::kDualInfeasible;
-              break;
-            }
-          }
-        }
-      }
-    }
-
-    // adaptive rho: balance the normalized residuals, refactor a bounded number of times
-    if (st.adaptive_rho && it % st.adaptive_rho_interval == 0 &&
-        info.rho_updates < st.max_rho_updates && remaining > T(st.adaptive_rho_interval)) {
-      const T pn = sp_res / (max_of(sax_norm, sz_norm) + T(1e-30));
-      const T dn = sd_res / (max_of(max_of(spx_norm, saty_norm), sq_norm) + T(1e-30));
-      T rho_new = rho * sqrt_of(pn / (dn + T(1e-30)));
-      rho_new = min_of(max_of(rho_new, st.rho_min), st.rho_max);
-      if (rho_new > rho * st.adaptive_rho_tolerance || rho_new * st.adaptive_rho_tolerance < rho) {
-        rho = rho_new;
-        last_check = 0;  // a new ρ: the rate so far says nothing of the next iterations
-        detail::qp_set_rho(sh, w, rho, st.rho_eq_scale);
-        if (!detail::qp_factor(sh, d, w, st.explicit_inverse, dense)) {
-          status = SolveStatus::kNumericalError;
-          break;
-        }
-        ++info.rho_updates;
+      if (in_dual_cone) {
+        qp_Aty(sh, d, w, dense, w.tmp_m.as_const(), w.tmp_n);
+        if (norm_inf(n, w.tmp_n.as_const()) <= tol) return SolveStatus::kPrimalInfeasible;
       }
     }
   }
-  if (it > st.max_iter) it = st.max_iter;
-  if (status == SolveStatus::kMaxIterations && prim_res <= T(10) * eps_prim &&
-      dual_res <= T(10) * eps_dual)
-    status = SolveStatus::kSolvedInaccurate;
+  // dual infeasibility: Pδx ≈ 0, qᵀδx < 0, Aδx ∈ −K
+  {
+    T dx_norm = T(0), qdx = T(0);
+    IMPULSE_SIMD_MAX_SUM(dx_norm, qdx)
+    for (int i = 0; i < n; ++i) {
+      const T dx = x[i] - w.x_prev[i];
+      w.xt[i] = dx;
+      dx_norm = max_of(dx_norm, abs_of(dx));
+      qdx += d.q[i] * dx;
+    }
+    const T tol = st.eps_dinf * dx_norm;
+    if (dx_norm > T(0) && qdx < -tol) {
+      qp_Ax(sh, d, w, dense, w.xt.as_const(), w.tmp_m);
+      bool in_recession = true;
+      for (int i = 0; i < sh.cones.n_zero; ++i)
+        if (abs_of(w.tmp_m[i]) > tol) in_recession = false;
+      for (int i = sh.cones.n_zero; i < sh.cones.soc_begin(); ++i)
+        if (w.tmp_m[i] > tol) in_recession = false;
+      for (int k = 0; k < sh.cones.n_soc; ++k) {
+        const int r = sh.cones.soc_begin() + 3 * k;
+        if (soc3_violation(-w.tmp_m[r], -w.tmp_m[r + 1], -w.tmp_m[r + 2]) > tol)
+          in_recession = false;
+      }
+      if (in_recession) {
+        dense_symv(n, d.P, w.xt.as_const(), w.tmp_n);
+        if (norm_inf(n, w.tmp_n.as_const()) <= tol) return SolveStatus::kDualInfeasible;
+      }
+    }
+  }
+  return SolveStatus::kNotRun;
+}
 
-  // objective ½xᵀPx + qᵀx and value = objective + yᵀ(Ax − b), accumulated in
-  // double: their terms cancel, and the learning losses are these values. In
-  // double, a solve that stopped at a check still holds Px for the returned
-  // x in tmp_n.
+// Adaptive ρ: every adaptive_rho_interval iterations, balance the normalized
+// residuals and refactor, a bounded number of times and only while more than
+// an interval is left. Returns false when the new factorization fails.
+template <class T, class S, class SW>
+IMPULSE_HD_PHASE bool qp_adapt_rho(const QpShape& sh, const QpData<T, S>& d, QpWork<T, SW>& w,
+                             bool dense, const QpSettings<T>& st, int it, const QpCheck<T>& c,
+                             QpSchedule<T>& sc, T& rho, QpInfo<T>& info) {
+  if (!(st.adaptive_rho && it % st.adaptive_rho_interval == 0 &&
+        info.rho_updates < st.max_rho_updates && sc.remaining > T(st.adaptive_rho_interval)))
+    return true;
+  const T pn = c.sp_res / (max_of(c.sax_norm, c.sz_norm) + T(1e-30));
+  const T dn = c.sd_res / (max_of(max_of(c.spx_norm, c.saty_norm), c.sq_norm) + T(1e-30));
+  T rho_new = rho * sqrt_of(pn / (dn + T(1e-30)));
+  rho_new = min_of(max_of(rho_new, st.rho_min), st.rho_max);
+  if (!(rho_new > rho * st.adaptive_rho_tolerance || rho_new * st.adaptive_rho_tolerance < rho))
+    return true;
+  rho = rho_new;
+  sc.last_check = 0;  // a new ρ: the rate so far says nothing of the next iterations
+  qp_set_rho(sh, w, rho, st.rho_eq_scale);
+  if (!qp_factor(sh, d, w, st.explicit_inverse, dense)) return false;
+  ++info.rho_updates;
+  return true;
+}
+
+// Finish: a budget that ran out close to the tolerance is solved_inaccurate;
+// the objective ½xᵀPx + qᵀx and value = objective + yᵀ(Ax − b), accumulated in
+// double (their terms cancel, and the learning losses are these values). In
+// double, a solve that stopped at a check still holds Px for the returned x in
+// tmp_n.
+template <class T, class S, class SW, class SX>
+IMPULSE_HD_PHASE void qp_finish(const QpShape& sh, const QpData<T, S>& d, View<T, SX> x,
+                          View<T, SX> y, QpWork<T, SW>& w, const QpSettings<T>& st,
+                          SolveStatus status, int it, const QpCheck<T>& c, T rho,
+                          QpInfo<T>& info) {
+  const int n = sh.n, m = sh.m();
+  const CsrPattern& a = sh.a;
+  if (it > st.max_iter) it = st.max_iter;
+  if (status == SolveStatus::kMaxIterations && c.prim_res <= T(10) * c.eps_prim &&
+      c.dual_res <= T(10) * c.eps_dual)
+    status = SolveStatus::kSolvedInaccurate;
   double obj = 0.0;
   if (sizeof(T) == 8 && status == SolveStatus::kSolved) {
     for (int i = 0; i < n; ++i) obj += double(x[i]) * (0.5 * double(w.tmp_n[i]) + double(d.q[i]));
@@ -936,14 +944,67 @@ IMPULSE_HD_NOINLINE QpInfo<T> qp_admm_solve(const QpShape& sh, const QpData<T, S
     for (int k = a.row_ptr[r]; k < a.row_ptr[r + 1]; ++k) ax += double(d.A[k]) * double(x[a.col[k]]);
     lag += double(y[r]) * ax;
   }
-
   info.status = status;
   info.iterations = it;
   info.objective = T(obj);
   info.value = T(obj + lag);
-  info.prim_res = prim_res;
-  info.dual_res = dual_res;
+  info.prim_res = c.prim_res;
+  info.dual_res = c.dual_res;
   info.rho = rho;
+}
+
+}  // namespace detail
+
+// Solves one problem. x (n) and y (m) hold the warm start on entry when
+// `warm` is true (they are zeroed otherwise) and the answer on exit, whatever
+// the status (the best iterate is always returned). The phases: set-up,
+// iterate (an ADMM step each iteration), check (residuals, the next check,
+// infeasibility, ρ) at scheduled iterations, finish.
+template <class T, class S, class SW, class SX>
+IMPULSE_HD_NOINLINE QpInfo<T> qp_admm_solve(const QpShape& sh, const QpData<T, S>& d,
+                                            View<T, SX> x, View<T, SX> y, QpWork<T, SW> w,
+                                            const QpSettings<T>& st, bool warm) {
+  QpInfo<T> info;
+  const int n = sh.n, m = sh.m();
+  const bool dense = detail::QpDenseCapable<S, SW, SX>::value && w.dense && st.dense_iteration &&
+                     st.explicit_inverse;
+  if (detail::qp_setup(sh, d, x, y, w, st, warm, dense, info) != SolveStatus::kNotRun) return info;
+
+  T rho = st.rho;
+  SolveStatus status = SolveStatus::kMaxIterations;
+  detail::QpCheck<T> c;
+  detail::QpSchedule<T> sc;
+  sc.next_check = warm ? 1 : st.check_every;
+  int it = 0;
+  for (it = 1; it <= st.max_iter; ++it) {
+    // keep the previous iterate for the infeasibility certificates, which
+    // are only tested at check iterations (1 when warm, the scheduled ones,
+    // every adaptive_rho_interval-th, the last)
+    const bool check = it == sc.next_check || it == st.max_iter ||
+                       (st.adaptive_rho && it % st.adaptive_rho_interval == 0);
+    if (check) {
+      for (int i = 0; i < n; ++i) w.x_prev[i] = x[i];
+      for (int i = 0; i < m; ++i) w.y_prev[i] = y[i];
+    }
+    if (dense)
+      detail::qp_admm_step_dense(sh, d, w, x, y, st.alpha);
+    else
+      detail::qp_admm_step(sh, d, w, x, y, st.alpha, st.explicit_inverse);
+    if (!check) continue;
+
+    SolveStatus verdict = detail::qp_check_residuals(sh, d, w, dense, x, y, st, c);
+    if (verdict == SolveStatus::kNotRun) {
+      detail::qp_schedule_next(st, it, c, sc);
+      verdict = detail::qp_check_infeasible(sh, d, w, dense, x, y, st);
+    }
+    if (verdict == SolveStatus::kNotRun && !detail::qp_adapt_rho(sh, d, w, dense, st, it, c, sc, rho, info))
+      verdict = SolveStatus::kNumericalError;
+    if (verdict != SolveStatus::kNotRun) {
+      status = verdict;
+      break;
+    }
+  }
+  detail::qp_finish(sh, d, x, y, w, st, status, it, c, rho, info);
   return info;
 }
 

@@ -256,6 +256,252 @@ void qp_lanes_scan_P(int n, View<const Lanes<T>, LaneStride> Pv, LaneMask<T>& no
   asym = max_of(s0, s1);
 }
 
+// ---- the phases of qp_admm_solve_lanes -------------------------------------
+
+// Set-up, part one: per lane, the first input fault in qp_check_input's order.
+// A lane with one stops here (kInvalidInput, a zero answer) and leaves `active`.
+template <class T>
+IMPULSE_HD_PHASE void qp_lanes_check_input(const QpShape& sh, const QpData<Lanes<T>, LaneStride>& d,
+                          QpWork<Lanes<T>, LaneStride>& w, const QpSettings<T>& st, int live,
+                          LaneMask<T>& active, QpLaneOut<T>& out) {
+  using L = Lanes<T>;
+  using Mask = LaneMask<T>;
+  const int n = sh.n, m = sh.m();
+  const L one(T(1));
+  Mask bad_p;
+  L scale, asym;
+  qp_lanes_scan_P(n, d.P, bad_p, scale, asym);
+  const Mask bad_q = qp_lanes_nonfinite(n, d.q);
+  const Mask bad_a = qp_lanes_nonfinite(sh.a.nnz, d.A);
+  const Mask bad_b = qp_lanes_nonfinite(m, d.b);
+  const L sym_tol = L(T(1e3)) * max_of(scale, one) * L(sizeof(T) == 4 ? T(1.2e-7) : T(2.3e-16));
+  const Mask bad_sym = asym > sym_tol;
+  L diag = one;
+  for (int i = 0; i < n; ++i) diag = max_of(diag, abs_of(d.P[i * n + i]));
+  const L shift = L(st.psd_tol) * diag;
+  for (int i = 0; i < n; ++i) {
+    for (int j = 0; j <= i; ++j) w.L[i * n + j] = d.P[i * n + j];
+    w.L[i * n + i] += shift;
+  }
+  const Mask bad_psd = cholesky_lanes(n, w.L);
+  for (int l = 0; l < live; ++l) {
+    InputFault f = InputFault::kNone;
+    if (bad_p[l]) f = InputFault::kNonFiniteP;
+    else if (bad_q[l]) f = InputFault::kNonFiniteQ;
+    else if (bad_a[l]) f = InputFault::kNonFiniteA;
+    else if (bad_b[l]) f = InputFault::kNonFiniteB;
+    else if (bad_sym[l]) f = InputFault::kAsymmetricP;
+    else if (bad_psd[l]) f = InputFault::kNotPsdP;
+    if (f == InputFault::kNone) continue;
+    out.info[l].status = SolveStatus::kInvalidInput;
+    out.info[l].fault = f;
+    for (int i = 0; i < n; ++i) out.x[l][i] = T(0);
+    for (int r = 0; r < m; ++r) out.y[l][r] = T(0);
+    active.set(l, false);
+  }
+}
+
+// K = P + σI + AᵀρA for every lane, factored; the lanes whose factorization failed
+template <class T>
+IMPULSE_HD_PHASE LaneMask<T> qp_lanes_factor(const QpShape& sh, const QpColumns& at,
+                            const QpData<Lanes<T>, LaneStride>& d, QpWork<Lanes<T>, LaneStride>& w) {
+  qp_lanes_form_K(sh, at, d, w);
+  return cholesky_lanes(sh.n, w.L);
+}
+
+// Set-up, part two: the initial iterate (z = Ax for a warm start, zero
+// otherwise), equilibration and ρ (the caller factors).
+template <class T>
+IMPULSE_HD_PHASE void qp_lanes_start(const QpShape& sh, const QpData<Lanes<T>, LaneStride>& d,
+                    QpWork<Lanes<T>, LaneStride>& w, View<Lanes<T>, LaneStride> x,
+                    View<Lanes<T>, LaneStride> y, const QpSettings<T>& st, bool warm) {
+  using L = Lanes<T>;
+  const int n = sh.n, m = sh.m();
+  const L zero(T(0));
+  if (warm) {
+    csr_matvec(sh.a, d.A, x.as_const(), w.z);
+  } else {
+    for (int i = 0; i < n; ++i) x[i] = zero;
+    for (int i = 0; i < m; ++i) y[i] = zero, w.z[i] = zero;
+  }
+  qp_equilibrate(sh, d, w, st.scaling_iters, L(st.sigma));
+  qp_set_rho(sh, w, L(st.rho), L(st.rho_eq_scale));
+}
+
+// The check, per lane: the residuals and their tolerances into c (as
+// qp_check_residuals). Returns the lanes whose residuals or iterate are not
+// finite (a NaN term can vanish from a maximum).
+template <class T>
+IMPULSE_HD_PHASE LaneMask<T> qp_lanes_check_residuals(const QpShape& sh, const QpColumns& at,
+                                     const QpData<Lanes<T>, LaneStride>& d,
+                                     QpWork<Lanes<T>, LaneStride>& w,
+                                     View<Lanes<T>, LaneStride> x, View<Lanes<T>, LaneStride> y,
+                                     const QpSettings<T>& st, QpCheck<Lanes<T>>& c) {
+  using L = Lanes<T>;
+  const int n = sh.n, m = sh.m();
+  const L zero(T(0));
+  csr_matvec(sh.a, d.A, x.as_const(), w.tmp_m);
+  L prim_res = zero, ax_norm = zero, z_norm = zero, sp_res = zero, sax_norm = zero, sz_norm = zero;
+  for (int i = 0; i < m; ++i) {
+    const L e = w.escale[i];
+    const L r = abs_of(w.tmp_m[i] - w.z[i]), ax = abs_of(w.tmp_m[i]), zz = abs_of(w.z[i]);
+    prim_res = max_of(prim_res, r);
+    ax_norm = max_of(ax_norm, ax);
+    z_norm = max_of(z_norm, zz);
+    sp_res = max_of(sp_res, e * r);
+    sax_norm = max_of(sax_norm, e * ax);
+    sz_norm = max_of(sz_norm, e * zz);
+  }
+  dense_symv(n, d.P, x.as_const(), w.tmp_n);
+  qp_lanes_Aty(at, n, d.A, y.p, static_cast<const L*>(nullptr), w.xt.p);
+  L dual_res = zero, px_norm = zero, aty_norm = zero, q_norm = zero;
+  L sd_res = zero, spx_norm = zero, saty_norm = zero, sq_norm = zero;
+  for (int i = 0; i < n; ++i) {
+    const L dd = w.dscale[i];
+    const L r = abs_of(w.tmp_n[i] + d.q[i] + w.xt[i]), px = abs_of(w.tmp_n[i]),
+            aty = abs_of(w.xt[i]), qq = abs_of(d.q[i]);
+    dual_res = max_of(dual_res, r);
+    px_norm = max_of(px_norm, px);
+    aty_norm = max_of(aty_norm, aty);
+    q_norm = max_of(q_norm, qq);
+    sd_res = max_of(sd_res, dd * r);
+    spx_norm = max_of(spx_norm, dd * px);
+    saty_norm = max_of(saty_norm, dd * aty);
+    sq_norm = max_of(sq_norm, dd * qq);
+  }
+  c.prim_res = prim_res, c.sp_res = sp_res, c.sax_norm = sax_norm, c.sz_norm = sz_norm;
+  c.dual_res = dual_res, c.sd_res = sd_res, c.spx_norm = spx_norm, c.saty_norm = saty_norm;
+  c.sq_norm = sq_norm;
+  c.eps_prim = L(st.eps_abs) + L(st.eps_rel) * max_of(ax_norm, z_norm);
+  c.eps_dual = L(st.eps_abs) + L(st.eps_rel) * max_of(max_of(px_norm, aty_norm), q_norm);
+  const LaneMask<T> bad_res = !(is_finite(prim_res) & is_finite(dual_res));
+  return bad_res | qp_lanes_nonfinite(n, x.as_const()) | qp_lanes_nonfinite(m, y.as_const());
+}
+
+// When to check next, per lane as in qp_schedule_next; the group checks when
+// its slowest running lane asks (it runs until its last lane stops, so
+// checking sooner for a faster lane would save nothing).
+template <class T>
+struct QpLaneSchedule {
+  int next_check = 0;
+  int last_check[Lanes<T>::W] = {};
+  T last_ratio[Lanes<T>::W] = {};
+  T remaining[Lanes<T>::W] = {};
+};
+
+template <class T>
+IMPULSE_HD_PHASE void qp_lanes_schedule_next(const QpSettings<T>& st, int it, const QpCheck<Lanes<T>>& c,
+                            LaneMask<T> active, QpLaneSchedule<T>& sc) {
+  using L = Lanes<T>;
+  const L tiny(T(1e-30));
+  const L ratio = max_of(c.prim_res / (c.eps_prim + tiny), c.dual_res / (c.eps_dual + tiny));
+  int next = it + 1;
+  for (int l = 0; l < L::W; ++l) {
+    if (!active[l]) continue;
+    const T r = ratio[l];
+    int gap = st.check_every;
+    sc.remaining[l] = T(st.max_iter);
+    if (sc.last_check[l] > 0 && r < sc.last_ratio[l] && r > T(1)) {
+      sc.remaining[l] = T(it - sc.last_check[l]) * log_of(r) / log_of(sc.last_ratio[l] / r);
+      if (st.predict_checks)
+        gap = sc.remaining[l] < T(2 * st.check_every) ? int(sc.remaining[l]) + 1 : 2 * st.check_every;
+    }
+    sc.last_check[l] = it;
+    sc.last_ratio[l] = r;
+    next = next > it + gap ? next : it + gap;
+  }
+  sc.next_check = next;
+}
+
+// Primal infeasibility certificates among the `active` lanes: δy ∈ K*, Aᵀδy ≈ 0, bᵀδy < 0
+template <class T>
+IMPULSE_HD_PHASE LaneMask<T> qp_lanes_primal_infeasible(const QpShape& sh, const QpColumns& at,
+                                       const QpData<Lanes<T>, LaneStride>& d,
+                                       QpWork<Lanes<T>, LaneStride>& w,
+                                       View<Lanes<T>, LaneStride> y, const QpSettings<T>& st,
+                                       LaneMask<T> active) {
+  using L = Lanes<T>;
+  const int n = sh.n, m = sh.m();
+  const L zero(T(0));
+  L dy_norm = zero, bdy = zero;
+  for (int i = 0; i < m; ++i) {
+    const L dy = y[i] - w.y_prev[i];
+    w.tmp_m[i] = dy;
+    dy_norm = max_of(dy_norm, abs_of(dy));
+    bdy += d.b[i] * dy;
+  }
+  const L tol = L(st.eps_pinf) * dy_norm;
+  LaneMask<T> cand = active & (dy_norm > zero) & (bdy < -tol);
+  if (!cand.any()) return cand;
+  for (int i = sh.cones.n_zero; i < sh.cones.soc_begin(); ++i) cand &= !(w.tmp_m[i] < -tol);
+  for (int k = 0; k < sh.cones.n_soc; ++k) {
+    const int r = sh.cones.soc_begin() + 3 * k;
+    cand &= !(soc3_violation(w.tmp_m[r], w.tmp_m[r + 1], w.tmp_m[r + 2]) > tol);
+  }
+  if (!cand.any()) return cand;
+  qp_lanes_Aty(at, n, d.A, w.tmp_m.p, static_cast<const L*>(nullptr), w.tmp_n.p);
+  return cand & (norm_inf(n, w.tmp_n.as_const()) <= tol);
+}
+
+// Dual infeasibility certificates among the `active` lanes: Pδx ≈ 0, qᵀδx < 0, Aδx ∈ −K
+template <class T>
+IMPULSE_HD_PHASE LaneMask<T> qp_lanes_dual_infeasible(const QpShape& sh, const QpData<Lanes<T>, LaneStride>& d,
+                                     QpWork<Lanes<T>, LaneStride>& w,
+                                     View<Lanes<T>, LaneStride> x, const QpSettings<T>& st,
+                                     LaneMask<T> active) {
+  using L = Lanes<T>;
+  const int n = sh.n;
+  const L zero(T(0));
+  L dx_norm = zero, qdx = zero;
+  for (int i = 0; i < n; ++i) {
+    const L dx = x[i] - w.x_prev[i];
+    w.xt[i] = dx;
+    dx_norm = max_of(dx_norm, abs_of(dx));
+    qdx += d.q[i] * dx;
+  }
+  const L tol = L(st.eps_dinf) * dx_norm;
+  LaneMask<T> cand = active & (dx_norm > zero) & (qdx < -tol);
+  if (!cand.any()) return cand;
+  csr_matvec(sh.a, d.A, w.xt.as_const(), w.tmp_m);
+  for (int i = 0; i < sh.cones.n_zero; ++i) cand &= !(abs_of(w.tmp_m[i]) > tol);
+  for (int i = sh.cones.n_zero; i < sh.cones.soc_begin(); ++i) cand &= !(w.tmp_m[i] > tol);
+  for (int k = 0; k < sh.cones.n_soc; ++k) {
+    const int r = sh.cones.soc_begin() + 3 * k;
+    cand &= !(soc3_violation(-w.tmp_m[r], -w.tmp_m[r + 1], -w.tmp_m[r + 2]) > tol);
+  }
+  if (!cand.any()) return cand;
+  dense_symv(n, d.P, w.xt.as_const(), w.tmp_n);
+  return cand & (norm_inf(n, w.tmp_n.as_const()) <= tol);
+}
+
+// Adaptive ρ, per lane (as qp_adapt_rho): updates rho and the schedule and
+// counts the update for the lanes whose ρ changes, and returns them; the
+// caller refactors the group once.
+template <class T>
+IMPULSE_HD_PHASE LaneMask<T> qp_lanes_adapt_rho(const QpSettings<T>& st, int it, const QpCheck<Lanes<T>>& c,
+                               LaneMask<T> active, QpLaneSchedule<T>& sc, Lanes<T>& rho,
+                               QpLaneOut<T>& out) {
+  using L = Lanes<T>;
+  LaneMask<T> upd = LaneMask<T>::none();
+  if (!(st.adaptive_rho && it % st.adaptive_rho_interval == 0)) return upd;
+  const L tiny(T(1e-30));
+  const L pn = c.sp_res / (max_of(c.sax_norm, c.sz_norm) + tiny);
+  const L dn = c.sd_res / (max_of(max_of(c.spx_norm, c.saty_norm), c.sq_norm) + tiny);
+  L rho_new = rho * sqrt_of(pn / (dn + tiny));
+  rho_new = min_of(max_of(rho_new, L(st.rho_min)), L(st.rho_max));
+  const L tol(st.adaptive_rho_tolerance);
+  upd = active & ((rho_new > rho * tol) | (rho_new * tol < rho));
+  for (int l = 0; l < L::W; ++l)
+    if (upd[l] && !(out.info[l].rho_updates < st.max_rho_updates &&
+                    sc.remaining[l] > T(st.adaptive_rho_interval)))
+      upd.set(l, false);
+  if (!upd.any()) return upd;
+  rho = select_of(upd, rho_new, rho);
+  for (int l = 0; l < L::W; ++l)
+    if (upd[l]) sc.last_check[l] = 0, ++out.info[l].rho_updates;
+  return upd;
+}
+
 }  // namespace detail
 
 // Solves the problems in lanes [0, live) of the group (the other lanes are
@@ -284,82 +530,30 @@ void qp_admm_solve_lanes(const QpShape& sh, const QpColumns& at,
   using Mask = LaneMask<T>;
   constexpr int W = L::W;
   const int n = sh.n, m = sh.m();
-  const CsrPattern& a = sh.a;
-  const L zero(T(0)), one(T(1)), tiny(T(1e-30));
   Mask active = Mask::first(live);
   for (int l = 0; l < W; ++l) out.info[l] = QpInfo<T>{};
 
-  if (st.check_input) {
-    // per lane, the first fault in qp_check_input's order
-    Mask bad_p;
-    L scale, asym;
-    detail::qp_lanes_scan_P(n, d.P, bad_p, scale, asym);
-    const Mask bad_q = detail::qp_lanes_nonfinite(n, d.q);
-    const Mask bad_a = detail::qp_lanes_nonfinite(a.nnz, d.A);
-    const Mask bad_b = detail::qp_lanes_nonfinite(m, d.b);
-    const L sym_tol =
-        L(T(1e3)) * max_of(scale, one) * L(sizeof(T) == 4 ? T(1.2e-7) : T(2.3e-16));
-    const Mask bad_sym = asym > sym_tol;
-    L diag = one;
-    for (int i = 0; i < n; ++i) diag = max_of(diag, abs_of(d.P[i * n + i]));
-    const L shift = L(st.psd_tol) * diag;
-    for (int i = 0; i < n; ++i) {
-      for (int j = 0; j <= i; ++j) w.L[i * n + j] = d.P[i * n + j];
-      w.L[i * n + i] += shift;
-    }
-    const Mask bad_psd = cholesky_lanes(n, w.L);
-    for (int l = 0; l < live; ++l) {
-      InputFault f = InputFault::kNone;
-      if (bad_p[l]) f = InputFault::kNonFiniteP;
-      else if (bad_q[l]) f = InputFault::kNonFiniteQ;
-      else if (bad_a[l]) f = InputFault::kNonFiniteA;
-      else if (bad_b[l]) f = InputFault::kNonFiniteB;
-      else if (bad_sym[l]) f = InputFault::kAsymmetricP;
-      else if (bad_psd[l]) f = InputFault::kNotPsdP;
-      if (f == InputFault::kNone) continue;
-      out.info[l].status = SolveStatus::kInvalidInput;
-      out.info[l].fault = f;
-      for (int i = 0; i < n; ++i) out.x[l][i] = T(0);
-      for (int r = 0; r < m; ++r) out.y[l][r] = T(0);
-      active.set(l, false);
-    }
-  }
+  // set-up
+  if (st.check_input) detail::qp_lanes_check_input(sh, d, w, st, live, active, out);
   if (!active.any()) return;
-
-  // initial iterate: z = Ax for a warm start, zero otherwise
-  if (warm) {
-    csr_matvec(a, d.A, x.as_const(), w.z);
-  } else {
-    for (int i = 0; i < n; ++i) x[i] = zero;
-    for (int i = 0; i < m; ++i) y[i] = zero, w.z[i] = zero;
-  }
-
+  detail::qp_lanes_start(sh, d, w, x, y, st, warm);
   L rho(st.rho);
-  const L eq_scale(st.rho_eq_scale);
-  detail::qp_equilibrate(sh, d, w, st.scaling_iters, L(st.sigma));
-  detail::qp_set_rho(sh, w, rho, eq_scale);
-  L prim_res = zero, dual_res = zero, eps_prim = zero, eps_dual = zero;
+  detail::QpCheck<L> c;
   int it = 0;
   auto stop = [&](Mask which, SolveStatus status, bool px) {
     for (int l = 0; l < W; ++l)
       if (which[l])
-        detail::qp_lane_stop(sh, d, w, x, y, l, status, it, px, prim_res, dual_res, rho, out);
+        detail::qp_lane_stop(sh, d, w, x, y, l, status, it, px, c.prim_res, c.dual_res, rho, out);
     active &= !which;
   };
-  auto factor = [&]() {
-    detail::qp_lanes_form_K(sh, at, d, w);
-    return cholesky_lanes(n, w.L);
-  };
-  stop(active & factor(), SolveStatus::kNumericalError, false);
+  stop(active & detail::qp_lanes_factor(sh, at, d, w), SolveStatus::kNumericalError, false);
 
+  // iterate, checking at the scheduled iterations
   const L alpha(st.alpha);
-  const T eps_abs = st.eps_abs, eps_rel = st.eps_rel;
-  int next_check = warm ? 1 : st.check_every;
-  int last_check[W] = {};  // per lane, as in qp_admm_solve
-  T last_ratio[W] = {};
-  T remaining[W] = {};
+  detail::QpLaneSchedule<T> sc;
+  sc.next_check = warm ? 1 : st.check_every;
   for (it = 1; it <= st.max_iter && active.any(); ++it) {
-    const bool check = it == next_check || it == st.max_iter ||
+    const bool check = it == sc.next_check || it == st.max_iter ||
                        (st.adaptive_rho && it % st.adaptive_rho_interval == 0);
     if (check) {
       for (int i = 0; i < n; ++i) w.x_prev[i] = x[i];
@@ -368,120 +562,15 @@ void qp_admm_solve_lanes(const QpShape& sh, const QpColumns& at,
     detail::qp_lanes_step(sh, at, d, w, x, y, alpha);
     if (!check) continue;
 
-    // residuals: r_prim = Ax − z, r_dual = Px + q + Aᵀy
-    csr_matvec(a, d.A, x.as_const(), w.tmp_m);
-    L ax_norm = zero, z_norm = zero, sp_res = zero, sax_norm = zero, sz_norm = zero;
-    prim_res = zero;
-    for (int i = 0; i < m; ++i) {
-      const L e = w.escale[i];
-      const L r = abs_of(w.tmp_m[i] - w.z[i]), ax = abs_of(w.tmp_m[i]), zz = abs_of(w.z[i]);
-      prim_res = max_of(prim_res, r);
-      ax_norm = max_of(ax_norm, ax);
-      z_norm = max_of(z_norm, zz);
-      sp_res = max_of(sp_res, e * r);
-      sax_norm = max_of(sax_norm, e * ax);
-      sz_norm = max_of(sz_norm, e * zz);
-    }
-    dense_symv(n, d.P, x.as_const(), w.tmp_n);
-    detail::qp_lanes_Aty(at, n, d.A, y.p, static_cast<const L*>(nullptr), w.xt.p);
-    L px_norm = zero, aty_norm = zero, q_norm = zero;
-    L sd_res = zero, spx_norm = zero, saty_norm = zero, sq_norm = zero;
-    dual_res = zero;
-    for (int i = 0; i < n; ++i) {
-      const L dd = w.dscale[i];
-      const L r = abs_of(w.tmp_n[i] + d.q[i] + w.xt[i]), px = abs_of(w.tmp_n[i]),
-              aty = abs_of(w.xt[i]), qq = abs_of(d.q[i]);
-      dual_res = max_of(dual_res, r);
-      px_norm = max_of(px_norm, px);
-      aty_norm = max_of(aty_norm, aty);
-      q_norm = max_of(q_norm, qq);
-      sd_res = max_of(sd_res, dd * r);
-      spx_norm = max_of(spx_norm, dd * px);
-      saty_norm = max_of(saty_norm, dd * aty);
-      sq_norm = max_of(sq_norm, dd * qq);
-    }
-    // (the iterate too: a NaN term can vanish from a maximum)
-    const Mask bad_res = !(is_finite(prim_res) & is_finite(dual_res));
-    stop(active & (bad_res | detail::qp_lanes_nonfinite(n, x.as_const()) |
-                   detail::qp_lanes_nonfinite(m, y.as_const())),
+    stop(active & detail::qp_lanes_check_residuals(sh, at, d, w, x, y, st, c),
          SolveStatus::kNumericalError, false);
-    eps_prim = L(eps_abs) + L(eps_rel) * max_of(ax_norm, z_norm);
-    eps_dual = L(eps_abs) + L(eps_rel) * max_of(max_of(px_norm, aty_norm), q_norm);
-    stop(active & (prim_res <= eps_prim) & (dual_res <= eps_dual), SolveStatus::kSolved, true);
+    stop(active & (c.prim_res <= c.eps_prim) & (c.dual_res <= c.eps_dual), SolveStatus::kSolved, true);
     if (!active.any()) break;
-
-    {  // the next check: when the slowest running lane asks for it (the
-       // group runs until its last lane stops, so checking sooner for a
-       // faster lane would save nothing)
-      const L ratio = max_of(prim_res / (eps_prim + tiny), dual_res / (eps_dual + tiny));
-      int next = it + 1;
-      for (int l = 0; l < W; ++l) {
-        if (!active[l]) continue;
-        const T r = ratio[l];
-        int gap = st.check_every;
-        remaining[l] = T(st.max_iter);
-        if (last_check[l] > 0 && r < last_ratio[l] && r > T(1)) {
-          remaining[l] = T(it - last_check[l]) * log_of(r) / log_of(last_ratio[l] / r);
-          if (st.predict_checks)
-            gap = remaining[l] < T(2 * st.check_every) ? int(remaining[l]) + 1 : 2 * st.check_every;
-        }
-        last_check[l] = it;
-        last_ratio[l] = r;
-        next = next > it + gap ? next : it + gap;
-      }
-      next_check = next;
-    }
-
-    // primal infeasibility: δy ∈ K*, Aᵀδy ≈ 0, bᵀδy < 0
-    {
-      L dy_norm = zero, bdy = zero;
-      for (int i = 0; i < m; ++i) {
-        const L dy = y[i] - w.y_prev[i];
-        w.tmp_m[i] = dy;
-        dy_norm = max_of(dy_norm, abs_of(dy));
-        bdy += d.b[i] * dy;
-      }
-      const L tol = L(st.eps_pinf) * dy_norm;
-      Mask cand = active & (dy_norm > zero) & (bdy < -tol);
-      if (cand.any()) {
-        for (int i = sh.cones.n_zero; i < sh.cones.soc_begin(); ++i) cand &= !(w.tmp_m[i] < -tol);
-        for (int k = 0; k < sh.cones.n_soc; ++k) {
-          const int r = sh.cones.soc_begin() + 3 * k;
-          cand &= !(soc3_violation(w.tmp_m[r], w.tmp_m[r + 1], w.tmp_m[r + 2]) > tol);
-        }
-        if (cand.any()) {
-          detail::qp_lanes_Aty(at, n, d.A, w.tmp_m.p, static_cast<const L*>(nullptr), w.tmp_n.p);
-          stop(cand & (norm_inf(n, w.tmp_n.as_const()) <= tol), SolveStatus::kPrimalInfeasible,
-               false);
-        }
-      }
-    }
-    // dual infeasibility: Pδx ≈ 0, qᵀδx < 0, Aδx ∈ −K
-    {
-      L dx_norm = zero, qdx = zero;
-      for (int i = 0; i < n; ++i) {
-        const L dx = x[i] - w.x_prev[i];
-        w.xt[i] = dx;
-        dx_norm = max_of(dx_norm, abs_of(dx));
-        qdx += d.q[i] * dx;
-      }
-      const L tol = L(st.eps_dinf) * dx_norm;
-      Mask cand = active & (dx_norm > zero) & (qdx < -tol);
-      if (cand.any()) {
-        csr_matvec(a, d.A, w.xt.as_const(), w.tmp_m);
-        for (int i = 0; i < sh.cones.n_zero; ++i) cand &= !(abs_of(w.tmp_m[i]) > tol);
-        for (int i = sh.cones.n_zero; i < sh.cones.soc_begin(); ++i) cand &= !(w.tmp_m[i] > tol);
-        for (int k = 0; k < sh.cones.n_soc; ++k) {
-          const int r = sh.cones.soc_begin() + 3 * k;
-          cand &= !(soc3_violation(-w.tmp_m[r], -w.tmp_m[r + 1], -w.tmp_m[r + 2]) > tol);
-        }
-        if (cand.any()) {
-          dense_symv(n, d.P, w.xt.as_const(), w.tmp_n);
-          stop(cand & (norm_inf(n, w.tmp_n.as_const()) <= tol), SolveStatus::kDualInfeasible,
-               false);
-        }
-      }
-    }
+    detail::qp_lanes_schedule_next(st, it, c, active, sc);
+    stop(detail::qp_lanes_primal_infeasible(sh, at, d, w, y, st, active),
+         SolveStatus::kPrimalInfeasible, false);
+    stop(detail::qp_lanes_dual_infeasible(sh, d, w, x, st, active), SolveStatus::kDualInfeasible,
+         false);
     if (!active.any()) break;
 
     // hand the last few running lanes over when one of them is still far
@@ -490,37 +579,24 @@ void qp_admm_solve_lanes(const QpShape& sh, const QpColumns& at,
       int running = 0;
       bool far = false;
       for (int l = 0; l < W; ++l)
-        if (active[l]) ++running, far = far || remaining[l] > T(kQpLaneHandoffIterations);
+        if (active[l]) ++running, far = far || sc.remaining[l] > T(kQpLaneHandoffIterations);
       if (running <= handoff && far) {
         stop(active, SolveStatus::kNotRun, false);
         return;
       }
     }
 
-    // adaptive rho, per lane; one refactorization for the group
-    if (st.adaptive_rho && it % st.adaptive_rho_interval == 0) {
-      const L pn = sp_res / (max_of(sax_norm, sz_norm) + tiny);
-      const L dn = sd_res / (max_of(max_of(spx_norm, saty_norm), sq_norm) + tiny);
-      L rho_new = rho * sqrt_of(pn / (dn + tiny));
-      rho_new = min_of(max_of(rho_new, L(st.rho_min)), L(st.rho_max));
-      const L tol(st.adaptive_rho_tolerance);
-      Mask upd = active & ((rho_new > rho * tol) | (rho_new * tol < rho));
-      for (int l = 0; l < W; ++l)
-        if (upd[l] && !(out.info[l].rho_updates < st.max_rho_updates &&
-                        remaining[l] > T(st.adaptive_rho_interval)))
-          upd.set(l, false);
-      if (upd.any()) {
-        rho = select_of(upd, rho_new, rho);
-        for (int l = 0; l < W; ++l)
-          if (upd[l]) last_check[l] = 0, ++out.info[l].rho_updates;
-        detail::qp_set_rho(sh, w, rho, eq_scale);
-        stop(active & factor(), SolveStatus::kNumericalError, false);
-      }
+    // adaptive ρ, per lane; one refactorization for the group
+    if (detail::qp_lanes_adapt_rho(st, it, c, active, sc, rho, out).any()) {
+      detail::qp_set_rho(sh, w, rho, L(st.rho_eq_scale));
+      stop(active & detail::qp_lanes_factor(sh, at, d, w), SolveStatus::kNumericalError, false);
     }
   }
+
+  // finish: lanes the budget stopped
   if (!active.any()) return;
   if (it > st.max_iter) it = st.max_iter;
-  const Mask close = (prim_res <= L(T(10)) * eps_prim) & (dual_res <= L(T(10)) * eps_dual);
+  const Mask close = (c.prim_res <= L(T(10)) * c.eps_prim) & (c.dual_res <= L(T(10)) * c.eps_dual);
   stop(active & close, SolveStatus::kSolvedInaccurate, false);
   stop(active, SolveStatus::kMaxIterations, false);
 }

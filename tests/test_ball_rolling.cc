@@ -1,5 +1,5 @@
-// The Anitescu linearization (host/lcs_linearize.h) on the ball model, and ball rolling
-// (host/mpc_tasks.h, host/mpc_demo.h run_ball_rolling): the LCS against the nonlinear
+// The Anitescu linearization (host/control/lcs_linearize.h) on the ball model, and ball rolling
+// (host/control/mpc_tasks.h, host/control/mpc_demo.h run_ball_rolling): the LCS against the nonlinear
 // contact model (finite differences, momentum, the radius error as a gap offset), the
 // closed loop with and without adaptation, no allocation in the re-linearized control
 // step or the per-sample learner, and the CSV demo. Tracking measure: RMS distance
@@ -17,10 +17,10 @@
 #include <vector>
 #include <sstream>
 
-#include "host/c3.h"
-#include "host/mpc_demo.h"
-#include "host/mpc_tasks.h"
-#include "host/residual_learner.h"
+#include "host/control/c3.h"
+#include "host/control/mpc_demo.h"
+#include "host/control/mpc_tasks.h"
+#include "host/control/residual_learner.h"
 
 // ---- allocation counting: test_c3.cc already replaces operator new program-wide (with
 // a counter private to that file), and its operator new calls std::malloc; so here

@@ -1,6 +1,6 @@
 #pragma GCC diagnostic ignored "-Warray-bounds"
 #pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-// C3 (host/c3.h) and the LCS (host/lcs.h): the Riccati QP step against a dense KKT
+// C3 (host/control/c3.h) and the LCS (host/control/lcs.h): the Riccati QP step against a dense KKT
 // solve, the exact projection against brute force, determinism, no heap allocation in
 // step(), bad input, and cart-pole stabilization.
 #include <gtest/gtest.h>
@@ -11,11 +11,11 @@
 #include <new>
 #include <random>
 
-#include "host/c3.h"
-#include "host/lcs.h"
-#include "host/mpc_tasks.h"
-#include "host/residual_learner.h"
-#include "io/error.h"
+#include "host/control/c3.h"
+#include "host/control/lcs.h"
+#include "host/control/mpc_tasks.h"
+#include "host/control/residual_learner.h"
+#include "solvers/error.h"
 
 // ---- allocation counting (program-wide replacement; counts only between markers) ----
 namespace {

@@ -5,8 +5,8 @@
 
 #include <random>
 
-#include "host/contactnets_loss.h"
-#include "host/contactnets_model.h"
+#include "host/learning/contactnets_loss.h"
+#include "host/learning/contactnets_model.h"
 
 namespace impulse {
 namespace {

@@ -15,7 +15,7 @@
 
 #include <gtest/gtest.h>
 
-#include "io/error.h"
+#include "solvers/error.h"
 #include "io/npy.h"
 #include "io/npz.h"
 #include "io/zip.h"

@@ -6,7 +6,7 @@
 #include <limits>
 #include <random>
 
-#include "host/lcp_batch.h"
+#include "host/batch/lcp_batch.h"
 #include "solvers/lemke.h"
 
 namespace impulse {

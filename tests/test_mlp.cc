@@ -12,8 +12,8 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
-#include "host/adam.h"
-#include "host/mlp.h"
+#include "host/optim/adam.h"
+#include "host/learning/mlp.h"
 
 namespace impulse {
 namespace {

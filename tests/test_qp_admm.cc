@@ -7,8 +7,8 @@
 #include <random>
 #include <string>
 
-#include "host/generate.h"
-#include "host/qp_batch.h"
+#include "host/batch/generate.h"
+#include "host/batch/qp_batch.h"
 #include "solvers/lanes.h"
 #include "tests/test_util.h"
 

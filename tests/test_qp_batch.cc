@@ -7,9 +7,9 @@
 #include <fstream>
 #include <limits>
 
-#include "host/generate.h"
-#include "host/qp_batch.h"
-#include "host/qp_file.h"
+#include "host/batch/generate.h"
+#include "host/batch/qp_batch.h"
+#include "host/batch/qp_file.h"
 #include "tests/test_util.h"
 
 namespace impulse {

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "host/generate.h"
-#include "host/qp_batch.h"
+#include "host/batch/generate.h"
+#include "host/batch/qp_batch.h"
 #include "solvers/qp_admm_lanes.h"
 #include "tests/test_util.h"
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <tuple>
 
-#include "host/golden.h"
+#include "host/batch/golden.h"
 #include "tests/test_util.h"
 
 namespace impulse {

@@ -1,5 +1,5 @@
-// Online residual learning (host/residual_learner.h), the lock-free channels
-// (host/rt_channels.h) and the closed-loop demo (host/mpc_demo.h).
+// Online residual learning (host/control/residual_learner.h), the lock-free channels
+// (host/control/rt_channels.h) and the closed-loop demo (host/control/mpc_demo.h).
 #pragma GCC diagnostic ignored "-Warray-bounds"
 #include <gtest/gtest.h>
 
@@ -11,10 +11,10 @@
 #include <sstream>
 #include <thread>
 
-#include "host/c3.h"
-#include "host/mpc_demo.h"
-#include "host/mpc_tasks.h"
-#include "host/residual_learner.h"
+#include "host/control/c3.h"
+#include "host/control/mpc_demo.h"
+#include "host/control/mpc_tasks.h"
+#include "host/control/residual_learner.h"
 
 namespace impulse {
 namespace {

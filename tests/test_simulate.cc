@@ -16,10 +16,10 @@
 #include <string>
 #include <vector>
 
-#include "host/polytope.h"
-#include "host/simulate.h"
-#include "host/synthetic.h"
-#include "io/error.h"
+#include "host/dynamics/polytope.h"
+#include "host/dynamics/simulate.h"
+#include "host/dynamics/synthetic.h"
+#include "solvers/error.h"
 
 namespace impulse {
 namespace {

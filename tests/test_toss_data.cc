@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "io/error.h"
+#include "solvers/error.h"
 #include "io/toss_data.h"
 #include "io/zip.h"
 

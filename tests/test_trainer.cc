@@ -10,11 +10,11 @@
 #include <fstream>
 #include <sstream>
 
-#include "host/contactnets_model.h"
-#include "host/evaluate.h"
-#include "host/synthetic.h"
-#include "host/trainer.h"
-#include "io/error.h"
+#include "host/learning/contactnets_model.h"
+#include "host/learning/evaluate.h"
+#include "host/dynamics/synthetic.h"
+#include "host/learning/trainer.h"
+#include "solvers/error.h"
 
 namespace impulse {
 namespace {

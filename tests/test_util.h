@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "host/qp_batch.h"
+#include "host/batch/qp_batch.h"
 
 namespace impulse {
 namespace testing {

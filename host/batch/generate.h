@@ -1,0 +1,36 @@
+// Problem generators: random conic QPs with a known optimal primal-dual pair
+// (test references), and batches shaped like the problems the learning and
+// simulation layers solve (the cube's ContactNets loss QP, an Anitescu step).
+#pragma once
+
+#include <cstdint>
+
+#include "host/batch/qp_batch.h"
+
+namespace impulse {
+
+struct GeneratedQps {
+  QpBatch<double> batch;
+  std::vector<double> x_opt, y_opt, obj_opt;  // a known optimum per problem (when known)
+};
+
+// Random feasible, bounded QPs over `cones` with n variables: P = GᵀG of a
+// random rank (possibly singular), a complementary pair (s*, y*) per cone
+// (active and inactive rows, SOC boundary and interior) and b = Ax* + s*,
+// q = −Px* − Aᵀy*, so (x*, y*) is optimal and obj_opt its value.
+GeneratedQps random_qp_batch(int size, int n, ConeSpec cones, uint64_t seed);
+
+enum class FrictionModel { kCone, kOctagon };
+
+// The cube's ContactNets loss QP (8 corner contacts, 32 variables
+// [λ_n (8), λ_t (16, x/y per contact), penetration slack (8)]) at random
+// poses near a table: prediction, contact activation and dissipation terms in
+// P and q; rows λ_n ≥ 0, slack ≥ 0, penetration with slack, and friction as
+// 8 exact cones (m = 48) or the reference implementation's octagon (m = 88).
+GeneratedQps cube_loss_batch(int size, FrictionModel friction, uint64_t seed);
+
+// An Anitescu contact step for the cube: 24 variables (λ per contact
+// [n, t1, t2], μ folded into the tangent rows), 8 second-order cones.
+GeneratedQps anitescu_step_batch(int size, uint64_t seed);
+
+}  // namespace impulse

@@ -1,0 +1,482 @@
+#include "host/batch/qp_batch.h"
+
+#include "solvers/qp_admm_lanes.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <atomic>
+#include <exception>
+#include <chrono>
+#include <cmath>
+#include <sstream>
+
+namespace impulse {
+
+Backend parse_backend(const std::string& s) {
+  if (s == "cpu") return Backend::kCpu;
+  if (s == "cuda" || s == "gpu") return Backend::kCuda;
+  throw Error("unknown backend '" + s + "': expected cpu or cuda");
+}
+
+const char* to_string(Backend b) { return b == Backend::kCpu ? "cpu" : "cuda"; }
+
+int resolve_threads(int threads) {
+  if (threads < 0) throw Error("threads must be >= 0 (0 = all cores), got " + std::to_string(threads));
+  return threads == 0 ? omp_get_num_procs() : threads;
+}
+
+void parallel_for(int count, int threads,
+                  const std::function<void(int worker, int begin, int end)>& body) {
+  const int t = std::min(resolve_threads(threads), std::max(count, 1));
+  // chunks small enough to balance uneven iteration counts, large enough to
+  // keep scheduling overhead negligible
+  const int chunk = std::max(1, std::min(64, count / (8 * t)));
+  const int n_chunks = (count + chunk - 1) / chunk;
+  if (t == 1) {
+    for (int c = 0; c < n_chunks; ++c) body(0, c * chunk, std::min(count, (c + 1) * chunk));
+    return;
+  }
+  // an exception must not leave an OpenMP region: the first one is kept and
+  // rethrown on the calling thread once every worker has stopped.
+  std::exception_ptr first;
+  std::atomic<bool> failed{false};
+#pragma omp parallel num_threads(t)
+  {
+    const int worker = omp_get_thread_num();
+#pragma omp for schedule(dynamic, 1)
+    for (int c = 0; c < n_chunks; ++c) {
+      if (failed.load(std::memory_order_relaxed)) continue;
+      try {
+        body(worker, c * chunk, std::min(count, (c + 1) * chunk));
+      } catch (...) {
+#pragma omp critical(impulse_parallel_for_error)
+        if (!first) first = std::current_exception();
+        failed = true;
+      }
+    }
+  }
+  if (first) std::rethrow_exception(first);
+}
+
+// ---- QpBatch -------------------------------------------------------------------
+
+template <class T>
+QpBatch<T> QpBatch<T>::with_pattern(int size, int n, ConeSpec cones, std::vector<int> row_ptr,
+                                    std::vector<int> col) {
+  if (size < 0) throw Error("batch size must be >= 0, got " + std::to_string(size));
+  if (n < 1) throw Error("n must be >= 1, got " + std::to_string(n));
+  if (cones.n_zero < 0 || cones.n_nonneg < 0 || cones.n_soc < 0)
+    throw Error("cone counts must be >= 0");
+  QpBatch<T> bt;
+  bt.size = size;
+  bt.n = n;
+  bt.cones = cones;
+  bt.a_row_ptr = std::move(row_ptr);
+  bt.a_col = std::move(col);
+  const int m = cones.rows();
+  if (static_cast<int>(bt.a_row_ptr.size()) != m + 1)
+    throw Error("A pattern: expected " + std::to_string(m + 1) + " row pointers, got " +
+                std::to_string(bt.a_row_ptr.size()));
+  if (bt.a_row_ptr[0] != 0 || bt.a_row_ptr[m] != bt.nnz())
+    throw Error("A pattern: row pointers must start at 0 and end at nnz");
+  for (int r = 0; r < m; ++r) {
+    if (bt.a_row_ptr[r + 1] < bt.a_row_ptr[r]) throw Error("A pattern: row pointers decrease");
+    for (int k = bt.a_row_ptr[r]; k < bt.a_row_ptr[r + 1]; ++k) {
+      if (bt.a_col[k] < 0 || bt.a_col[k] >= n)
+        throw Error("A pattern: column " + std::to_string(bt.a_col[k]) + " out of range [0, " +
+                    std::to_string(n) + ")");
+      if (k > bt.a_row_ptr[r] && bt.a_col[k] <= bt.a_col[k - 1])
+        throw Error("A pattern: columns of row " + std::to_string(r) + " not strictly increasing");
+    }
+  }
+  bt.P.assign(size_t(size) * n * n, T(0));
+  bt.q.assign(size_t(size) * n, T(0));
+  bt.A.assign(size_t(size) * bt.nnz(), T(0));
+  bt.b.assign(size_t(size) * m, T(0));
+  return bt;
+}
+
+template <class T>
+QpBatch<T> QpBatch<T>::dense(int size, int n, ConeSpec cones) {
+  const int m = cones.rows();
+  std::vector<int> row_ptr(m + 1), col;
+  col.reserve(size_t(m) * n);
+  for (int r = 0; r < m; ++r) {
+    row_ptr[r] = r * n;
+    for (int j = 0; j < n; ++j) col.push_back(j);
+  }
+  row_ptr[m] = m * n;
+  return with_pattern(size, n, cones, std::move(row_ptr), std::move(col));
+}
+
+template <class T>
+void QpBatch<T>::set_A_dense(int k, const T* dense) {
+  const int nz = nnz();
+  T* dst = A.data() + size_t(k) * nz;
+  for (int r = 0; r < m(); ++r) {
+    int kk = a_row_ptr[r];
+    for (int j = 0; j < n; ++j) {
+      const T v = dense[size_t(r) * n + j];
+      if (kk < a_row_ptr[r + 1] && a_col[kk] == j) {
+        dst[kk++] = v;
+      } else if (v != T(0)) {
+        throw Error("problem " + std::to_string(k) + ": A(" + std::to_string(r) + ", " +
+                    std::to_string(j) + ") is nonzero but outside the batch's pattern");
+      }
+    }
+  }
+}
+
+template <class T>
+std::vector<T> QpBatch<T>::A_dense(int k) const {
+  std::vector<T> d(size_t(m()) * n, T(0));
+  const T* src = A.data() + size_t(k) * nnz();
+  for (int r = 0; r < m(); ++r)
+    for (int kk = a_row_ptr[r]; kk < a_row_ptr[r + 1]; ++kk) d[size_t(r) * n + a_col[kk]] = src[kk];
+  return d;
+}
+
+template <class T>
+QpBatch<T> QpBatch<T>::from_dense(int size, int n, ConeSpec cones, const std::vector<T>& P_,
+                                  const std::vector<T>& q_, const std::vector<T>& A_dense_,
+                                  const std::vector<T>& b_) {
+  const int m = cones.rows();
+  if (A_dense_.size() != size_t(size) * m * n)
+    throw Error("A: expected " + std::to_string(size_t(size) * m * n) + " entries (" +
+                std::to_string(size) + " x " + std::to_string(m) + " x " + std::to_string(n) +
+                "), got " + std::to_string(A_dense_.size()));
+  // union of nonzeros (a NaN counts as a nonzero, so that it is reported later)
+  std::vector<char> used(size_t(m) * n, 0);
+  for (int k = 0; k < size; ++k)
+    for (size_t e = 0; e < used.size(); ++e)
+      if (A_dense_[size_t(k) * m * n + e] != T(0)) used[e] = 1;
+  std::vector<int> row_ptr(m + 1, 0), col;
+  for (int r = 0; r < m; ++r) {
+    for (int j = 0; j < n; ++j)
+      if (used[size_t(r) * n + j]) col.push_back(j);
+    row_ptr[r + 1] = static_cast<int>(col.size());
+  }
+  QpBatch<T> bt = with_pattern(size, n, cones, std::move(row_ptr), std::move(col));
+  bt.P = P_;
+  bt.q = q_;
+  bt.b = b_;
+  bt.check_sizes();
+  for (int k = 0; k < size; ++k) bt.set_A_dense(k, A_dense_.data() + size_t(k) * m * n);
+  return bt;
+}
+
+template <class T>
+void QpBatch<T>::check_sizes() const {
+  auto expect = [](const char* name, size_t got, size_t want, const std::string& how) {
+    if (got != want)
+      throw Error(std::string(name) + ": expected " + std::to_string(want) + " entries (" + how +
+                  "), got " + std::to_string(got));
+  };
+  const std::string B = std::to_string(size), N = std::to_string(n), M = std::to_string(m());
+  expect("P", P.size(), size_t(size) * n * n, B + " x " + N + " x " + N);
+  expect("q", q.size(), size_t(size) * n, B + " x " + N);
+  expect("A", A.size(), size_t(size) * nnz(), B + " x nnz " + std::to_string(nnz()));
+  expect("b", b.size(), size_t(size) * m(), B + " x " + M);
+  expect("A row pointers", a_row_ptr.size(), size_t(m()) + 1, "m + 1");
+}
+
+template <class T>
+cuda::HostQpArrays<T> QpBatch<T>::device_arrays() const {
+  cuda::HostQpArrays<T> h;
+  h.batch = size;
+  h.n = n;
+  h.cones = cones;
+  h.nnz = nnz();
+  h.a_row_ptr = a_row_ptr.data();
+  h.a_col = a_col.data();
+  h.P = P.data();
+  h.q = q.data();
+  h.A = A.data();
+  h.b = b.data();
+  return h;
+}
+
+template <class T>
+QpShape QpBatch<T>::shape() const {
+  QpShape s;
+  s.n = n;
+  s.cones = cones;
+  s.a = CsrPattern{m(), n, nnz(), a_row_ptr.data(), a_col.data()};
+  return s;
+}
+
+template <class T>
+template <class U>
+QpBatch<U> QpBatch<T>::cast() const {
+  QpBatch<U> o;
+  o.size = size;
+  o.n = n;
+  o.cones = cones;
+  o.a_row_ptr = a_row_ptr;
+  o.a_col = a_col;
+  o.P.assign(P.begin(), P.end());
+  o.q.assign(q.begin(), q.end());
+  o.A.assign(A.begin(), A.end());
+  o.b.assign(b.begin(), b.end());
+  return o;
+}
+
+// ---- QpSolutions -----------------------------------------------------------------
+
+template <class T>
+void QpSolutions<T>::resize(int size_, int n_, int m_) {
+  const bool keep = size == size_ && n == n_ && m == m_;
+  size = size_;
+  n = n_;
+  m = m_;
+  if (!keep) {
+    x.assign(size_t(size) * n, T(0));
+    y.assign(size_t(size) * m, T(0));
+  }
+  objective.assign(size, T(0));
+  value.assign(size, T(0));
+  prim_res.assign(size, T(0));
+  dual_res.assign(size, T(0));
+  status.assign(size, SolveStatus::kNotRun);
+  fault.assign(size, InputFault::kNone);
+  iterations.assign(size, 0);
+  rho_updates.assign(size, 0);
+  solve_us.assign(size, 0.0);
+}
+
+template <class T>
+std::vector<std::string> QpSolutions<T>::problems_not_solved() const {
+  std::vector<std::string> out;
+  for (int k = 0; k < size; ++k) {
+    if (status[k] == SolveStatus::kSolved) continue;
+    std::ostringstream os;
+    os << "problem " << k << ": " << to_string(status[k]);
+    if (status[k] == SolveStatus::kInvalidInput) os << " (" << to_string(fault[k]) << ")";
+    out.push_back(os.str());
+  }
+  return out;
+}
+
+template <class T>
+int QpSolutions<T>::count(SolveStatus s) const {
+  return static_cast<int>(std::count(status.begin(), status.end(), s));
+}
+
+// ---- solve_batch -----------------------------------------------------------------
+
+namespace {
+
+// problem k's data in the batch
+template <class T>
+QpData<T, UnitStride> problem_data(const QpBatch<T>& batch, int k) {
+  const int n = batch.n, m = batch.m(), nnz = batch.nnz();
+  return QpData<T, UnitStride>{unit_view(batch.P.data() + size_t(k) * n * n),
+                               unit_view(batch.q.data() + size_t(k) * n),
+                               unit_view(batch.A.data() + size_t(k) * nnz),
+                               unit_view(batch.b.data() + size_t(k) * m)};
+}
+
+template <class T>
+void store_info(const QpInfo<T>& info, int k, QpSolutions<T>& out) {
+  out.objective[k] = info.objective;
+  out.value[k] = info.value;
+  out.prim_res[k] = info.prim_res;
+  out.dual_res[k] = info.dual_res;
+  out.status[k] = info.status;
+  out.fault[k] = info.fault;
+  out.iterations[k] = info.iterations;
+  out.rho_updates[k] = info.rho_updates;
+}
+
+// problem k alone (qp_admm_solve), into out; `work` holds qp_work_host_size
+template <class T>
+void solve_one(const QpBatch<T>& batch, const QpShape& shape, int k, const QpSettings<T>& settings,
+               const BatchOptions& options, std::vector<T>& work, QpSolutions<T>& out) {
+  const int n = batch.n, m = batch.m();
+  auto w = QpWork<T, UnitStride>::carve(unit_view(qp_work_align(work.data())), n, m, true);
+  const auto t0 = std::chrono::steady_clock::now();
+  const QpInfo<T> info =
+      qp_admm_solve(shape, problem_data(batch, k), unit_view(out.x.data() + size_t(k) * n),
+                    unit_view(out.y.data() + size_t(k) * m), w, settings, options.warm_start);
+  if (options.time_each)
+    out.solve_us[k] =
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+  store_info(info, k, out);
+}
+
+// lanes [0, live) of dst[0 .. len) from problems k0 .. k0 + live − 1 of a
+// problem-contiguous array (`per` entries per problem)
+// (element by element, all lanes of one vector in turn: lane by lane, every
+// store would touch a different cache line, 3× slower)
+template <class T>
+void to_lanes(const T* src, size_t per, int len, int k0, int live, Lanes<T>* dst) {
+  constexpr int W = Lanes<T>::W;
+  const T* s[W];
+  for (int l = 0; l < W; ++l) s[l] = src + size_t(k0 + (l < live ? l : 0)) * per;
+  if (live == W) {
+    for (int e = 0; e < len; ++e)
+      for (int l = 0; l < W; ++l) dst[e].v[l] = s[l][e];
+  } else {
+    for (int e = 0; e < len; ++e)
+      for (int l = 0; l < live; ++l) dst[e].v[l] = s[l][e];
+  }
+}
+
+// The CPU path in lane groups: problems k0 .. k0 + W − 1 side by side in the
+// lanes of one vector (qp_admm_solve_lanes), groups spread over the workers.
+template <class T>
+void solve_cpu_lanes(const QpBatch<T>& batch, const QpSettings<T>& settings,
+                     const BatchOptions& options, int threads, QpSolutions<T>& out) {
+  using L = Lanes<T>;
+  constexpr int W = L::W;
+  const int B = batch.size, n = batch.n, m = batch.m(), nnz = batch.nnz();
+  const QpShape shape = batch.shape();
+  const QpColumns columns(shape.a);
+  const int groups = (B + W - 1) / W;
+  // per worker: the group's data, iterates and workspace, sized once
+  struct Buffers {
+    std::vector<L> data, x, y, work;
+    std::vector<T> one;  // workspace of qp_admm_solve for the lanes handed off
+  };
+  std::vector<Buffers> bufs(threads);
+  for (Buffers& bf : bufs) {
+    bf.data.assign(size_t(n) * n + n + nnz + m, L(T(0)));
+    bf.x.assign(n, L(T(0)));
+    bf.y.assign(std::max(m, 1), L(T(0)));
+    bf.work.assign(qp_work_size(n, m), L(T(0)));
+    bf.one.assign(qp_work_host_size(n, m), T(0));
+  }
+  parallel_for(groups, std::min(threads, groups), [&](int worker, int g0, int g1) {
+    Buffers& bf = bufs[worker];
+    L* P = bf.data.data();
+    L* q = P + size_t(n) * n;
+    L* A = q + n;
+    L* b = A + nnz;
+    const QpData<L, LaneStride> d{View<const L, LaneStride>{P, {}}, View<const L, LaneStride>{q, {}},
+                                  View<const L, LaneStride>{A, {}}, View<const L, LaneStride>{b, {}}};
+    const auto w = QpWork<L, LaneStride>::carve(lane_view(bf.work.data()), n, m);
+    QpLaneOut<T> lo;
+    for (int g = g0; g < g1; ++g) {
+      const int k0 = g * W, live = std::min(W, B - k0);
+      if (2 * live <= W) {  // a group at most half full costs more than its problems alone
+        for (int k = k0; k < k0 + live; ++k) solve_one(batch, shape, k, settings, options, bf.one, out);
+        continue;
+      }
+      const auto t0 = std::chrono::steady_clock::now();
+      to_lanes(batch.P.data(), size_t(n) * n, n * n, k0, live, P);
+      to_lanes(batch.q.data(), size_t(n), n, k0, live, q);
+      to_lanes(batch.A.data(), size_t(nnz), nnz, k0, live, A);
+      to_lanes(batch.b.data(), size_t(m), m, k0, live, b);
+      if (options.warm_start) {
+        to_lanes(out.x.data(), size_t(n), n, k0, live, bf.x.data());
+        to_lanes(out.y.data(), size_t(m), m, k0, live, bf.y.data());
+      }
+      for (int l = 0; l < live; ++l) {
+        lo.x[l] = out.x.data() + size_t(k0 + l) * n;
+        lo.y[l] = out.y.data() + size_t(k0 + l) * m;
+      }
+      qp_admm_solve_lanes(shape, columns, d, live, lane_view(bf.x.data()), lane_view(bf.y.data()), w,
+                          settings, options.warm_start, lo, W / 4);
+      for (int l = 0; l < live; ++l) {  // lanes handed off: finished one at a time
+        QpInfo<T>& info = lo.info[l];
+        if (info.status != SolveStatus::kNotRun) continue;
+        const int k = k0 + l;
+        QpSettings<T> rest = settings;
+        rest.rho = info.rho;
+        rest.check_input = false;  // checked in the lanes
+        rest.max_iter = settings.max_iter - info.iterations;
+        rest.max_rho_updates = std::max(0, settings.max_rho_updates - info.rho_updates);
+        const QpInfo<T> more = qp_admm_solve(
+            shape, problem_data(batch, k), unit_view(lo.x[l]), unit_view(lo.y[l]),
+            QpWork<T, UnitStride>::carve(unit_view(qp_work_align(bf.one.data())), n, m, true), rest,
+            true);
+        const int done = info.iterations, updates = info.rho_updates;
+        info = more;
+        info.iterations += done;
+        info.rho_updates += updates;
+      }
+      const double us =
+          std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+      for (int l = 0; l < live; ++l) {
+        const int k = k0 + l;
+        if (options.time_each) out.solve_us[k] = us / live;
+        store_info(lo.info[l], k, out);
+      }
+    }
+  });
+}
+
+}  // namespace
+
+template <class T>
+void solve_batch(const QpBatch<T>& batch, const QpSettings<T>& settings,
+                 const BatchOptions& options, QpSolutions<T>& out) {
+  if (const char* bad = settings.validate()) throw Error(std::string("invalid settings: ") + bad);
+  if (batch.size == 0) throw Error("empty batch: nothing to solve (batch size 0)");
+  batch.check_sizes();
+  const int B = batch.size, n = batch.n, m = batch.m();
+  if (options.warm_start) {
+    if (out.x.size() != size_t(B) * n || out.y.size() != size_t(B) * m)
+      throw Error("warm start: expected x of " + std::to_string(size_t(B) * n) + " and y of " +
+                  std::to_string(size_t(B) * m) + " entries, got " + std::to_string(out.x.size()) +
+                  " and " + std::to_string(out.y.size()));
+    for (size_t i = 0; i < out.x.size(); ++i)
+      if (!std::isfinite(out.x[i])) throw Error("warm start: x has a NaN or Inf entry");
+    for (size_t i = 0; i < out.y.size(); ++i)
+      if (!std::isfinite(out.y[i])) throw Error("warm start: y has a NaN or Inf entry");
+  }
+  out.resize(B, n, m);
+  const QpShape shape = batch.shape();
+
+  if (options.backend == Backend::kCuda) {
+    std::vector<int> status(B), fault(B);
+    cuda::HostQpResults<T> r;
+    r.x = out.x.data();
+    r.y = out.y.data();
+    r.objective = out.objective.data();
+    r.value = out.value.data();
+    r.prim_res = out.prim_res.data();
+    r.dual_res = out.dual_res.data();
+    r.status = status.data();
+    r.fault = fault.data();
+    r.iterations = out.iterations.data();
+    r.rho_updates = out.rho_updates.data();
+    cuda::DeviceQpBatch<T> dev;
+    dev.upload(batch.device_arrays());
+    if (options.warm_start) dev.upload_warm_start(r);
+    dev.solve(settings, options.warm_start);
+    dev.download(r);
+    for (int k = 0; k < B; ++k) {
+      out.status[k] = static_cast<SolveStatus>(status[k]);
+      out.fault[k] = static_cast<InputFault>(fault[k]);
+    }
+    return;
+  }
+
+  const int threads = resolve_threads(options.threads);
+  if (options.lanes) {
+    solve_cpu_lanes(batch, settings, options, threads, out);
+    return;
+  }
+  // CPU, one problem at a time: each worker owns one workspace, sized once
+  // (aligned: see qp_work_size)
+  std::vector<std::vector<T>> work(threads, std::vector<T>(qp_work_host_size(n, m)));
+  parallel_for(B, threads, [&](int worker, int begin, int end) {
+    for (int k = begin; k < end; ++k) solve_one(batch, shape, k, settings, options, work[worker], out);
+  });
+}
+
+template struct QpBatch<float>;
+template struct QpBatch<double>;
+template QpBatch<float> QpBatch<double>::cast<float>() const;
+template QpBatch<double> QpBatch<float>::cast<double>() const;
+template QpBatch<double> QpBatch<double>::cast<double>() const;
+template struct QpSolutions<float>;
+template struct QpSolutions<double>;
+template void solve_batch(const QpBatch<float>&, const QpSettings<float>&, const BatchOptions&,
+                          QpSolutions<float>&);
+template void solve_batch(const QpBatch<double>&, const QpSettings<double>&, const BatchOptions&,
+                          QpSolutions<double>&);
+
+}  // namespace impulse

@@ -1,0 +1,104 @@
+// The batch API: B conic QPs of one shape, solved on the CPU (all cores, the
+// same solvers/ functions the kernels call) or on the GPU.
+//
+// Host storage is problem-contiguous (problem k's P is P[k*n*n .. (k+1)*n*n)),
+// which is what NumPy users and the CPU want; the GPU path transposes to
+// batch-fastest on upload. A's sparsity pattern (CSR) is shared by the batch;
+// A's values are stored per problem in pattern order.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "solvers/error.h"
+#include "kernels/qp_kernels.h"
+#include "solvers/qp_admm.h"
+
+namespace impulse {
+
+enum class Backend { kCpu, kCuda };
+Backend parse_backend(const std::string& s);  // "cpu" | "cuda"
+const char* to_string(Backend b);
+
+template <class T>
+struct QpBatch {
+  int size = 0;  // B
+  int n = 0;
+  ConeSpec cones;
+  std::vector<int> a_row_ptr;  // m + 1
+  std::vector<int> a_col;      // nnz
+  std::vector<T> P;            // B * n * n, row-major, symmetric
+  std::vector<T> q;            // B * n
+  std::vector<T> A;            // B * nnz
+  std::vector<T> b;            // B * m
+
+  int m() const { return cones.rows(); }
+  int nnz() const { return static_cast<int>(a_col.size()); }
+  // a batch of `size` zero problems with a dense pattern for A.
+  static QpBatch dense(int size, int n, ConeSpec cones);
+  // a batch of zero problems with the given pattern (row_ptr has m + 1 entries).
+  static QpBatch with_pattern(int size, int n, ConeSpec cones, std::vector<int> row_ptr,
+                              std::vector<int> col);
+  // set problem k's A from a dense m x n row-major matrix; entries outside the
+  // pattern must be zero (an Error names the first that is not).
+  void set_A_dense(int k, const T* dense);
+  // problem k's A as a dense m x n row-major matrix.
+  std::vector<T> A_dense(int k) const;
+  // the pattern every problem's nonzeros fit (union over the batch) of a dense
+  // (B, m, n) array, and the values in that pattern.
+  static QpBatch from_dense(int size, int n, ConeSpec cones, const std::vector<T>& P,
+                            const std::vector<T>& q, const std::vector<T>& A_dense,
+                            const std::vector<T>& b);
+  // throws Error naming the array and the expected and actual sizes.
+  void check_sizes() const;
+  QpShape shape() const;  // points into this batch's pattern
+  cuda::HostQpArrays<T> device_arrays() const;  // what DeviceQpBatch::upload reads; points into this batch
+  template <class U>
+  QpBatch<U> cast() const;
+};
+
+template <class T>
+struct QpSolutions {
+  int size = 0, n = 0, m = 0;
+  std::vector<T> x, y;  // B * n, B * m
+  std::vector<T> objective, value, prim_res, dual_res;  // value: QpInfo::value
+  std::vector<SolveStatus> status;
+  std::vector<InputFault> fault;
+  std::vector<int> iterations, rho_updates;
+  std::vector<double> solve_us;  // per-problem wall time (CPU backend only, when timed)
+
+  void resize(int size_, int n_, int m_);
+  // one line per problem that is not solved: "problem 17: invalid_input (P is not ...)".
+  std::vector<std::string> problems_not_solved() const;
+  int count(SolveStatus s) const;
+};
+
+struct BatchOptions {
+  Backend backend = Backend::kCpu;
+  int threads = 0;          // CPU threads; 0 = all cores
+  bool warm_start = false;  // use the x, y already in the solutions as the start
+  bool time_each = false;   // record per-problem wall time (CPU; with lanes, each problem's
+                            // share of its group's time)
+  // CPU: solve W problems at once, one per lane of a SIMD vector
+  // (solvers/qp_admm_lanes.h; W = 8 doubles or 16 floats with AVX-512).
+  // false: one problem at a time (qp_admm_solve, the real-time path's solver,
+  // whose answers do not depend on the other problems of the batch).
+  bool lanes = true;
+};
+
+// Solves every problem; per-problem outcomes are in `out.status` (one bad
+// problem never spoils the rest). Throws Error for misuse: invalid settings,
+// an empty batch, inconsistent sizes, a warm start of the wrong size, or the
+// CUDA backend when it is not available.
+template <class T>
+void solve_batch(const QpBatch<T>& batch, const QpSettings<T>& settings,
+                 const BatchOptions& options, QpSolutions<T>& out);
+
+// Runs a loop over [0, count) on `threads` CPU threads (0 = all cores), each
+// worker given its index: the one generic batch driver every CPU batch uses.
+void parallel_for(int count, int threads, const std::function<void(int worker, int begin, int end)>& body);
+int resolve_threads(int threads);
+
+}  // namespace impulse

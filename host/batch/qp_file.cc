@@ -1,0 +1,124 @@
+#include "host/batch/qp_file.h"
+
+#include "io/npz.h"
+
+namespace impulse {
+
+namespace {
+
+std::vector<int64_t> dims(std::initializer_list<int64_t> d) { return std::vector<int64_t>(d); }
+
+void expect_shape(const NpyArray& a, const std::vector<int64_t>& want, const std::string& file,
+                  const char* key) {
+  if (a.shape != want)
+    throw Error(file + ": array '" + key + "': expected shape " + shape_string(want) + ", got " +
+                shape_string(a.shape));
+}
+
+}  // namespace
+
+QpFile read_qp_file(const std::string& path) {
+  const NpzArchive ar = read_npz(path);
+  const NpyArray& cones_a = npz_get(ar, "cones", path);
+  const NpyArray& P = npz_get(ar, "P", path);
+  if (P.shape.size() != 3 || P.shape[1] != P.shape[2])
+    throw Error(path + ": array 'P': expected shape (B, n, n), got " + shape_string(P.shape));
+  const int64_t B = P.shape[0], n = P.shape[1];
+  expect_shape(cones_a, dims({3}), path, "cones");
+  const std::vector<int64_t> c = cones_a.as<int64_t>();
+  if (c[0] < 0 || c[1] < 0 || c[2] < 0)
+    throw Error(path + ": array 'cones': counts must be >= 0");
+  ConeSpec cones;
+  cones.n_zero = static_cast<int>(c[0]);
+  cones.n_nonneg = static_cast<int>(c[1]);
+  cones.n_soc = static_cast<int>(c[2]);
+  const int64_t m = cones.rows();
+  const NpyArray& q = npz_get(ar, "q", path);
+  const NpyArray& A = npz_get(ar, "A", path);
+  const NpyArray& b = npz_get(ar, "b", path);
+  expect_shape(q, dims({B, n}), path, "q");
+  expect_shape(A, dims({B, m, n}), path, "A");
+  expect_shape(b, dims({B, m}), path, "b");
+  QpFile f;
+  f.batch = QpBatch<double>::from_dense(static_cast<int>(B), static_cast<int>(n), cones,
+                                        P.as<double>(), q.as<double>(), A.as<double>(),
+                                        b.as<double>());
+  if (ar.count("x0") || ar.count("y0")) {
+    const NpyArray& x0 = npz_get(ar, "x0", path);
+    const NpyArray& y0 = npz_get(ar, "y0", path);
+    expect_shape(x0, dims({B, n}), path, "x0");
+    expect_shape(y0, dims({B, m}), path, "y0");
+    f.has_warm_start = true;
+    f.x0 = x0.as<double>();
+    f.y0 = y0.as<double>();
+  }
+  return f;
+}
+
+void write_qp_file(const std::string& path, const QpBatch<double>& bt) {
+  bt.check_sizes();
+  const int64_t B = bt.size, n = bt.n, m = bt.m();
+  std::vector<double> A;
+  A.reserve(size_t(B * m * n));
+  for (int k = 0; k < bt.size; ++k) {
+    const std::vector<double> d = bt.A_dense(k);
+    A.insert(A.end(), d.begin(), d.end());
+  }
+  NpzArchive ar;
+  ar["cones"] = make_npy(dims({3}), std::vector<int32_t>{bt.cones.n_zero, bt.cones.n_nonneg,
+                                                           bt.cones.n_soc});
+  ar["P"] = make_npy(dims({B, n, n}), bt.P);
+  ar["q"] = make_npy(dims({B, n}), bt.q);
+  ar["A"] = make_npy(dims({B, m, n}), A);
+  ar["b"] = make_npy(dims({B, m}), bt.b);
+  write_npz(path, ar);
+}
+
+template <class T>
+void write_solution_file(const std::string& path, const QpSolutions<T>& s) {
+  const int64_t B = s.size;
+  auto d = [](const std::vector<T>& v) { return std::vector<double>(v.begin(), v.end()); };
+  std::vector<int32_t> status(B), fault(B), iters(s.iterations.begin(), s.iterations.end());
+  for (int64_t k = 0; k < B; ++k) {
+    status[k] = static_cast<int32_t>(s.status[k]);
+    fault[k] = static_cast<int32_t>(s.fault[k]);
+  }
+  NpzArchive ar;
+  ar["x"] = make_npy(dims({B, s.n}), d(s.x));
+  ar["y"] = make_npy(dims({B, s.m}), d(s.y));
+  ar["objective"] = make_npy(dims({B}), d(s.objective));
+  ar["value"] = make_npy(dims({B}), d(s.value));
+  ar["prim_res"] = make_npy(dims({B}), d(s.prim_res));
+  ar["dual_res"] = make_npy(dims({B}), d(s.dual_res));
+  ar["status"] = make_npy(dims({B}), status);
+  ar["fault"] = make_npy(dims({B}), fault);
+  ar["iterations"] = make_npy(dims({B}), iters);
+  ar["solve_us"] = make_npy(dims({B}), s.solve_us);
+  write_npz(path, ar);
+}
+
+QpSolutions<double> read_solution_file(const std::string& path) {
+  const NpzArchive ar = read_npz(path);
+  const NpyArray& x = npz_get(ar, "x", path);
+  const NpyArray& y = npz_get(ar, "y", path);
+  if (x.shape.size() != 2 || y.shape.size() != 2 || x.shape[0] != y.shape[0])
+    throw Error(path + ": arrays 'x' and 'y' must be (B, n) and (B, m)");
+  QpSolutions<double> s;
+  s.resize(static_cast<int>(x.shape[0]), static_cast<int>(x.shape[1]),
+           static_cast<int>(y.shape[1]));
+  s.x = x.as<double>();
+  s.y = y.as<double>();
+  s.objective = npz_get(ar, "objective", path).as<double>();
+  s.value = npz_get(ar, "value", path).as<double>();
+  s.solve_us = npz_get(ar, "solve_us", path).as<double>();
+  s.iterations = npz_get(ar, "iterations", path).as<int>();
+  const std::vector<int> st = npz_get(ar, "status", path).as<int>();
+  for (size_t k = 0; k < st.size() && k < s.status.size(); ++k)
+    s.status[k] = static_cast<SolveStatus>(st[k]);
+  return s;
+}
+
+template void write_solution_file(const std::string&, const QpSolutions<float>&);
+template void write_solution_file(const std::string&, const QpSolutions<double>&);
+
+}  // namespace impulse

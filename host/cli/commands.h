@@ -1,0 +1,27 @@
+// The command line, one file per group of subcommands. Each group adds its
+// subcommands and their options to the app and hands back, for each, the function
+// that runs it once the options are parsed. This room is the only place that
+// parses command-line options; the rooms below take plain settings structs.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+#include <vector>
+
+namespace impulse::cli {
+
+struct Command {
+  CLI::App* app = nullptr;   // the subcommand
+  std::function<int()> run;  // its action; returns the exit code, throws impulse::Error
+};
+using Commands = std::vector<Command>;
+
+// solve_commands.cc: solve-batch, generate, bench-solvers (host/batch)
+void add_solve_commands(CLI::App& app, Commands& out);
+// learn_commands.cc: train, eval, rollout, generate-tosses (host/learning, host/dynamics)
+void add_learn_commands(CLI::App& app, Commands& out);
+// control_commands.cc: mpc-demo (host/control)
+void add_control_commands(CLI::App& app, Commands& out);
+
+}  // namespace impulse::cli

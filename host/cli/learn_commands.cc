@@ -1,0 +1,127 @@
+// The learning group: train, eval, rollout (host/learning) and generate-tosses
+// (host/dynamics' synthetic cube tosses, the built-in data set's generator).
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "host/cli/commands.h"
+#include "host/dynamics/synthetic.h"
+#include "host/learning/evaluate.h"
+#include "host/learning/trainer.h"
+#include "io/toss_data.h"
+#include "io/zip.h"
+
+namespace impulse::cli {
+namespace {
+
+// the built-in data set: data/synthetic_cube.npz of the source tree (or of the
+// working directory when the binary has moved).
+std::string default_data_path() {
+#ifdef IMPULSE_SOURCE_DIR
+  const std::string p = std::string(IMPULSE_SOURCE_DIR) + "/data/synthetic_cube.npz";
+  if (std::ifstream(p).good()) return p;
+#endif
+  return "data/synthetic_cube.npz";
+}
+
+}  // namespace
+
+void add_learn_commands(CLI::App& app, Commands& out) {
+  auto tc = std::make_shared<TrainConfig>();
+  tc->data = default_data_path();
+  auto* tr = app.add_subcommand("train", "learn a contact model from cube tosses (resumes RUN_DIR if it holds a checkpoint)");
+  tr->add_option("--method", tc->method, "contactnets-polytope | contactnets-deep | end-to-end")
+      ->check(CLI::IsMember({"contactnets-polytope", "contactnets-deep", "end-to-end"}));
+  tr->add_option("--data", tc->data, "data set: a ContactNets or CCN folder, or an impulse .npz (default: the built-in synthetic set)");
+  tr->add_option("--tosses", tc->tosses, "training tosses N (0 = the whole 50% training split)");
+  tr->add_option("--seed", tc->seed, "seed of the split, initialization and batch order");
+  tr->add_option("--out", tc->out, "run directory")->required();
+  tr->add_option("--epochs", tc->max_epochs, "most epochs");
+  tr->add_option("--patience", tc->patience, "early stop after this many epochs without a better validation loss");
+  tr->add_option("--batch", tc->batch_size, "transitions per Adam step");
+  tr->add_option("--lr", tc->lr, "learning rate (0 = the method's default)");
+  tr->add_option("--weight-decay", tc->weight_decay, "AdamW weight decay (< 0 = the method's default)");
+  tr->add_option("--init-noise", tc->init_noise, "ContactNets: initial error, fraction of the true values");
+  tr->add_option("--friction", tc->friction, "cone (exact) | octagon (reference implementation)")
+      ->check(CLI::IsMember({"cone", "octagon"}));
+  tr->add_option("--eps", tc->eps, "QP tolerance");
+  tr->add_option("--threads", tc->threads, "CPU threads (0 = all cores)");
+  tr->add_option("--backend", tc->backend, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
+  tr->add_option("--max-seconds", tc->max_seconds, "stop after this long (checkpointed; the same command resumes)");
+  out.push_back({tr, [tc] {
+                   const TrainResult r = train(*tc, std::cout);
+                   std::printf("best epoch %d, validation loss %.6g; learned parameters: %s/params.json\n",
+                               r.best_epoch, r.best_valid, tc->out.c_str());
+                   return 0;
+                 }});
+
+  struct EvalArgs {
+    EvalOptions opt;
+    std::string out = "metrics.json";
+  };
+  auto ea = std::make_shared<EvalArgs>();
+  auto* ev = app.add_subcommand("eval", "roll out tosses with a trained run and write the paper's metrics");
+  ev->add_option("--run", ea->opt.run_dir, "run directory")->required();
+  ev->add_option("--data", ea->opt.data, "data set (default: the run's)");
+  ev->add_option("--tosses", ea->opt.tosses, "test (the run's test split) | all | a list 3,17,42");
+  ev->add_option("--params", ea->opt.params, "parameter file of the run (params.json, init_params.json)");
+  ev->add_option("--threads", ea->opt.threads, "CPU threads (0 = all cores)");
+  ev->add_option("--out", ea->out, "metrics file to write (JSON)");
+  out.push_back({ev, [ea] {
+                   const nlohmann::json m = evaluate_run(ea->opt);
+                   write_text_atomic(ea->out, m.dump(2) + "\n");
+                   std::printf("%s on %d tosses: position error %.4f m (%.1f%% of width), rotation error %.2f deg, "
+                               "penetration %.5f m (%.2f%% of width); wrote %s\n",
+                               m["method"].get<std::string>().c_str(), m["n_tosses"].get<int>(),
+                               m["position_error_m"].get<double>(), m["position_error_pct_width"].get<double>(),
+                               m["rotation_error_deg"].get<double>(), m["penetration_m"].get<double>(),
+                               m["penetration_pct_width"].get<double>(), ea->out.c_str());
+                   return 0;
+                 }});
+
+  struct RolloutArgs {
+    EvalOptions opt;
+    int toss = 0;
+    std::string out;
+  };
+  auto ra = std::make_shared<RolloutArgs>();
+  auto* ru = app.add_subcommand("rollout", "roll out one toss with a trained run and write a CSV for plotting");
+  ru->add_option("--run", ra->opt.run_dir, "run directory")->required();
+  ru->add_option("--data", ra->opt.data, "data set (default: the run's)");
+  ru->add_option("--toss", ra->toss, "toss index")->required();
+  ru->add_option("--params", ra->opt.params, "parameter file of the run");
+  ru->add_option("--out", ra->out, "CSV file to write")->required();
+  out.push_back({ru, [ra] {
+                   rollout_run(ra->opt, ra->toss, ra->out);
+                   std::printf("wrote %s\n", ra->out.c_str());
+                   return 0;
+                 }});
+
+  struct TossArgs {
+    SyntheticConfig config;
+    std::string out;
+  };
+  auto ta = std::make_shared<TossArgs>();
+  auto* gt = app.add_subcommand("generate-tosses", "simulate synthetic cube tosses with known geometry, friction and inertia");
+  gt->add_option("--count", ta->config.n_tosses, "tosses");
+  gt->add_option("--seed", ta->config.seed, "random seed");
+  gt->add_option("--mu", ta->config.mu, "friction coefficient");
+  gt->add_option("--half-width", ta->config.half_width, "cube half-width (m)");
+  gt->add_option("--noise", ta->config.position_noise_std, "std of position noise added after simulating (m)");
+  gt->add_option("--threads", ta->config.threads, "CPU threads (0 = all cores)");
+  gt->add_option("--out", ta->out, "file to write (.npz)")->required();
+  out.push_back({gt, [ta] {
+                   const TossSet set = generate_synthetic_tosses(ta->config);
+                   write_tosses(ta->out, set);
+                   std::printf("wrote %zu tosses (%zu rows, mu %.3g, half-width %.4g m) to %s\n",
+                               set.tosses.size(), set.rows(), ta->config.mu, ta->config.half_width,
+                               ta->out.c_str());
+                   return 0;
+                 }});
+}
+
+}  // namespace impulse::cli

@@ -1,0 +1,60 @@
+// impulse: the command-line front end. The subcommands live in their groups'
+// files (commands.h); this file parses, dispatches and reports errors.
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <iostream>
+#include <string>
+
+#include "host/batch/qp_batch.h"
+#include "host/cli/commands.h"
+#include "solvers/error.h"
+#include "solvers/lanes.h"
+
+using namespace impulse;
+
+namespace {
+
+std::string capabilities() {
+  const cuda::DeviceInfo d = cuda::device_info();
+  std::string s = std::string("cuda kernels: ") + (d.built ? "built (sm_80, sm_90)" : "not built");
+  if (d.built) {
+    if (d.count > 0)
+      s += "\ncuda device: " + d.name + " (" + std::to_string(d.count) + " present)";
+    else
+      s += "\ncuda device: none (" + d.reason + ")";
+  }
+  s += "\ncpu threads: " + std::to_string(resolve_threads(0));
+  s += "\ncpu lanes: " + std::to_string(Lanes<double>::W) + " doubles / " +
+       std::to_string(Lanes<float>::W) + " floats per vector";
+  return s;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"impulse: batched conic-QP and LCP solvers for learning contact dynamics"};
+  app.require_subcommand(0, 1);
+  bool version = false;
+  app.add_flag("--version", version, "print the version and this build's capabilities");
+
+  cli::Commands commands;
+  cli::add_solve_commands(app, commands);
+  cli::add_learn_commands(app, commands);
+  cli::add_control_commands(app, commands);
+
+  CLI11_PARSE(app, argc, argv);
+  try {
+    if (version) {
+      std::printf("impulse %s\n%s\n", IMPULSE_VERSION, capabilities().c_str());
+      return 0;
+    }
+    for (const cli::Command& c : commands)
+      if (c.app->parsed()) return c.run();
+    std::cout << app.help();
+    return 0;
+  } catch (const Error& e) {
+    std::fprintf(stderr, "impulse: error: %s\n", e.what());
+    return 2;
+  }
+}

@@ -1,0 +1,172 @@
+// The solver group: solve-batch, generate, bench-solvers.
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "host/batch/generate.h"
+#include "host/batch/qp_batch.h"
+#include "host/batch/qp_file.h"
+#include "host/cli/commands.h"
+#include "solvers/error.h"
+#include "solvers/lanes.h"
+
+namespace impulse::cli {
+namespace {
+
+struct SolveArgs {
+  std::string in, out, backend = "cpu", precision = "double", lanes = "on";
+  int threads = 0, max_iter = 4000;
+  double eps = 1e-5;
+  bool time_each = false;
+};
+
+template <class T>
+int run_solve(const SolveArgs& a) {
+  QpFile f = read_qp_file(a.in);
+  QpBatch<T> batch = f.batch.template cast<T>();
+  QpSettings<T> st;
+  st.eps_abs = static_cast<T>(a.eps);
+  st.eps_rel = static_cast<T>(a.eps);
+  st.max_iter = a.max_iter;
+  BatchOptions opt;
+  opt.backend = parse_backend(a.backend);
+  opt.threads = a.threads;
+  opt.time_each = a.time_each;
+  opt.lanes = a.lanes == "on";
+  QpSolutions<T> sol;
+  if (f.has_warm_start) {
+    sol.resize(batch.size, batch.n, batch.m());
+    sol.x.assign(f.x0.begin(), f.x0.end());
+    sol.y.assign(f.y0.begin(), f.y0.end());
+    opt.warm_start = true;
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  solve_batch(batch, st, opt, sol);
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  write_solution_file(a.out, sol);
+  long iters = 0;
+  for (int k : sol.iterations) iters += k;
+  std::printf("solved %d problems (n=%d, m=%d) on %s in %.3f s: %.0f problems/s, mean %.1f iterations\n",
+              batch.size, batch.n, batch.m(), a.backend.c_str(), s, batch.size / s,
+              double(iters) / batch.size);
+  std::printf("status: solved %d, inaccurate %d, max_iter %d, infeasible %d/%d, invalid %d, numerical %d\n",
+              sol.count(SolveStatus::kSolved), sol.count(SolveStatus::kSolvedInaccurate),
+              sol.count(SolveStatus::kMaxIterations), sol.count(SolveStatus::kPrimalInfeasible),
+              sol.count(SolveStatus::kDualInfeasible), sol.count(SolveStatus::kInvalidInput),
+              sol.count(SolveStatus::kNumericalError));
+  const auto bad = sol.problems_not_solved();
+  for (size_t i = 0; i < bad.size() && i < 20; ++i) std::fprintf(stderr, "%s\n", bad[i].c_str());
+  if (bad.size() > 20) std::fprintf(stderr, "... and %zu more\n", bad.size() - 20);
+  std::printf("wrote %s\n", a.out.c_str());
+  return 0;
+}
+
+GeneratedQps generate(const std::string& kind, int count, uint64_t seed) {
+  if (kind == "cube-loss") return cube_loss_batch(count, FrictionModel::kCone, seed);
+  if (kind == "cube-loss-octagon") return cube_loss_batch(count, FrictionModel::kOctagon, seed);
+  if (kind == "anitescu") return anitescu_step_batch(count, seed);
+  if (kind == "random") {
+    ConeSpec c;
+    c.n_zero = 2;
+    c.n_nonneg = 10;
+    c.n_soc = 2;
+    return random_qp_batch(count, 12, c, seed);
+  }
+  throw Error("unknown kind '" + kind + "': expected cube-loss, cube-loss-octagon, anitescu, random");
+}
+
+// solve generated batches of each shape and print throughput
+int run_bench(int count, int threads, const std::string& backend, uint64_t seed) {
+  std::printf("%-20s %6s %8s %12s %14s %10s %8s\n", "problem", "prec", "batch", "backend",
+              "problems/s", "us/problem", "iters");
+  for (const std::string kind : {"cube-loss", "cube-loss-octagon", "anitescu"}) {
+    const GeneratedQps g = generate(kind, count, seed);
+    auto one = [&](auto tag, bool lanes) {
+      using T = decltype(tag);
+      const QpBatch<T> b = g.batch.template cast<T>();
+      QpSettings<T> st;
+      BatchOptions opt;
+      opt.threads = threads;
+      opt.backend = parse_backend(backend);
+      opt.lanes = lanes;
+      QpSolutions<T> sol;
+      solve_batch(b, st, opt, sol);  // warm-up
+      const auto t0 = std::chrono::steady_clock::now();
+      solve_batch(b, st, opt, sol);
+      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      long it = 0;
+      for (int k : sol.iterations) it += k;
+      const std::string path =
+          opt.backend == Backend::kCpu ? (lanes ? "cpu-lanes" : "cpu-one") : backend;
+      std::printf("%-20s %6s %8d %12s %14.0f %10.2f %8.1f\n", kind.c_str(),
+                  sizeof(T) == 4 ? "float" : "double", count, path.c_str(), count / s,
+                  1e6 * s / count * (opt.backend == Backend::kCpu ? resolve_threads(threads) : 1),
+                  double(it) / count);
+    };
+    for (bool lanes : {true, false}) {
+      if (!lanes && parse_backend(backend) != Backend::kCpu) continue;
+      one(double{}, lanes);
+      one(float{}, lanes);
+    }
+  }
+  std::printf("(us/problem is per thread: wall time x threads / batch; cpu-lanes: groups of\n"
+              " %d doubles or %d floats in the lanes of one vector, cpu-one: one problem at a time)\n",
+              Lanes<double>::W, Lanes<float>::W);
+  return 0;
+}
+
+}  // namespace
+
+void add_solve_commands(CLI::App& app, Commands& out) {
+  auto sa = std::make_shared<SolveArgs>();
+  auto* solve = app.add_subcommand("solve-batch", "solve a batch file (.npz) and write the solutions (.npz)");
+  solve->add_option("--in", sa->in, "problem batch file")->required();
+  solve->add_option("--out", sa->out, "solution file to write")->required();
+  solve->add_option("--backend", sa->backend, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
+  solve->add_option("--threads", sa->threads, "CPU threads (0 = all cores)");
+  solve->add_option("--precision", sa->precision, "double or float")->check(CLI::IsMember({"double", "float"}));
+  solve->add_option("--eps", sa->eps, "absolute and relative tolerance");
+  solve->add_option("--max-iter", sa->max_iter, "iteration budget per problem");
+  solve->add_flag("--time-each", sa->time_each,
+                  "record per-problem solve time (CPU; with lanes, each problem's share of its group's)");
+  solve->add_option("--lanes", sa->lanes,
+                    "CPU: on = groups of problems in the lanes of one SIMD vector, off = one at a time")
+      ->check(CLI::IsMember({"on", "off"}));
+  out.push_back({solve, [sa] { return sa->precision == "float" ? run_solve<float>(*sa) : run_solve<double>(*sa); }});
+
+  struct GenArgs {
+    std::string kind = "cube-loss", out;
+    int count = 1000;
+    uint64_t seed = 0;
+  };
+  auto ga = std::make_shared<GenArgs>();
+  auto* gen = app.add_subcommand("generate", "write a generated batch file");
+  gen->add_option("--kind", ga->kind, "cube-loss | cube-loss-octagon | anitescu | random");
+  gen->add_option("--count", ga->count, "problems");
+  gen->add_option("--seed", ga->seed, "random seed");
+  gen->add_option("--out", ga->out, "file to write")->required();
+  out.push_back({gen, [ga] {
+                   const GeneratedQps g = generate(ga->kind, ga->count, ga->seed);
+                   write_qp_file(ga->out, g.batch);
+                   std::printf("wrote %d %s problems (n=%d, m=%d) to %s\n", ga->count, ga->kind.c_str(),
+                               g.batch.n, g.batch.m(), ga->out.c_str());
+                   return 0;
+                 }});
+
+  struct BenchArgs {
+    int count = 20000, threads = 0;
+    std::string backend = "cpu";
+    uint64_t seed = 0;
+  };
+  auto ba = std::make_shared<BenchArgs>();
+  auto* bench = app.add_subcommand("bench-solvers", "throughput on generated batches of each problem shape");
+  bench->add_option("--count", ba->count, "problems per batch");
+  bench->add_option("--threads", ba->threads, "CPU threads (0 = all cores)");
+  bench->add_option("--backend", ba->backend, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
+  bench->add_option("--seed", ba->seed, "random seed");
+  out.push_back({bench, [ba] { return run_bench(ba->count, ba->threads, ba->backend, ba->seed); }});
+}
+
+}  // namespace impulse::cli
