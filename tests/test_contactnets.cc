@@ -7,43 +7,15 @@
 
 #include "host/learning/contactnets_loss.h"
 #include "host/learning/contactnets_model.h"
+#include "tests/contact_util.h"
+
+namespace impulse {
+using impulse::testing::random_transitions;
+using impulse::testing::tight;
+}  // namespace impulse
 
 namespace impulse {
 namespace {
-
-// A cube near the table with a random pose and velocity, and its next state
-// from a short free-flight step plus a random velocity change (an "observed"
-// transition, not necessarily physical).
-std::vector<TransitionFrame> random_transitions(PolytopeContactModel& model, int count,
-                                                uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<double> N(0.0, 1.0);
-  std::vector<TransitionFrame> out(count);
-  const double dt = 1.0 / 148.0;
-  for (auto& t : out) {
-    Eigen::Quaterniond q(N(rng), N(rng), N(rng), N(rng));
-    q.normalize();
-    const Eigen::Vector3d p(0.01 * N(rng), 0.01 * N(rng), 0.06 + 0.02 * N(rng));
-    const Eigen::Vector3d v(0.3 * N(rng), 0.3 * N(rng), -0.5 + 0.3 * N(rng));
-    const Eigen::Vector3d w(3 * N(rng), 3 * N(rng), 3 * N(rng));
-    t.x = make_state(p, q, v, w);
-    Vec6 nu_next;
-    nu_next << v + Eigen::Vector3d(0.1 * N(rng), 0.1 * N(rng), 0.4 + 0.2 * N(rng)),
-        w + Eigen::Vector3d(N(rng), N(rng), N(rng));
-    t.x_next = integrate(t.x, nu_next, dt);
-  }
-  model.frames(out, 1);
-  return out;
-}
-
-QpSettings<double> tight() {
-  QpSettings<double> s;
-  s.eps_abs = 1e-12;
-  s.eps_rel = 1e-12;
-  s.max_iter = 200000;
-  s.max_rho_updates = 50;
-  return s;
-}
 
 double total_loss(ContactNetsLoss& loss, PolytopeContactModel& m,
                   std::vector<TransitionFrame> frames, std::vector<double>* grad) {
@@ -305,48 +277,6 @@ INSTANTIATE_TEST_SUITE_P(Friction, DeviceLossMath,
                            return param_info.param == FrictionModel::kCone ? std::string("Cone")
                                                                            : std::string("Octagon");
                          });
-
-}  // namespace
-}  // namespace impulse
-
-#include "kernels/contactnets_device.h"
-
-namespace impulse {
-namespace {
-
-// The device path (transitions resident, assembly, solve and gradient on the
-// GPU) against the CPU loss: the same losses and summed gradient.
-TEST(ContactNetsGpu, DeviceLossAndGradientMatchCpu) {
-  if (!cuda::available()) GTEST_SKIP() << "no CUDA device: " << cuda::device_info().reason;
-  ContactNetsLossConfig cfg;
-  BatchOptions opt;
-  opt.threads = 1;
-  ContactNetsLoss loss(cfg, tight(), opt);
-  PolytopeContactModel model(perturb_polytope(PolytopeParams::cube(0.0524, 0.18), 0.4, 7));
-  const auto frames = random_transitions(model, 300, 19);
-  std::vector<double> xs, xns;
-  for (const auto& t : frames) {
-    xs.insert(xs.end(), t.x.data(), t.x.data() + 13);
-    xns.insert(xns.end(), t.x_next.data(), t.x_next.data() + 13);
-  }
-  cuda::DeviceContactNets<double> dev(loss_consts(cfg), tight());
-  dev.upload_transitions(0, xs.data(), xns.data(), static_cast<int>(frames.size()));
-  std::vector<int> idx(frames.size());
-  for (size_t i = 0; i < idx.size(); ++i) idx[i] = static_cast<int>(i);
-  std::vector<double> dl(frames.size()), dg(57);
-  const std::vector<double> theta = model.parameters();
-  const cuda::DeviceLossStats st =
-      dev.evaluate(0, theta.data(), idx.data(), static_cast<int>(idx.size()), dl.data(), dg.data());
-  EXPECT_EQ(st.not_solved, 0);
-  LossBatchResult r;
-  loss.evaluate(frames, true, r);
-  std::vector<double> hg(57, 0.0);
-  for (size_t i = 0; i < frames.size(); ++i) {
-    EXPECT_NEAR(dl[i], r.qp_loss[i] + r.reg_loss[i], 1e-6 * (1 + r.qp_loss[i])) << "transition " << i;
-    model.backprop(frames[i].x, frames[i].x_next, r.grad[i], hg.data());
-  }
-  for (int j = 0; j < 57; ++j) EXPECT_NEAR(dg[j], hg[j], 1e-5 * (1 + std::abs(hg[j]))) << "parameter " << j;
-}
 
 }  // namespace
 }  // namespace impulse

@@ -1,5 +1,5 @@
 // The LCP batch API: every problem matches Lemke's answer, a bad problem is
-// reported alone, and the GPU path matches the CPU (skipped without a device).
+// reported alone (the GPU path: test_gpu.cc).
 #include <gtest/gtest.h>
 
 #include <Eigen/Dense>
@@ -7,31 +7,13 @@
 #include <random>
 
 #include "host/batch/lcp_batch.h"
+#include "tests/test_util.h"
 #include "solvers/lemke.h"
 
 namespace impulse {
 namespace {
 
-LcpBatch<double> random_spd_batch(int B, int n, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<double> nd;
-  LcpBatch<double> bt;
-  bt.size = B;
-  bt.n = n;
-  bt.M.resize(size_t(B) * n * n);
-  bt.q.resize(size_t(B) * n);
-  for (int k = 0; k < B; ++k) {
-    Eigen::MatrixXd G(n, n);
-    for (int i = 0; i < n; ++i)
-      for (int j = 0; j < n; ++j) G(i, j) = nd(rng);
-    const Eigen::MatrixXd M = G * G.transpose() + n * Eigen::MatrixXd::Identity(n, n);
-    for (int i = 0; i < n; ++i) {
-      for (int j = 0; j < n; ++j) bt.M[size_t(k) * n * n + i * n + j] = M(i, j);
-      bt.q[size_t(k) * n + i] = 3 * nd(rng);
-    }
-  }
-  return bt;
-}
+using testing::random_spd_batch;
 
 TEST(LcpBatch, EveryProblemMatchesLemke) {
   LcpBatch<double> bt = random_spd_batch(64, 9, 3);
@@ -65,25 +47,6 @@ TEST(LcpBatch, MisuseThrows) {
   LcpBatch<double> empty;
   empty.n = 3;
   EXPECT_THROW(solve_lcp_batch(empty, LcpSettings<double>{}, BatchOptions{}, sol), Error);
-}
-
-TEST(LcpBatchGpu, MatchesCpu) {
-  const cuda::DeviceInfo d = cuda::device_info();
-  if (d.count == 0) GTEST_SKIP() << "no CUDA device: " << d.reason;
-  LcpBatch<double> bt = random_spd_batch(300, 12, 4);
-  bt.mu.assign(size_t(300) * 4, 0.3);
-  LcpSettings<double> st;
-  st.tol = 1e-9;
-  st.max_iter = 5000;
-  LcpSolutions<double> cpu, gpu;
-  solve_lcp_batch(bt, st, BatchOptions{}, cpu);
-  BatchOptions g;
-  g.backend = Backend::kCuda;
-  solve_lcp_batch(bt, st, g, gpu);
-  for (int k = 0; k < bt.size; ++k) {
-    ASSERT_EQ(cpu.status[k], gpu.status[k]) << "problem " << k;
-    for (int i = 0; i < 12; ++i) EXPECT_NEAR(cpu.z[size_t(k) * 12 + i], gpu.z[size_t(k) * 12 + i], 1e-7);
-  }
 }
 
 }  // namespace

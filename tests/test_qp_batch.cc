@@ -1,5 +1,5 @@
-// The batch API: misuse errors, per-problem input faults, batch files, and the
-// GPU backend (skipped with a message when no device is present).
+// The batch API: misuse errors, per-problem input faults and batch files (the
+// GPU backend: test_gpu.cc).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -151,76 +151,6 @@ TEST(QpFile, CorruptFilesAreRejectedWithTheirName) {
   std::remove(p.c_str());
   EXPECT_NE(error_of([&] { read_qp_file(temp_path("missing.npz")); }).find("missing.npz"),
             std::string::npos);
-}
-
-// ---- GPU ---------------------------------------------------------------------------
-
-class Gpu : public ::testing::Test {
- protected:
-  void SetUp() override {
-    const cuda::DeviceInfo d = cuda::device_info();
-    if (!d.built) GTEST_SKIP() << "CUDA kernels not built: " << d.reason;
-    if (d.count == 0) GTEST_SKIP() << "no CUDA device: " << d.reason;
-  }
-};
-
-template <class T>
-void expect_gpu_matches_cpu(const QpBatch<T>& bt, const QpSettings<T>& st, double tol) {
-  QpSolutions<T> cpu, gpu;
-  solve_batch(bt, st, BatchOptions{}, cpu);
-  BatchOptions g;
-  g.backend = Backend::kCuda;
-  solve_batch(bt, st, g, gpu);
-  for (int k = 0; k < bt.size; ++k) {
-    ASSERT_EQ(cpu.status[k], gpu.status[k]) << "problem " << k;
-    EXPECT_NEAR(cpu.objective[k], gpu.objective[k], tol * (1 + std::abs(double(cpu.objective[k]))))
-        << "problem " << k;
-    EXPECT_NEAR(cpu.value[k], gpu.value[k], tol * (1 + std::abs(double(cpu.value[k]))))
-        << "problem " << k;
-    for (int j = 0; j < bt.n; ++j)
-      EXPECT_NEAR(cpu.x[size_t(k) * bt.n + j], gpu.x[size_t(k) * bt.n + j], 50 * tol);
-  }
-}
-
-TEST_F(Gpu, RandomBatchMatchesCpuDouble) {
-  QpSettings<double> st;
-  st.eps_abs = st.eps_rel = 1e-8;
-  st.max_iter = 20000;
-  expect_gpu_matches_cpu(random_qp_batch(257, 8, mixed(), 3).batch, st, 1e-6);
-}
-
-TEST_F(Gpu, CubeBatchMatchesCpuFloat) {
-  QpSettings<float> st;
-  st.eps_abs = st.eps_rel = 1e-5f;
-  expect_gpu_matches_cpu(cube_loss_batch(1000, FrictionModel::kCone, 4).batch.cast<float>(), st,
-                         1e-3);
-}
-
-TEST_F(Gpu, BadProblemsAreReportedOnDevice) {
-  GeneratedQps g = random_qp_batch(8, 6, mixed(), 5);
-  g.batch.P[size_t(2) * 36 + 7] = std::numeric_limits<double>::quiet_NaN();
-  QpSolutions<double> sol;
-  BatchOptions opt;
-  opt.backend = Backend::kCuda;
-  solve_batch(g.batch, QpSettings<double>{}, opt, sol);
-  EXPECT_EQ(sol.status[2], SolveStatus::kInvalidInput);
-  EXPECT_EQ(sol.fault[2], InputFault::kNonFiniteP);
-  EXPECT_EQ(sol.status[3], SolveStatus::kSolved);
-}
-
-TEST_F(Gpu, WarmStartOnDevice) {
-  const GeneratedQps g = random_qp_batch(64, 10, mixed(), 8);
-  QpSettings<double> st;
-  st.eps_abs = st.eps_rel = 1e-9;
-  st.max_iter = 50000;
-  BatchOptions opt;
-  opt.backend = Backend::kCuda;
-  QpSolutions<double> sol;
-  solve_batch(g.batch, st, opt, sol);
-  opt.warm_start = true;
-  st.eps_abs = st.eps_rel = 1e-7;
-  solve_batch(g.batch, st, opt, sol);
-  for (int k = 0; k < 64; ++k) EXPECT_LE(sol.iterations[k], 2);
 }
 
 }  // namespace

@@ -5,6 +5,9 @@
 #include <algorithm>
 #include <cmath>
 
+#include <random>
+
+#include "host/batch/lcp_batch.h"
 #include "host/batch/qp_batch.h"
 
 namespace impulse {
@@ -63,6 +66,28 @@ inline std::vector<BatchOptions> both_cpu_paths() {
   return {lanes, scalar};
 }
 inline const char* path_name(const BatchOptions& o) { return o.lanes ? "lanes" : "one at a time"; }
+
+// B LCPs with symmetric positive definite M (n x n) and random q
+inline LcpBatch<double> random_spd_batch(int B, int n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> nd;
+  LcpBatch<double> bt;
+  bt.size = B;
+  bt.n = n;
+  bt.M.resize(size_t(B) * n * n);
+  bt.q.resize(size_t(B) * n);
+  for (int k = 0; k < B; ++k) {
+    Eigen::MatrixXd G(n, n);
+    for (int i = 0; i < n; ++i)
+      for (int j = 0; j < n; ++j) G(i, j) = nd(rng);
+    const Eigen::MatrixXd M = G * G.transpose() + n * Eigen::MatrixXd::Identity(n, n);
+    for (int i = 0; i < n; ++i) {
+      for (int j = 0; j < n; ++j) bt.M[size_t(k) * n * n + i * n + j] = M(i, j);
+      bt.q[size_t(k) * n + i] = 3 * nd(rng);
+    }
+  }
+  return bt;
+}
 
 }  // namespace testing
 }  // namespace impulse

@@ -17,7 +17,12 @@ namespace {
 
 std::string capabilities() {
   const cuda::DeviceInfo d = cuda::device_info();
-  std::string s = std::string("cuda kernels: ") + (d.built ? "built (sm_80, sm_90)" : "not built");
+#ifdef IMPULSE_CUDA_ARCHS
+  const char* archs = IMPULSE_CUDA_ARCHS;
+#else
+  const char* archs = "";
+#endif
+  std::string s = "cuda kernels: " + (d.built ? "built (" + std::string(archs) + ")" : std::string("not built"));
   if (d.built) {
     if (d.count > 0)
       s += "\ncuda device: " + d.name + " (" + std::to_string(d.count) + " present)";

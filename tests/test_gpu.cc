@@ -1,0 +1,366 @@
+// Every device path against the CPU running the same algorithm: QP batches in
+// float and double, cold and warm; per-problem faults on the device; PGS LCPs
+// with and without the friction-cone block; the ContactNets device loss, its
+// gradient and a few Adam steps; the Deep model's loss QPs solved on the device.
+//
+// Each test asserts status, iterations and values problem by problem, so a
+// device that stops early, skips iterations or computes wrong numbers fails.
+// They run on a GPU or under the GPU simulator (GPGPU-Sim, see .ci/gpu-sim and
+// the README), with batches sized for the simulator there, and skip with a
+// message when neither is present. Every suite's name starts with "Gpu".
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "host/batch/generate.h"
+#include "host/batch/lcp_batch.h"
+#include "host/batch/qp_batch.h"
+#include "host/learning/contactnets_loss.h"
+#include "host/learning/contactnets_model.h"
+#include "host/optim/adam.h"
+#include "kernels/contactnets_device.h"
+#include "tests/contact_util.h"
+#include "tests/test_util.h"
+
+namespace impulse {
+namespace {
+
+using testing::random_spd_batch;
+using testing::random_transitions;
+using testing::tight;
+
+// the simulator runs a kernel ~10⁴ times slower than a GPU: small batches there
+bool simulated() { return cuda::device_info().name.find("GPGPU-Sim") != std::string::npos; }
+int batch_size(int on_gpu, int on_simulator) { return simulated() ? on_simulator : on_gpu; }
+
+void skip_without_device() {
+  const cuda::DeviceInfo d = cuda::device_info();
+  if (!d.built) GTEST_SKIP() << "CUDA kernels not built: " << d.reason;
+  if (d.count == 0) GTEST_SKIP() << "no CUDA device (nor the GPU simulator): " << d.reason;
+}
+
+class GpuQp : public ::testing::Test {
+ protected:
+  void SetUp() override { skip_without_device(); }
+};
+class GpuLcp : public GpuQp {};
+class GpuContactNets : public GpuQp {};
+
+ConeSpec mixed() {
+  ConeSpec c;
+  c.n_zero = 1;
+  c.n_nonneg = 6;
+  c.n_soc = 2;
+  return c;
+}
+
+// the device's algorithm on the CPU: one problem at a time, the sparse x-step
+// (the device's batch-strided storage has no dense one) and checks every
+// check_every iterations (the kernels do not predict them)
+template <class T>
+QpSettings<T> as_on_device(QpSettings<T> st) {
+  st.predict_checks = false;
+  st.dense_iteration = false;
+  return st;
+}
+BatchOptions cpu_reference() {
+  BatchOptions o;
+  o.lanes = false;
+  o.threads = 1;
+  return o;
+}
+
+// solves `bt` on the CPU and on the device from the same start (cold, or the
+// warm start in `warm`) and compares them problem by problem. The two compile
+// the same source with different compilers (FMA contraction, the order of a
+// few sums), so the iterates agree to rounding, not bitwise: a stop may move
+// by one check interval. Returns the device's solutions.
+template <class T>
+QpSolutions<T> expect_device_matches_cpu(const QpBatch<T>& bt, const QpSettings<T>& st, double tol,
+                                         const QpSolutions<T>* warm = nullptr) {
+  const QpSettings<T> ref = as_on_device(st);
+  QpSolutions<T> cpu, gpu;
+  BatchOptions c = cpu_reference(), g;
+  g.backend = Backend::kCuda;
+  if (warm) {
+    cpu = gpu = *warm;
+    c.warm_start = g.warm_start = true;
+  }
+  solve_batch(bt, ref, c, cpu);
+  solve_batch(bt, st, g, gpu);
+  const int n = bt.n, m = bt.m();
+  int same_iterations = 0;
+  for (int k = 0; k < bt.size; ++k) {
+    SCOPED_TRACE("problem " + std::to_string(k));
+    EXPECT_EQ(cpu.status[k], gpu.status[k]);
+    EXPECT_EQ(cpu.fault[k], gpu.fault[k]);
+    EXPECT_NEAR(cpu.iterations[k], gpu.iterations[k], st.check_every);
+    same_iterations += cpu.iterations[k] == gpu.iterations[k];
+    if (cpu.status[k] == SolveStatus::kInvalidInput) {
+      EXPECT_EQ(gpu.iterations[k], 0);
+      continue;
+    }
+    EXPECT_NEAR(cpu.objective[k], gpu.objective[k], tol * (1 + std::abs(double(cpu.objective[k]))));
+    EXPECT_NEAR(cpu.value[k], gpu.value[k], tol * (1 + std::abs(double(cpu.value[k]))));
+    for (int j = 0; j < n; ++j)
+      EXPECT_NEAR(cpu.x[size_t(k) * n + j], gpu.x[size_t(k) * n + j], 50 * tol) << "x[" << j << "]";
+    for (int r = 0; r < m; ++r)
+      EXPECT_NEAR(cpu.y[size_t(k) * m + r], gpu.y[size_t(k) * m + r],
+                  50 * tol * (1 + std::abs(double(cpu.y[size_t(k) * m + r])))) << "y[" << r << "]";
+  }
+  // rounding may move a few stops, not most of them
+  EXPECT_GE(same_iterations, bt.size * 3 / 4) << "iteration counts equal to the CPU's";
+  std::printf("  %d of %d problems stopped at the CPU's iteration\n", same_iterations, bt.size);
+  return gpu;
+}
+
+TEST_F(GpuQp, DoubleColdMatchesCpu) {
+  QpSettings<double> st;
+  st.eps_abs = st.eps_rel = 1e-8;
+  st.max_iter = 20000;
+  const QpSolutions<double> g =
+      expect_device_matches_cpu(random_qp_batch(batch_size(257, 64), 8, mixed(), 3).batch, st, 1e-6);
+  for (size_t k = 0; k < g.status.size(); ++k) EXPECT_EQ(g.status[k], SolveStatus::kSolved);
+}
+
+TEST_F(GpuQp, FloatColdMatchesCpu) {
+  QpSettings<float> st;
+  st.eps_abs = st.eps_rel = 1e-5f;
+  const QpSolutions<float> g = expect_device_matches_cpu(
+      cube_loss_batch(batch_size(1000, 64), FrictionModel::kCone, 4).batch.cast<float>(), st, 1e-3);
+  for (size_t k = 0; k < g.status.size(); ++k) EXPECT_GT(g.iterations[k], 2);
+}
+
+TEST_F(GpuQp, OctagonDoubleColdMatchesCpu) {
+  QpSettings<double> st;
+  st.eps_abs = st.eps_rel = 1e-6;
+  expect_device_matches_cpu(cube_loss_batch(batch_size(500, 32), FrictionModel::kOctagon, 6).batch, st,
+                            1e-5);
+}
+
+// warm start: from the CPU's answer to the batch at a tighter tolerance, both
+// stop at the first check (iteration 1); from it, both solve a perturbed copy
+// in the same number of iterations, fewer than a cold solve takes (a device
+// that ignored the warm start would take the cold count)
+template <class T>
+void warm_matches_cpu(const QpBatch<T>& bt, double eps, double tol) {
+  QpSettings<T> st;
+  st.eps_abs = st.eps_rel = T(eps);
+  st.max_iter = 50000;
+  QpSettings<T> tighter = as_on_device(st);
+  tighter.eps_abs = tighter.eps_rel = T(eps / 100);
+  QpSolutions<T> start, cold;
+  solve_batch(bt, tighter, cpu_reference(), start);
+  const QpSolutions<T> same = expect_device_matches_cpu(bt, st, tol, &start);
+  for (int k = 0; k < bt.size; ++k) {
+    EXPECT_EQ(same.status[k], SolveStatus::kSolved) << "problem " << k;
+    EXPECT_EQ(same.iterations[k], 1) << "problem " << k;
+  }
+  QpBatch<T> moved = bt;
+  for (size_t i = 0; i < moved.q.size(); ++i) moved.q[i] *= T(1.001);
+  solve_batch(moved, as_on_device(st), cpu_reference(), cold);
+  const QpSolutions<T> g = expect_device_matches_cpu(moved, st, tol, &start);
+  long warm_iters = 0, cold_iters = 0;
+  for (int k = 0; k < bt.size; ++k) {
+    EXPECT_EQ(g.status[k], SolveStatus::kSolved) << "problem " << k;
+    warm_iters += g.iterations[k];
+    cold_iters += cold.iterations[k];
+  }
+  EXPECT_LT(warm_iters, cold_iters);
+}
+
+TEST_F(GpuQp, DoubleWarmMatchesCpu) {
+  warm_matches_cpu(random_qp_batch(batch_size(64, 32), 10, mixed(), 8).batch, 1e-8, 1e-6);
+}
+
+TEST_F(GpuQp, FloatWarmMatchesCpu) {
+  warm_matches_cpu(cube_loss_batch(batch_size(500, 32), FrictionModel::kCone, 9).batch.cast<float>(),
+                   1e-5, 1e-3);
+}
+
+// each bad problem is reported with its own fault; its neighbours solve
+TEST_F(GpuQp, FaultsStayWithTheirProblem) {
+  GeneratedQps g = random_qp_batch(8, 6, mixed(), 5);
+  QpBatch<double>& bt = g.batch;
+  const int n = bt.n, m = bt.m();
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  bt.P[size_t(2) * n * n + 7] = nan;
+  bt.b[size_t(4) * m + 1] = nan;
+  bt.P[size_t(5) * n * n + 1] += 1.0;  // P(0, 1) != P(1, 0)
+  for (int i = 0; i < n; ++i) bt.P[size_t(6) * n * n + i * n + i] -= 50.0;  // indefinite
+  const QpSolutions<double> s = expect_device_matches_cpu(bt, QpSettings<double>{}, 1e-5);
+  const InputFault want[8] = {InputFault::kNone,        InputFault::kNone, InputFault::kNonFiniteP,
+                              InputFault::kNone,        InputFault::kNonFiniteB,
+                              InputFault::kAsymmetricP, InputFault::kNotPsdP, InputFault::kNone};
+  for (int k = 0; k < 8; ++k) {
+    EXPECT_EQ(s.fault[k], want[k]) << "problem " << k;
+    EXPECT_EQ(s.status[k], want[k] == InputFault::kNone ? SolveStatus::kSolved : SolveStatus::kInvalidInput)
+        << "problem " << k;
+  }
+}
+
+// PGS, plain and with the friction-cone block: the same sweeps on both sides
+void expect_lcp_device_matches_cpu(const LcpBatch<double>& bt) {
+  LcpSettings<double> st;
+  st.tol = 1e-9;
+  st.max_iter = 5000;
+  LcpSolutions<double> cpu, gpu;
+  BatchOptions g;
+  g.backend = Backend::kCuda;
+  solve_lcp_batch(bt, st, cpu_reference(), cpu);
+  solve_lcp_batch(bt, st, g, gpu);
+  for (int k = 0; k < bt.size; ++k) {
+    SCOPED_TRACE("problem " + std::to_string(k));
+    ASSERT_EQ(cpu.status[k], gpu.status[k]);
+    EXPECT_EQ(cpu.status[k], SolveStatus::kSolved);
+    EXPECT_NEAR(cpu.iterations[k], gpu.iterations[k], 1);
+    EXPECT_GT(gpu.iterations[k], 1);
+    EXPECT_LE(gpu.residual[k], st.tol);
+    for (int i = 0; i < bt.n; ++i) {
+      EXPECT_NEAR(cpu.z[size_t(k) * bt.n + i], gpu.z[size_t(k) * bt.n + i], 1e-7);
+      EXPECT_NEAR(cpu.w[size_t(k) * bt.n + i], gpu.w[size_t(k) * bt.n + i], 1e-7);
+    }
+  }
+}
+
+TEST_F(GpuLcp, PgsMatchesCpu) { expect_lcp_device_matches_cpu(random_spd_batch(batch_size(300, 64), 12, 4)); }
+
+TEST_F(GpuLcp, FrictionConeBlockMatchesCpu) {
+  LcpBatch<double> bt = random_spd_batch(batch_size(300, 64), 12, 5);
+  bt.mu.resize(size_t(bt.size) * 4);
+  for (size_t i = 0; i < bt.mu.size(); ++i) bt.mu[i] = 0.1 + 0.1 * double(i % 5);
+  expect_lcp_device_matches_cpu(bt);
+}
+
+// ---- ContactNets ------------------------------------------------------------------------
+
+std::vector<double> flat_states(const std::vector<TransitionFrame>& frames, bool next) {
+  std::vector<double> out;
+  for (const auto& t : frames) {
+    const State& s = next ? t.x_next : t.x;
+    out.insert(out.end(), s.data(), s.data() + 13);
+  }
+  return out;
+}
+
+// the CPU loss of `frames` at the model's parameters: per-transition losses and
+// the summed gradient
+double cpu_loss(ContactNetsLoss& loss, LearnableContactModel& model,
+                std::vector<TransitionFrame>& frames, std::vector<double>* per,
+                std::vector<double>& grad) {
+  model.frames(frames, 1);
+  LossBatchResult r;
+  loss.evaluate(frames, true, r);
+  EXPECT_EQ(r.not_solved, 0);
+  grad.assign(model.parameter_count(), 0.0);
+  model.backprop_batch(frames, r.grad, grad.data());
+  double sum = 0;
+  if (per) per->resize(frames.size());
+  for (size_t i = 0; i < frames.size(); ++i) {
+    sum += r.qp_loss[i] + r.reg_loss[i];
+    if (per) (*per)[i] = r.qp_loss[i] + r.reg_loss[i];
+  }
+  return sum;
+}
+
+// transitions resident on the device, assembly, solve and gradient there
+TEST_F(GpuContactNets, DeviceLossAndGradientMatchCpu) {
+  ContactNetsLossConfig cfg;
+  BatchOptions opt;
+  opt.threads = 1;
+  ContactNetsLoss loss(cfg, tight(), opt);
+  PolytopeContactModel model(perturb_polytope(PolytopeParams::cube(0.0524, 0.18), 0.4, 7));
+  auto frames = random_transitions(model, batch_size(300, 48), 19);
+  cuda::DeviceContactNets<double> dev(loss_consts(cfg), tight());
+  dev.upload_transitions(0, flat_states(frames, false).data(), flat_states(frames, true).data(),
+                         static_cast<int>(frames.size()));
+  std::vector<int> idx(frames.size());
+  for (size_t i = 0; i < idx.size(); ++i) idx[i] = static_cast<int>(i);
+  std::vector<double> dl(frames.size()), dg(57);
+  const std::vector<double> theta = model.parameters();
+  const cuda::DeviceLossStats st =
+      dev.evaluate(0, theta.data(), idx.data(), static_cast<int>(idx.size()), dl.data(), dg.data());
+  EXPECT_EQ(st.not_solved, 0);
+  EXPECT_GT(st.iterations, long(5 * frames.size()));
+  std::vector<double> per, hg;
+  cpu_loss(loss, model, frames, &per, hg);
+  for (size_t i = 0; i < frames.size(); ++i)
+    EXPECT_NEAR(dl[i], per[i], 1e-6 * (1 + per[i])) << "transition " << i;
+  for (int j = 0; j < 57; ++j) EXPECT_NEAR(dg[j], hg[j], 1e-5 * (1 + std::abs(hg[j]))) << "parameter " << j;
+}
+
+// the device training step end to end: Adam steps on mini-batches with the
+// device's gradient follow the CPU's, parameter by parameter
+TEST_F(GpuContactNets, AdamStepsMatchCpu) {
+  ContactNetsLossConfig cfg;
+  BatchOptions opt;
+  opt.threads = 1;
+  ContactNetsLoss loss(cfg, tight(), opt);
+  const PolytopeParams start = perturb_polytope(PolytopeParams::cube(0.0524, 0.18), 0.3, 8);
+  PolytopeContactModel cpu_model(start), gpu_model(start);
+  const int count = batch_size(256, 64), batch = count / 2, steps = 3;
+  auto frames = random_transitions(cpu_model, count, 23);
+  cuda::DeviceContactNets<double> dev(loss_consts(cfg), tight());
+  dev.upload_transitions(0, flat_states(frames, false).data(), flat_states(frames, true).data(), count);
+  AdamWSettings as;
+  as.lr = 1e-3;
+  as.weight_decay = 0;
+  AdamW cpu_adam(57, as), gpu_adam(57, as);
+  for (int s = 0; s < steps; ++s) {
+    SCOPED_TRACE("step " + std::to_string(s));
+    std::vector<int> idx(batch);
+    for (int i = 0; i < batch; ++i) idx[i] = (s * batch + i) % count;
+    std::vector<TransitionFrame> mb(batch);
+    for (int i = 0; i < batch; ++i) mb[i] = frames[idx[i]];
+    std::vector<double> cg;
+    const double cl = cpu_loss(loss, cpu_model, mb, nullptr, cg);
+    std::vector<double> dl(batch), dg(57);
+    const std::vector<double> gtheta = gpu_model.parameters();
+    const cuda::DeviceLossStats st = dev.evaluate(0, gtheta.data(), idx.data(), batch, dl.data(), dg.data());
+    EXPECT_EQ(st.not_solved, 0);
+    double gl = 0;
+    for (double v : dl) gl += v;
+    EXPECT_NEAR(gl, cl, 1e-6 * (1 + std::abs(cl)));
+    std::vector<double> ct = cpu_model.parameters(), gt = gtheta;
+    Eigen::Map<Eigen::VectorXd> ctv(ct.data(), 57), gtv(gt.data(), 57);
+    cpu_adam.step(ctv, Eigen::Map<const Eigen::VectorXd>(cg.data(), 57));
+    gpu_adam.step(gtv, Eigen::Map<const Eigen::VectorXd>(dg.data(), 57));
+    cpu_model.set_parameters(ct);
+    gpu_model.set_parameters(gt);
+    for (int j = 0; j < 57; ++j) {
+      EXPECT_NEAR(gt[j], ct[j], 1e-7 * (1 + std::abs(ct[j]))) << "parameter " << j;
+      EXPECT_NE(ct[j], start.pack()[j]) << "parameter " << j << " did not move";
+    }
+  }
+}
+
+// the Deep model assembles its loss QPs on the host and solves them on the device
+TEST_F(GpuContactNets, DeepModelSolvesOnDevice) {
+  ContactNetsLossConfig cfg;
+  BatchOptions cpu_opt = cpu_reference(), gpu_opt;
+  gpu_opt.backend = Backend::kCuda;
+  ContactNetsLoss cpu_loss_fn(cfg, tight(), cpu_opt), gpu_loss_fn(cfg, tight(), gpu_opt);
+  cpu_loss_fn.settings() = as_on_device(tight());
+  DeepContactModel model(perturb_polytope(PolytopeParams::cube(0.0524, 0.18), 0.3, 4), 0.0524, 11,
+                         {16, 16});
+  auto frames = random_transitions(model, batch_size(64, 32), 29);
+  std::vector<double> cper, gper, cg, gg;
+  const double cl = cpu_loss(cpu_loss_fn, model, frames, &cper, cg);
+  const double gl = cpu_loss(gpu_loss_fn, model, frames, &gper, gg);
+  EXPECT_NEAR(gl, cl, 1e-7 * (1 + std::abs(cl)));
+  for (size_t i = 0; i < frames.size(); ++i)
+    EXPECT_NEAR(gper[i], cper[i], 1e-7 * (1 + cper[i])) << "transition " << i;
+  double gnorm = 0;
+  for (size_t j = 0; j < cg.size(); ++j) {
+    EXPECT_NEAR(gg[j], cg[j], 1e-5 * (1 + std::abs(cg[j]))) << "parameter " << j;
+    gnorm += std::abs(cg[j]);
+  }
+  EXPECT_GT(gnorm, 0);
+}
+
+}  // namespace
+}  // namespace impulse
