@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Measured inputs of the GPU throughput model (bench/gpu_model.py): each kernel runs
+# under the GPU simulator (GPGPU-Sim, functional mode, instruction classification on)
+# on a small batch, and ptxas reports its registers, spills and stack for sm_90.
+#
+#   bash bench/gpu_counts.sh          # needs ../shared/tools/gpgpu-sim and nvcc
+#   python3 bench/gpu_model.py        # the prediction, from what this left in build-sim/counts
+#
+# Cases (the problems of the issue): the cube loss QP in float32 at eps 1e-5, cold and
+# warm-started (from the solution of the same batch with q 0.1% off, as consecutive
+# Adam steps change it little); the Anitescu step QP in float32 at eps 1e-5; the PGS
+# LCP with the friction-cone block (double; 4 contacts); the ContactNets loss kernel
+# (double: what the device trainer runs). Logs go to build-sim/counts/<case>/sim.log.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+prefix="${IMPULSE_GPGPUSIM:-/opt/gpgpu-sim}"
+[ -f ../shared/tools/gpgpu-sim/install.sh ] || { echo "gpu_counts: the GPU simulator's sources are absent" >&2; exit 1; }
+bash ../shared/tools/gpgpu-sim/install.sh "$prefix" | tail -n 1
+bash .ci/build.sh build-sim -DIMPULSE_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=80 -DIMPULSE_BUILD_BENCH=OFF > /dev/null
+set +eu
+# shellcheck disable=SC1091
+source "$prefix/env.sh"
+set -eu
+out=build-sim/counts
+rm -rf "$out"
+mkdir -p "$out"
+bin="$PWD/build-sim"
+B=64
+
+workdir() {  # a directory with the simulator's configuration, classification on
+  mkdir -p "$out/$1"
+  cp "$GPGPUSIM_CONFIG_DIR"/* "$out/$1/"
+  sed -i '/^-gpgpu_ptx_instruction_classification/d' "$out/$1/gpgpusim.config"
+  echo "-gpgpu_ptx_instruction_classification 1" >> "$out/$1/gpgpusim.config"
+}
+run() {  # run CASE PROBLEMS COMMAND...: COMMAND in the case's directory under the simulator
+  local name=$1 problems=$2
+  shift 2
+  workdir "$name"
+  echo "$problems" > "$out/$name/problems"
+  echo "gpu_counts: $name ($problems problems)"
+  (cd "$out/$name" && "$@" > sim.log 2>&1) || { tail -n 20 "$out/$name/sim.log"; exit 1; }
+}
+
+# CPU steps without the simulator's runtime (it needs its configuration in the cwd)
+cpu() { env -u LD_LIBRARY_PATH "$@"; }
+cpu "$bin/impulse" generate --kind cube-loss --count $B --seed 11 --out "$out/cube.npz" > /dev/null
+cpu "$bin/impulse" generate --kind anitescu --count $B --seed 12 --out "$out/anitescu.npz" > /dev/null
+# the warm start: the CPU's answer to the batch, then the batch with q 0.1% off
+cpu "$bin/impulse" solve-batch --in "$out/cube.npz" --out "$out/cube_sol.npz" \
+  --eps 1e-7 --lanes off > /dev/null
+python3 bench/gpu_counts_warm.py "$out/cube.npz" "$out/cube_sol.npz" 1.001 "$out/cube_warm.npz"
+
+run qp_cube_float_cold $B "$bin/impulse" solve-batch --in ../cube.npz --out sol.npz --backend cuda \
+  --precision float --eps 1e-5
+run qp_cube_float_warm $B "$bin/impulse" solve-batch --in ../cube_warm.npz --out sol.npz --backend cuda \
+  --precision float --eps 1e-5
+run qp_anitescu_float_cold $B "$bin/impulse" solve-batch --in ../anitescu.npz --out sol.npz \
+  --backend cuda --precision float --eps 1e-5
+run lcp_pgs_cone_double 64 "$bin/impulse_tests" --gtest_filter=GpuLcp.FrictionConeBlockMatchesCpu
+run contactnets_loss_double 48 "$bin/impulse_tests" --gtest_filter=GpuContactNets.DeviceLossAndGradientMatchCpu
+
+# registers, spills and stack per kernel for sm_90 (the release architecture)
+for f in qp_kernels lcp_kernels contactnets_kernels; do
+  nvcc -std=c++17 -O3 -arch=sm_90 --expt-relaxed-constexpr -Xptxas -v -I. -DIMPULSE_WITH_CUDA=1 \
+    -c "kernels/$f.cu" -o "$out/$f.sm_90.o" > "$out/$f.ptxas_sm_90.txt" 2>&1
+done
+# the PTX the simulator ran (sm_80), for the kernels' static instruction mix
+cp "$out"/qp_cube_float_cold/*.sm_80.ptx "$out/" 2>/dev/null || true
+echo "gpu_counts: done; now: python3 bench/gpu_model.py"

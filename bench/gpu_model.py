@@ -1,0 +1,330 @@
+#!/usr/bin/env python3
+"""GPU throughput on an H100 / H200, predicted from measured counts (not measured).
+
+    bash bench/gpu_counts.sh                  # the simulator's counts and ptxas reports
+    python3 bench/gpu_model.py [--out FILE]   # this model; writes a markdown report
+
+Inputs, each measured or published:
+- per kernel, from a functional simulation (GPGPU-Sim, instruction classification on)
+  of a small batch: dynamic PTX instructions, by opcode and by memory space;
+- per kernel, from `ptxas -v` for sm_90: registers per thread, spill stores/loads,
+  stack frame;
+- the published H100 SXM5 and H200 SXM figures (SPECS below, with their sources).
+
+For each kernel it computes problems per second under four bounds, each an upper
+limit on throughput, and predicts the tightest:
+- issue: every warp instruction takes an issue slot (4 schedulers per SM, one warp
+  instruction per cycle each), warps fully converged (one problem per thread);
+- arithmetic: FP32 / FP64 instructions on 128 / 64 lanes per SM per cycle, special
+  functions on 16;
+- memory: every global and local access of a warp is one fully used 128-byte
+  transaction (the batch-fastest layout) that goes to DRAM; this holds when the
+  resident problems' working set exceeds L2 (checked below), and is then the bound;
+- occupancy and latency: one problem's instructions issued back to back by one warp
+  (≥ 1 cycle each) is the shortest time a launch can take; a training step that
+  launches one mini-batch at a time cannot finish faster.
+Approximations, stated in the report: the simulator executes PTX, not SASS (SASS
+expands a few PTX instructions, e.g. div.rn.f32 and sqrt, into sequences); opcodes
+that exist for integers and floats (add, mul, min, setp, ...) are split between FP and
+integer by the kernel's static PTX mix of that opcode; access widths are the static
+average of the kernel's ld/st of that space.
+"""
+import argparse
+import collections
+import datetime
+import glob
+import math
+import os
+import re
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+COUNTS = os.path.join(ROOT, "build-sim", "counts")
+
+# Published figures. H100: NVIDIA H100 Tensor Core GPU datasheet (SXM5: FP64 34 TFLOPS,
+# FP32 67 TFLOPS, HBM3 3.35 TB/s, 80 GB) and the NVIDIA H100 Tensor Core GPU Architecture
+# whitepaper (SXM5: 132 SMs; per SM 128 FP32 and 64 FP64 lanes, 16 SFUs (4 per
+# partition), 4 warp schedulers, 64K 32-bit registers, 2048 threads, 256 KB L1/shared;
+# 50 MB L2; 1.98 GHz boost, which with the lane counts gives the datasheet's FP32/FP64
+# rates). H200: NVIDIA H200 Tensor Core GPU datasheet (SXM: the same GH100 compute, FP64
+# 34 TFLOPS, FP32 67 TFLOPS; HBM3e 4.8 TB/s, 141 GB).
+SPECS = {
+    "H100 SXM": dict(sms=132, ghz=1.98, fp32=128, fp64=64, sfu=16, sched=4, regs=65536,
+                     threads=2048, l1_kb=256, l2_mb=50, hbm_tbs=3.35),
+    "H200 SXM": dict(sms=132, ghz=1.98, fp32=128, fp64=64, sfu=16, sched=4, regs=65536,
+                     threads=2048, l1_kb=256, l2_mb=50, hbm_tbs=4.8),
+}
+
+# the cases of bench/gpu_counts.sh: what one "problem" is, and its working set in bytes
+# (the data a thread reads and its workspace, from solvers/qp_admm.h's qp_work_size and
+# the batch layouts)
+def qp_bytes(n, m, t):
+    r = lambda k: (k + 15) // 16 * 16
+    work = 2 * r(n * n) + 5 * r(n) + 7 * r(m) + 16
+    data = n * n + n + m * n + m  # P, q, A (dense bound), b
+    return (work + data + n + m) * t  # + x, y
+
+
+def kernel_short(mangled):
+    for key in ("qp_admm_kernel", "lcp_pgs_kernel", "loss_kernel", "sum_kernel"):
+        i = mangled.find(key)
+        if i >= 0:
+            t = mangled[i + len(key) + 1:i + len(key) + 2]
+            return key + {"f": "<float>", "d": "<double>"}.get(t, "")
+    return mangled[:40]
+
+
+def opcode_names():
+    paths = glob.glob(os.path.join(os.environ.get("IMPULSE_GPGPUSIM", "/opt/gpgpu-sim"),
+                                   "gpgpu-sim", "src", "cuda-sim", "opcodes.def"))
+    if not paths:
+        sys.exit("gpu_model: the simulator's opcodes.def was not found (run bench/gpu_counts.sh)")
+    names = []
+    for line in open(paths[0]):
+        m = re.match(r"\s*OP_(?:W_)?DEF\(\s*\w+\s*,\s*\w+\s*,\s*\"([^\"]+)\"", line)
+        if m:
+            names.append(m.group(1))
+    return names
+
+
+def parse_sim(path):
+    """[(kernel, threads, op histogram, class histogram)] in launch order."""
+    text = open(path, encoding="latin1").read()
+    out = []
+    pushes = list(re.finditer(r"pushing kernel '([^']+)' to stream \d+, gridDim= \((\d+),(\d+),(\d+)\) "
+                              r"blockDim = \((\d+),(\d+),(\d+)\)", text))
+    stats = list(re.finditer(r"Stats for Kernel (\d+) Classification.*?\[([^\]]*)\].*?"
+                             r"Stats for Kernel \d+ OP Classification.*?\[([^\]]*)\]", text, re.S))
+    if len(pushes) != len(stats):
+        sys.exit(f"gpu_model: {path}: {len(pushes)} launches but {len(stats)} statistics blocks")
+    for p, s in zip(pushes, stats):
+        g = [int(v) for v in p.groups()[1:]]
+        threads = g[0] * g[1] * g[2] * g[3] * g[4] * g[5]
+        cls = [int(v) for v in s.group(2).split()]
+        ops = [int(v) for v in s.group(3).split()]
+        out.append((kernel_short(p.group(1)), threads, ops, cls))
+    return out
+
+
+def ptx_sections(path):
+    """kernel short name -> its PTX text (entry functions only)."""
+    if not os.path.exists(path):
+        return {}
+    text = open(path, encoding="latin1").read()
+    parts = re.split(r"(?=\.visible \.entry |\.entry )", text)
+    out = {}
+    for part in parts[1:]:
+        m = re.match(r"(?:\.visible )?\.entry (\S+?)\(", part)
+        if m:
+            out[kernel_short(m.group(1))] = part
+    return out
+
+
+def static_mix(ptx):
+    """per opcode: fraction of its static occurrences typed f32 / f64; per space: mean width"""
+    fp = collections.defaultdict(lambda: [0, 0, 0])  # f32, f64, total
+    width = collections.defaultdict(lambda: [0, 0])  # bytes, count
+    size = {"8": 1, "16": 2, "32": 4, "64": 8}
+    for line in ptx.splitlines():
+        m = re.match(r"\s*(?:@!?%p\d+\s+)?([a-z]+)((?:\.[a-z0-9]+)*)\s", line)
+        if not m:
+            continue
+        op, mods = m.group(1), m.group(2).split(".")[1:]
+        e = fp[op]
+        e[2] += 1
+        if "f32" in mods:
+            e[0] += 1
+        elif "f64" in mods:
+            e[1] += 1
+        if op in ("ld", "st") and mods:
+            space = mods[0] if mods[0] in ("global", "local", "param", "shared", "const") else "generic"
+            vec = 4 if "v4" in mods else 2 if "v2" in mods else 1
+            bits = [size[x[1:]] for x in mods if re.fullmatch(r"[fbsu](8|16|32|64)", x)]
+            if bits:
+                width[(op, space)][0] += vec * bits[-1]
+                width[(op, space)][1] += 1
+    return fp, width
+
+
+def ptxas_report(paths):
+    """kernel short name -> (registers, spill stores, spill loads, stack) for sm_90"""
+    out = {}
+    for path in paths:
+        name = None
+        for line in open(path, encoding="latin1"):
+            m = re.search(r"Compiling entry function '([^']+)' for 'sm_90'", line)
+            if m:
+                name = kernel_short(m.group(1))
+            m = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", line)
+            if m and name and name not in out:
+                out[name] = [0, int(m.group(2)), int(m.group(3)), int(m.group(1))]
+            m = re.search(r"Used (\d+) registers", line)
+            if m and name and name in out and out[name][0] == 0:
+                out[name][0] = int(m.group(1))
+    return out
+
+
+FP_OPS = ("add", "sub", "mul", "fma", "mad", "div", "min", "max", "abs", "neg", "setp", "selp",
+          "sqrt", "rcp", "rsqrt", "ex2", "lg2", "sin", "cos", "cvt", "mov", "testp", "copysign")
+SFU_OPS = ("sqrt", "rcp", "rsqrt", "ex2", "lg2", "sin", "cos")
+CONTROL = ("bra", "call", "ret", "exit", "bar", "membar", "vote", "brx")
+
+
+def classify(ops, cls, names, mix):
+    fp, width = mix
+    c = collections.Counter()
+    for i, n in enumerate(ops):
+        if not n:
+            continue
+        op = names[i] if i < len(names) else f"op{i}"
+        c["total"] += n
+        if op in CONTROL:
+            c["control"] += n
+        elif op in ("ld", "ldu", "st", "atom", "red"):
+            c["load" if op in ("ld", "ldu") else "store" if op == "st" else "atomic"] += n
+        elif op in FP_OPS and fp[op][2]:
+            f32, f64, tot = fp[op]
+            kind = "sfu" if op in SFU_OPS else "fp"
+            c[kind + "32"] += n * f32 / tot
+            c[kind + "64"] += n * f64 / tot
+            c["int"] += n * (tot - f32 - f64) / tot
+        else:
+            c["int"] += n
+    # memory spaces from the class histogram: 10 global, 11 local, 14 param, 15 shared, 16 const
+    get = lambda k: cls[k] if k < len(cls) else 0
+    c["global"], c["local"], c["param"], c["shared"] = get(10), get(11), get(14), get(15)
+    # bytes: the accesses of a space times the static mean width of its ld/st
+    def mean(space):
+        b = sum(width[(o, space)][0] for o in ("ld", "st"))
+        k = sum(width[(o, space)][1] for o in ("ld", "st"))
+        return b / k if k else 0.0
+    c["global_bytes"] = c["global"] * mean("global")
+    c["local_bytes"] = c["local"] * mean("local")
+    return c
+
+
+def occupancy(regs, spec):
+    if not regs:
+        return 0
+    per_warp = math.ceil(regs * 32 / 256) * 256
+    warps = min(spec["threads"] // 32, spec["regs"] // per_warp)
+    return warps - warps % 4  # blocks of 128 threads
+
+
+def bounds(c, problems, spec):
+    f = spec["ghz"] * 1e9
+    per = {k: v / problems for k, v in c.items()}
+    b = {}
+    b["issue"] = spec["sms"] * spec["sched"] * f * 32 / per["total"]
+    if per.get("fp32"):
+        b["FP32"] = spec["sms"] * spec["fp32"] * f / per["fp32"]
+    if per.get("fp64"):
+        b["FP64"] = spec["sms"] * spec["fp64"] * f / per["fp64"]
+    sfu = per.get("sfu32", 0) + 2 * per.get("sfu64", 0)
+    if sfu:
+        b["SFU"] = spec["sms"] * spec["sfu"] * f / sfu
+    mem = per["global_bytes"] + per["local_bytes"]
+    if mem:
+        b["DRAM"] = spec["hbm_tbs"] * 1e12 / mem
+    return per, b
+
+
+CASES = [  # case, what it is, T bytes, kernel, working set per problem (bytes)
+    ("qp_cube_float_cold", "cube loss QP, float32, eps 1e-5, cold", 4, "qp_admm_kernel<float>", qp_bytes(32, 48, 4)),
+    ("qp_cube_float_warm", "cube loss QP, float32, eps 1e-5, warm (q 0.1% off)", 4, "qp_admm_kernel<float>", qp_bytes(32, 48, 4)),
+    ("qp_anitescu_float_cold", "Anitescu step QP, float32, eps 1e-5, cold", 4, "qp_admm_kernel<float>", qp_bytes(24, 24, 4)),
+    ("lcp_pgs_cone_double", "PGS LCP, friction-cone block, n = 12, double", 8, "lcp_pgs_kernel<double>", (12 * 12 + 4 * 12 + 4) * 8),
+    ("contactnets_loss_double", "ContactNets loss (assembly, QP, gradient), double", 8, "loss_kernel<double>", qp_bytes(32, 48, 8) + 6472),
+]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--counts", default=COUNTS)
+    ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results",
+                                                  f"gpu_model_{datetime.date.today().isoformat()}.md"))
+    a = ap.parse_args()
+    names = opcode_names()
+    ptx = {}
+    for p in glob.glob(os.path.join(a.counts, "*", "*.sm_80.ptx")):
+        ptx.update(ptx_sections(p))
+    regs = ptxas_report(glob.glob(os.path.join(a.counts, "*.ptxas_sm_90.txt")))
+    lines = [f"# GPU throughput, predicted (not measured) from simulator counts\n",
+             f"Made by `python3 bench/gpu_model.py` from `bench/gpu_counts.sh`'s runs (GPGPU-Sim "
+             f"functional simulation of batches of 48-64 problems, PTX for sm_80; ptxas for sm_90). "
+             f"Every figure below is a prediction; no GPU ran any of it.\n"]
+    lines.append("## Measured inputs, per problem\n")
+    lines.append("| case | kernel | iterations | instr. | FP32 | FP64 | SFU | int | control | "
+                 "loads | stores | global B | local B | regs | spill st/ld B | stack B |")
+    lines.append("|" + "---|" * 16)
+    results = []
+    for case, what, tb, kernel, ws in CASES:
+        log = os.path.join(a.counts, case, "sim.log")
+        if not os.path.exists(log):
+            print(f"gpu_model: {case}: no {log} (run bench/gpu_counts.sh)", file=sys.stderr)
+            continue
+        problems = int(open(os.path.join(a.counts, case, "problems")).read())
+        launches = [k for k in parse_sim(log) if k[0] == kernel]
+        if not launches:
+            sys.exit(f"gpu_model: {case}: no launch of {kernel} in {log}")
+        mix = static_mix(ptx.get(kernel, ""))
+        c = collections.Counter()
+        for _, _, ops, cls in launches:
+            c.update(classify(ops, cls, names, mix))
+        text = open(log, encoding="latin1").read()
+        it = re.search(r"mean ([0-9.]+) iterations", text)
+        r = regs.get(kernel, [0, 0, 0, 0])
+        per = {k: v / problems for k, v in c.items()}
+        lines.append(f"| {what} | `{kernel}` | {it.group(1) if it else '—'} | {per['total']:,.0f} | "
+                     f"{per.get('fp32', 0):,.0f} | {per.get('fp64', 0):,.0f} | "
+                     f"{per.get('sfu32', 0) + per.get('sfu64', 0):,.0f} | {per.get('int', 0):,.0f} | "
+                     f"{per.get('control', 0):,.0f} | {per.get('load', 0):,.0f} | {per.get('store', 0):,.0f} | "
+                     f"{per['global_bytes']:,.0f} | {per['local_bytes']:,.0f} | {r[0]} | {r[1]}/{r[2]} | {r[3]} |")
+        results.append((case, what, kernel, c, problems, r, ws))
+    for gpu, spec in SPECS.items():
+        lines.append(f"\n## {gpu}: problems per second, by bound\n")
+        lines.append("| case | occupancy (warps/SM) | resident working set | issue | FP32 | FP64 | SFU | "
+                     "DRAM (no reuse) | **predicted** | limited by | one problem alone |")
+        lines.append("|" + "---|" * 11)
+        for case, what, kernel, c, problems, r, ws in results:
+            per, b = bounds(c, problems, spec)
+            warps = occupancy(r[0], spec)
+            resident = warps * 32 * spec["sms"] * ws
+            fits = resident <= spec["l2_mb"] * 1e6
+            usable = {k: v for k, v in b.items() if k != "DRAM" or not fits}
+            lim = min(usable, key=usable.get)
+            alone_us = per["total"] / (spec["ghz"] * 1e3)  # ≥ 1 cycle per instruction
+            fmt = lambda k: f"{b[k]:.3g}" if k in b else "—"
+            lines.append(f"| {what} | {warps} | {resident / 1e6:,.0f} MB ({'fits' if fits else 'exceeds'} "
+                         f"L2) | {fmt('issue')} | {fmt('FP32')} | {fmt('FP64')} | {fmt('SFU')} | "
+                         f"{fmt('DRAM')} | **{usable[lim]:.3g}** | {lim} | ≥ {alone_us:,.0f} µs |")
+    # a ContactNets epoch on 256 real tosses (bench/results/contactnets_2026-11-21.md):
+    # 26,766 training transitions in mini-batches of 64, one launch each (the Adam step
+    # needs the gradient before the next), and 17,969 validation transitions in one launch
+    cn = [x for x in results if x[0] == "contactnets_loss_double"]
+    if cn:
+        _, _, kernel, c, problems, r, ws = cn[0]
+        train, valid, batch = 26766, 17969, 64
+        lines.append("\n## A ContactNets epoch on 256 tosses, predicted\n")
+        lines.append(f"{train:,} training transitions in mini-batches of {batch} (one launch per Adam "
+                     f"step: {math.ceil(train / batch)} launches), {valid:,} validation transitions in one "
+                     "launch. A launch takes at least the longer of one transition's solve alone "
+                     "(its instructions at one per cycle: latency) and its batch at the predicted "
+                     "throughput. Launch overheads are not counted.\n")
+        lines.append("| GPU | one transition alone | throughput (transitions/s) | epoch ≥ |")
+        lines.append("|---|---|---|---|")
+        for gpu, spec in SPECS.items():
+            per, b = bounds(c, problems, spec)
+            warps = occupancy(r[0], spec)
+            fits = warps * 32 * spec["sms"] * ws <= spec["l2_mb"] * 1e6
+            rate = min(v for k, v in b.items() if k != "DRAM" or not fits)
+            alone = per["total"] / (spec["ghz"] * 1e9)
+            epoch = math.ceil(train / batch) * max(alone, batch / rate) + max(alone, valid / rate)
+            lines.append(f"| {gpu} | {alone * 1e6:,.0f} µs | {rate:.3g} | {epoch * 1e3:,.0f} ms |")
+    open(a.out, "w").write("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    print(f"\ngpu_model: wrote {os.path.relpath(a.out, ROOT)}")
+
+
+if __name__ == "__main__":
+    main()
