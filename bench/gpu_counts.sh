@@ -18,6 +18,7 @@ prefix="${IMPULSE_GPGPUSIM:-/opt/gpgpu-sim}"
 bash ../shared/tools/gpgpu-sim/install.sh "$prefix" | tail -n 1
 bash .ci/build.sh build-sim -DIMPULSE_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=80 -DIMPULSE_BUILD_BENCH=OFF > /dev/null
 set +eu
+set --  # its setup script reads the positional parameters (one = a build name)
 # shellcheck disable=SC1091
 source "$prefix/env.sh"
 set -eu

@@ -19,6 +19,7 @@
 #include "io/npy.h"
 #include "io/npz.h"
 #include "io/zip.h"
+#include "tests/test_util.h"
 
 namespace impulse {
 namespace {
@@ -549,7 +550,7 @@ TEST(IoNpy, ReadsContactNetsData) {
 #ifdef IMPULSE_SHARED_DATA_DIR
   const std::string dir = std::string(IMPULSE_SHARED_DATA_DIR) + "/contactnets_qps";
   struct stat st;
-  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) GTEST_SKIP() << "no shared data at " << dir;
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) IMPULSE_SKIP_WITHOUT_DATA("no shared data at " << dir);
   const NpyArray p = read_npy(dir + "/train_P.npy");
   EXPECT_EQ(p.dtype, DType::kFloat64);
   ASSERT_EQ(p.shape, (std::vector<int64_t>{500, 32, 32}));
@@ -558,7 +559,7 @@ TEST(IoNpy, ReadsContactNetsData) {
     for (int j = 0; j < i; ++j) EXPECT_EQ(v[i * 32 + j], v[j * 32 + i]) << "P[0] at " << i << "," << j;
   }
 #else
-  GTEST_SKIP() << "IMPULSE_SHARED_DATA_DIR is not defined";
+  IMPULSE_SKIP_WITHOUT_DATA("IMPULSE_SHARED_DATA_DIR is not defined");
 #endif
 }
 

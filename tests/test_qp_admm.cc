@@ -81,6 +81,7 @@ INSTANTIATE_TEST_SUITE_P(Sizes, RandomQp,
 TEST(QpAdmm, MatchesActiveSetEnumeration) {
   std::mt19937_64 rng(7);
   std::normal_distribution<double> nd;
+  int compared = 0;
   for (int trial = 0; trial < 40; ++trial) {
     const int n = 1 + trial % 4, m = 1 + trial % 5;
     Eigen::MatrixXd G(n, n), A(m, n);
@@ -118,6 +119,7 @@ TEST(QpAdmm, MatchesActiveSetEnumeration) {
       if (ok) found = true, x_ref = x;
     }
     if (!found) continue;  // infeasible draw
+    ++compared;
     // a full lane group of copies (a batch of one is solved one at a time)
     const int copies = Lanes<double>::W;
     QpBatch<double> bt = QpBatch<double>::dense(copies, n, cones(0, m, 0));
@@ -138,6 +140,9 @@ TEST(QpAdmm, MatchesActiveSetEnumeration) {
       }
     }
   }
+  // the draws are seeded: this many have an optimum to compare with (a change that
+  // made the enumeration find none would otherwise pass by comparing nothing)
+  EXPECT_GE(compared, 30) << "problems compared with the enumeration (37 of the 40 seeded draws)";
 }
 
 // one-variable helpers for infeasible / unbounded problems: a full lane
@@ -323,9 +328,20 @@ TEST(QpAdmm, CubeShapesSolveWithSmallKkt) {
     }
   }
   const GeneratedQps a = anitescu_step_batch(32, 9);
-  QpSolutions<double> sol;
-  solve_batch(a.batch, tight(), BatchOptions{}, sol);
-  for (int k = 0; k < a.batch.size; ++k) EXPECT_EQ(sol.status[k], SolveStatus::kSolved);
+  for (const BatchOptions& opt : testing::both_cpu_paths()) {
+    SCOPED_TRACE(std::string("anitescu, ") + testing::path_name(opt));
+    QpSolutions<double> sol;
+    solve_batch(a.batch, tight(), opt, sol);
+    for (int k = 0; k < a.batch.size; ++k) {
+      ASSERT_EQ(sol.status[k], SolveStatus::kSolved) << "problem " << k;
+      const auto r = testing::kkt_residuals(a.batch, k, &sol.x[size_t(k) * a.batch.n],
+                                            &sol.y[size_t(k) * a.batch.m()]);
+      EXPECT_LT(r.stationarity, 1e-6) << "problem " << k;
+      EXPECT_LT(r.primal, 1e-6) << "problem " << k;
+      EXPECT_LT(r.dual, 1e-6) << "problem " << k;
+      EXPECT_LT(r.complementarity, 1e-6 * (1 + std::abs(r.objective))) << "problem " << k;
+    }
+  }
 }
 
 // QpInfo::value is the Lagrangian objective + yᵀ(Ax − b) (recomputed from the

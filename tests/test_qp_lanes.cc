@@ -55,6 +55,14 @@ TYPED_TEST(LanePrimitives, SocProjectionIsTheScalarOnePerLane) {
       EXPECT_NEAR(s1, p1[l], ulp);
       EXPECT_NEAR(s2, p2[l], ulp);
       EXPECT_EQ(st == T(0), pt[l] == T(0));  // the polar case is exactly zero in both
+      // independently of the formula: the Moreau decomposition v = p + d with p in
+      // the cone K, d in the polar cone −K (K is self-dual) and p ⟂ d
+      const T vt = t[l], v1 = u1[l], v2 = u2[l];
+      const T dt = vt - pt[l], d1 = v1 - p1[l], d2 = v2 - p2[l];
+      const T tol = std::numeric_limits<T>::epsilon() * T(16) * (T(1) + size);
+      EXPECT_LE(std::hypot(p1[l], p2[l]), pt[l] + tol) << "trial " << trial << " lane " << l;
+      EXPECT_LE(std::hypot(d1, d2), -dt + tol) << "trial " << trial << " lane " << l;
+      EXPECT_NEAR(pt[l] * dt + p1[l] * d1 + p2[l] * d2, T(0), tol * size) << "trial " << trial << " lane " << l;
     }
   }
   for (int c : cases) EXPECT_GT(c, 50);  // all three cases were exercised

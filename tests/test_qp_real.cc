@@ -48,7 +48,7 @@ class RealQps : public ::testing::TestWithParam<std::tuple<const char*, bool>> {
   bool lanes() const { return std::get<1>(GetParam()); }
   void SetUp() override {
     if (!std::filesystem::exists(golden_dir() + "/train_P.npy"))
-      GTEST_SKIP() << "real ContactNets QPs not found at " << golden_dir() << " (shared data absent)";
+      IMPULSE_SKIP_WITHOUT_DATA("real ContactNets QPs not found at " << golden_dir() << " (shared data absent)");
   }
 };
 

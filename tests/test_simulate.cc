@@ -538,7 +538,11 @@ TEST(SyntheticTest, PositionNoiseTouchesOnlyPositions) {
   EXPECT_THROW(generate_synthetic_tosses(cfg), Error) << "max_states < min_states";
 }
 
-TEST(RolloutTest, TrueModelReproducesASyntheticTossExactly) {
+// The rollout path (evaluate_rollouts with the true model) replays the synthetic
+// generator's tosses bit for bit: both run the same simulator, so this checks the
+// plumbing and determinism of rollouts and metrics (zero error for a perfect model),
+// not physics; the simulator's physics is checked against analytic motion above.
+TEST(RolloutTest, TrueModelReplaysTheGeneratorsTossesBitForBit) {
   const SyntheticConfig cfg = small_config(4, 17, 2);
   const TossSet set = generate_synthetic_tosses(cfg);
   const PolytopeModel cube = true_cube();

@@ -20,6 +20,7 @@
 #include "solvers/error.h"
 #include "io/toss_data.h"
 #include "io/zip.h"
+#include "tests/test_util.h"
 
 namespace {
 
@@ -744,8 +745,8 @@ class RealTosses : public ::testing::Test {
  protected:
   void SetUp() override {
     if (!fs::exists(real_dir() + "/0.pt")) {
-      GTEST_SKIP() << "real ContactNets tosses not found at " << real_dir()
-                   << " (shared data absent)";
+      IMPULSE_SKIP_WITHOUT_DATA("real ContactNets tosses not found at " << real_dir()
+                                << " (shared data absent)");
     }
   }
 };

@@ -14,6 +14,7 @@
 #include "host/learning/evaluate.h"
 #include "host/dynamics/synthetic.h"
 #include "host/learning/trainer.h"
+#include "tests/test_util.h"
 #include "solvers/error.h"
 
 namespace impulse {
@@ -204,7 +205,7 @@ TEST(Trainer, BadInputIsRejectedWithAMessage) {
 // model's rollouts penetrate the table less than the initial guess's.
 TEST(TrainerRealData, ShortRunLowersLossAndPenetration) {
   const std::string data = std::string(IMPULSE_SHARED_DATA_DIR) + "/cube_toss/contact-nets/data/tosses_processed";
-  if (!fs::exists(data)) GTEST_SKIP() << "real cube tosses not found at " << data;
+  if (!fs::exists(data)) IMPULSE_SKIP_WITHOUT_DATA("real cube tosses not found at " << data);
   TrainConfig c;
   c.data = data;
   c.seed = 0;
