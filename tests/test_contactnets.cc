@@ -114,20 +114,50 @@ TEST(ContactNetsLoss, QpValueEqualsTermsWrittenOut) {
     Fs.tail<3>() /= L * L;
     const Mat6 M = body.mass_matrix(), Mi = body.mass_matrix_inverse();
     const Vec6 Fdata = M * (nun - nu) - Fs;
-    const Vec6 Jl = Jn.transpose() * ln + Jt.transpose() * lt;
-    double val = w.match * (Mi * (Jl - Fdata)).squaredNorm();
+    // the loss written out at impulses (ln, lt), the penetration slack at its best
+    // (l_3 = min(0, φ̃)²); fills the slacks it implies
+    auto written_out = [&](const Eigen::VectorXd& lnv, const Eigen::VectorXd& ltv, Eigen::VectorXd* slack) {
+      const Vec6 Jl = Jn.transpose() * lnv + Jt.transpose() * ltv;
+      double v = w.match * (Mi * (Jl - Fdata)).squaredNorm();
+      for (int i = 0; i < k; ++i) {
+        const double pn = f.phi_next(i) / L;
+        v += pn * pn * (w.comp_n * lnv(i) * lnv(i) + w.comp_t * ltv.segment<2>(2 * i).squaredNorm());
+        const Eigen::Vector2d c = Jt.middleRows(2 * i, 2) * nun;
+        v += w.cone * (c.norm() * ltv.segment<2>(2 * i) + lnv(i) * c).squaredNorm();
+        const double phit = f.frame.phi(i) / L + cfg.dt * Jn.row(i).dot(nu + Mi * (Fs + Jl));
+        if (slack) (*slack)(i) = std::max(0.0, -phit);
+        v += w.slack * std::min(0.0, phit) * std::min(0.0, phit);
+      }
+      return v;
+    };
+    Eigen::VectorXd best_slack(k);
+    const double val = written_out(ln, lt, &best_slack);
     for (int i = 0; i < k; ++i) {
-      const double pn = f.phi_next(i) / L;
-      val += pn * pn * (w.comp_n * ln(i) * ln(i) + w.comp_t * lt.segment<2>(2 * i).squaredNorm());
-      const Eigen::Vector2d c = Jt.middleRows(2 * i, 2) * nun;
-      val += w.cone * (c.norm() * lt.segment<2>(2 * i) + ln(i) * c).squaredNorm();
-      // the slack equals the predicted penetration (l_3 = min(0, φ̃)²)
-      const double phit = f.frame.phi(i) / L + cfg.dt * Jn.row(i).dot(nu + Mi * (Fs + Jl));
-      EXPECT_NEAR(sl(i), std::max(0.0, -phit), 1e-6) << "transition " << t << " contact " << i;
-      val += w.slack * std::min(0.0, phit) * std::min(0.0, phit);
+      EXPECT_NEAR(sl(i), best_slack(i), 1e-6) << "transition " << t << " contact " << i;
       EXPECT_LE(lt.segment<2>(2 * i).norm(), ln(i) + 1e-8);
     }
     EXPECT_NEAR(r.qp_loss[t], val, 1e-7 * std::max(1.0, val)) << "transition " << t;
+    // no other feasible λ does better: random perturbations of every size, projected
+    // onto λ_n ≥ 0 and the friction cones ‖λ_t,i‖ ≤ λ_n,i
+    std::mt19937_64 rng(100 + t);
+    std::normal_distribution<double> nd;
+    const double size = 1e-3 + ln.cwiseAbs().maxCoeff() + lt.cwiseAbs().maxCoeff();
+    int tried = 0;
+    for (double step : {1e-4, 1e-2, 1.0}) {
+      for (int trial = 0; trial < 30; ++trial) {
+        Eigen::VectorXd ln2 = ln, lt2 = lt;
+        for (int i = 0; i < k; ++i) {
+          double tn = ln(i) + step * size * nd(rng);
+          double t1 = lt(2 * i) + step * size * nd(rng), t2 = lt(2 * i + 1) + step * size * nd(rng);
+          project_soc3(tn, t1, t2);
+          ln2(i) = tn, lt2(2 * i) = t1, lt2(2 * i + 1) = t2;
+        }
+        const double v2 = written_out(ln2, lt2, nullptr);
+        EXPECT_GE(v2, val - 1e-9 * std::max(1.0, val)) << "transition " << t << ", step " << step;
+        ++tried;
+      }
+    }
+    EXPECT_EQ(tried, 90);
   }
 }
 
