@@ -310,6 +310,19 @@ void expect_lcp_device_matches_cpu(const LcpBatch<double>& bt) {
       EXPECT_NEAR(cpu.z[size_t(k) * bt.n + i], gpu.z[size_t(k) * bt.n + i], 1e-7);
       EXPECT_NEAR(cpu.w[size_t(k) * bt.n + i], gpu.w[size_t(k) * bt.n + i], 1e-7);
     }
+    if (!bt.contact()) {
+      // independently of the solver code: z >= 0, w = Mz + q >= 0 and z ⟂ w, from the data
+      for (int i = 0; i < bt.n; ++i) {
+        double wi = bt.q[size_t(k) * bt.n + i];
+        for (int j = 0; j < bt.n; ++j)
+          wi += bt.M[size_t(k) * bt.n * bt.n + i * bt.n + j] * gpu.z[size_t(k) * bt.n + j];
+        const double zi = gpu.z[size_t(k) * bt.n + i];
+        EXPECT_GE(zi, -1e-12) << "z[" << i << "]";
+        EXPECT_GE(wi, -1e-8) << "w[" << i << "]";
+        EXPECT_LE(std::min(zi, std::abs(wi)), 1e-8) << "z[" << i << "] w[" << i << "]";
+        EXPECT_NEAR(wi, gpu.w[size_t(k) * bt.n + i], 1e-9 * (1 + std::abs(wi))) << "w[" << i << "] as reported";
+      }
+    }
   }
 }
 
