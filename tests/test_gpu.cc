@@ -30,6 +30,7 @@
 namespace impulse {
 namespace {
 
+using testing::mixed;
 using testing::random_spd_batch;
 using testing::random_transitions;
 using testing::tight;
@@ -51,13 +52,6 @@ class GpuQp : public ::testing::Test {
 class GpuLcp : public GpuQp {};
 class GpuContactNets : public GpuQp {};
 
-ConeSpec mixed() {
-  ConeSpec c;
-  c.n_zero = 1;
-  c.n_nonneg = 6;
-  c.n_soc = 2;
-  return c;
-}
 
 // the device's algorithm on the CPU: one problem at a time, the sparse x-step
 // (the device's batch-strided storage has no dense one) and checks every

@@ -15,13 +15,7 @@
 namespace impulse {
 namespace {
 
-ConeSpec mixed() {
-  ConeSpec c;
-  c.n_zero = 1;
-  c.n_nonneg = 6;
-  c.n_soc = 2;
-  return c;
-}
+using testing::mixed;
 
 template <class F>
 std::string error_of(F&& f) {

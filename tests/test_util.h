@@ -108,5 +108,14 @@ inline LcpBatch<double> random_spd_batch(int B, int n, uint64_t seed) {
   return bt;
 }
 
+// one equality, six inequalities and two second-order cones
+inline ConeSpec mixed() {
+  ConeSpec c;
+  c.n_zero = 1;
+  c.n_nonneg = 6;
+  c.n_soc = 2;
+  return c;
+}
+
 }  // namespace testing
 }  // namespace impulse
