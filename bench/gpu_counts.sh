@@ -62,10 +62,12 @@ run lcp_pgs_cone_double 64 "$bin/impulse_tests" --gtest_filter=GpuLcp.FrictionCo
 run contactnets_loss_double 48 "$bin/impulse_tests" --gtest_filter=GpuContactNets.DeviceLossAndGradientMatchCpu
 
 # registers, spills and stack per kernel for sm_90 (the release architecture)
+nvcc="${CUDA_HOME:-/usr/local/cuda}/bin/nvcc"
+[ -x "$nvcc" ] || nvcc=nvcc
 for f in qp_kernels lcp_kernels contactnets_kernels; do
-  nvcc -std=c++17 -O3 -arch=sm_90 --expt-relaxed-constexpr -Xptxas -v -I. -DIMPULSE_WITH_CUDA=1 \
+  "$nvcc" -std=c++17 -O3 -arch=sm_90 --expt-relaxed-constexpr -Xptxas -v -I. -DIMPULSE_WITH_CUDA=1 \
     -c "kernels/$f.cu" -o "$out/$f.sm_90.o" > "$out/$f.ptxas_sm_90.txt" 2>&1
 done
 # the PTX the simulator ran (sm_80), for the kernels' static instruction mix
-cp "$out"/qp_cube_float_cold/*.sm_80.ptx "$out/" 2>/dev/null || true
+ls "$out"/qp_cube_float_cold/*.sm_80.ptx > /dev/null || { echo "gpu_counts: the simulator left no PTX" >&2; exit 1; }
 echo "gpu_counts: done; now: python3 bench/gpu_model.py"
