@@ -11,19 +11,32 @@
 # Adam steps change it little); the Anitescu step QP in float32 at eps 1e-5; the PGS
 # LCP with the friction-cone block (double; 4 contacts); the ContactNets loss kernel
 # (double: what the device trainer runs). Logs go to build-sim/counts/<case>/sim.log.
+# The warp-per-problem variant of the QP kernel (bench/gpu_warp_variant.cu, issue 14) runs
+# on the same cube batches (cases *_warp; its driver checks every answer against the CPU
+# and fails the run on a disagreement).
+#
+#   GPU_COUNTS_CASES="qp_cube_float_cold qp_cube_float_cold_warp" bash bench/gpu_counts.sh
+# runs only the named cases (the others' results are kept); GPU_COUNTS_NO_BUILD=1 skips
+# the build (.ci/build.sh builds every target, the tests included, on all cores).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 prefix="${IMPULSE_GPGPUSIM:-/opt/gpgpu-sim}"
 [ -f ../shared/tools/gpgpu-sim/install.sh ] || { echo "gpu_counts: the GPU simulator's sources are absent" >&2; exit 1; }
 bash ../shared/tools/gpgpu-sim/install.sh "$prefix" | tail -n 1
-bash .ci/build.sh build-sim -DIMPULSE_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=80 -DIMPULSE_BUILD_BENCH=OFF > /dev/null
+# GPU_COUNTS_NO_BUILD=1: use build-sim/ as it is (impulse and impulse_gpu_warp_variant built)
+if [ -z "${GPU_COUNTS_NO_BUILD:-}" ]; then
+  bash .ci/build.sh build-sim -DIMPULSE_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=80 -DIMPULSE_BUILD_BENCH=OFF \
+    -DIMPULSE_GPU_WARP_VARIANT=ON > /dev/null
+fi
 set +eu
 set --  # its setup script reads the positional parameters (one = a build name)
 # shellcheck disable=SC1091
 source "$prefix/env.sh"
 set -eu
 out=build-sim/counts
-rm -rf "$out"
+only="${GPU_COUNTS_CASES:-}"
+want() { [ -z "$only" ] || [[ " $only " == *" $1 "* ]]; }
+[ -n "$only" ] || rm -rf "$out"
 mkdir -p "$out"
 bin="$PWD/build-sim"
 B=64
@@ -37,6 +50,8 @@ workdir() {  # a directory with the simulator's configuration, classification on
 run() {  # run CASE PROBLEMS COMMAND...: COMMAND in the case's directory under the simulator
   local name=$1 problems=$2
   shift 2
+  want "$name" || return 0
+  rm -rf "${out:?}/$name"
   workdir "$name"
   echo "$problems" > "$out/$name/problems"
   echo "gpu_counts: $name ($problems problems)"
@@ -58,16 +73,19 @@ run qp_cube_float_warm $B "$bin/impulse" solve-batch --in ../cube_warm.npz --out
   --precision float --eps 1e-5
 run qp_anitescu_float_cold $B "$bin/impulse" solve-batch --in ../anitescu.npz --out sol.npz \
   --backend cuda --precision float --eps 1e-5
+run qp_cube_float_cold_warp $B "$bin/impulse_gpu_warp_variant" --in ../cube.npz --eps 1e-5
+run qp_cube_float_warm_warp $B "$bin/impulse_gpu_warp_variant" --in ../cube_warm.npz --eps 1e-5
 run lcp_pgs_cone_double 64 "$bin/impulse_tests" --gtest_filter=GpuLcp.FrictionConeBlockMatchesCpu
 run contactnets_loss_double 48 "$bin/impulse_tests" --gtest_filter=GpuContactNets.DeviceLossAndGradientMatchCpu
 
 # registers, spills and stack per kernel for sm_90 (the release architecture)
 nvcc="${CUDA_HOME:-/usr/local/cuda}/bin/nvcc"
 [ -x "$nvcc" ] || nvcc=nvcc
-for f in qp_kernels lcp_kernels contactnets_kernels; do
+for src in kernels/qp_kernels.cu kernels/lcp_kernels.cu kernels/contactnets_kernels.cu bench/gpu_warp_variant.cu; do
+  f=$(basename "$src" .cu)
   "$nvcc" -std=c++17 -O3 -arch=sm_90 --expt-relaxed-constexpr -Xptxas -v -I. -DIMPULSE_WITH_CUDA=1 \
-    -c "kernels/$f.cu" -o "$out/$f.sm_90.o" > "$out/$f.ptxas_sm_90.txt" 2>&1
+    -c "$src" -o "$out/$f.sm_90.o" > "$out/$f.ptxas_sm_90.txt" 2>&1
 done
 # the PTX the simulator ran (sm_80), for the kernels' static instruction mix
-ls "$out"/qp_cube_float_cold/*.sm_80.ptx > /dev/null || { echo "gpu_counts: the simulator left no PTX" >&2; exit 1; }
+ls "$out"/*/*.sm_80.ptx > /dev/null || { echo "gpu_counts: the simulator left no PTX" >&2; exit 1; }
 echo "gpu_counts: done; now: python3 bench/gpu_model.py"

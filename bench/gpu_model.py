@@ -22,9 +22,24 @@ For each kernel it computes problems per second:
   it ignores cache reuse, so it is a pessimistic estimate, used when the resident
   problems' working set exceeds L2 (checked below). The real figure then lies between
   it and the tightest upper limit: the report gives both ends;
+- shared memory: 32 banks x 4 B per clock per SM, every access conflict-free and
+  from a full warp (the warp-per-problem kernel's layout is conflict-free by
+  construction: odd row stride, broadcasts): an upper limit;
+- DRAM, compulsory: each problem's data read once and its answer written once at the
+  HBM bandwidth: an upper limit;
+- occupancy: from the registers per thread, the threads per SM and (warp per problem)
+  the shared memory per block (228 KB per SM, 1 KB of it reserved per block);
 - occupancy and latency: one problem's instructions issued back to back by one warp
   (≥ 1 cycle each) is the shortest time a launch can take; a training step that
   launches one mini-batch at a time cannot finish faster.
+Two kernel shapes: thread per problem (a warp runs 32 problems) and warp per problem
+(bench/gpu_warp_variant.cu: a warp runs one). The simulator counts instructions per
+thread; the issue slots a problem takes are its thread instructions / 32 for both
+shapes when warps are converged and full (the simulator's functional mode cannot count
+warp instructions, and its performance mode crashed on the warp kernel), so the issue
+bound is an upper limit for both: the thread kernel loses lanes when the problems of a
+warp stop at different iterations, the warp kernel on its 48-row loops (32 + 16 lanes)
+and the per-cone branches.
 Approximations, stated in the report: the simulator executes PTX, not SASS (SASS
 expands a few PTX instructions, e.g. div.rn.f32 and sqrt, into sequences); opcodes
 that exist for integers and floats (add, mul, min, setp, ...) are split between FP and
@@ -50,11 +65,17 @@ COUNTS = os.path.join(ROOT, "build-sim", "counts")
 # 50 MB L2; 1.98 GHz boost, which with the lane counts gives the datasheet's FP32/FP64
 # rates). H200: NVIDIA H200 Tensor Core GPU datasheet (SXM: the same GH100 compute, FP64
 # 34 TFLOPS, FP32 67 TFLOPS; HBM3e 4.8 TB/s, 141 GB).
+# Shared memory (both): up to 228 KB of the 256 KB L1 per SM, at most 227 KB per block,
+# 1 KB per block reserved by the system, at most 32 resident blocks per SM (CUDA C++
+# Programming Guide, technical specifications for compute capability 9.0, and the Hopper
+# tuning guide); 32 banks of 4 bytes, one access per bank per clock.
 SPECS = {
     "H100 SXM": dict(sms=132, ghz=1.98, fp32=128, fp64=64, sfu=16, sched=4, regs=65536,
-                     threads=2048, l1_kb=256, l2_mb=50, hbm_tbs=3.35),
+                     threads=2048, l1_kb=256, l2_mb=50, hbm_tbs=3.35,
+                     smem_kb=228, smem_reserved_kb=1, max_blocks=32, smem_bytes_clk=32 * 4),
     "H200 SXM": dict(sms=132, ghz=1.98, fp32=128, fp64=64, sfu=16, sched=4, regs=65536,
-                     threads=2048, l1_kb=256, l2_mb=50, hbm_tbs=4.8),
+                     threads=2048, l1_kb=256, l2_mb=50, hbm_tbs=4.8,
+                     smem_kb=228, smem_reserved_kb=1, max_blocks=32, smem_bytes_clk=32 * 4),
 }
 
 # the cases of bench/gpu_counts.sh: what one "problem" is, and its working set in bytes
@@ -67,8 +88,16 @@ def qp_bytes(n, m, t):
     return (work + data + n + m) * t  # + x, y
 
 
+def qp_warp_bytes(n, m, t):  # warp per problem: the data and x, y only (no global workspace)
+    return (n * n + n + m * n + m + n + m) * t
+
+
+def qp_compulsory_bytes(n, m, nnz, t):  # P, q, A's values, b in; x, y and 8 scalars out
+    return (n * n + n + nnz + m + n + m + 8) * t
+
+
 def kernel_short(mangled):
-    for key in ("qp_admm_kernel", "lcp_pgs_kernel", "loss_kernel", "sum_kernel"):
+    for key in ("qp_admm_warp_kernel", "qp_admm_kernel", "lcp_pgs_kernel", "loss_kernel", "sum_kernel"):
         i = mangled.find(key)
         if i >= 0:
             t = mangled[i + len(key) + 1:i + len(key) + 2]
@@ -202,22 +231,29 @@ def classify(ops, cls, names, mix):
         return b / k if k else 0.0
     c["global_bytes"] = c["global"] * mean("global")
     c["local_bytes"] = c["local"] * mean("local")
+    c["shared_bytes"] = c["shared"] * mean("shared")
     return c
 
 
-def occupancy(regs, spec):
+def occupancy(regs, spec, smem_block=0, warps_block=4):
+    """resident warps per SM, and what limits them (blocks of warps_block warps)"""
     if not regs:
-        return 0
+        return 0, "—"
     per_warp = math.ceil(regs * 32 / 256) * 256
-    warps = min(spec["threads"] // 32, spec["regs"] // per_warp)
-    return warps - warps % 4  # blocks of 128 threads
+    lim = {"registers": spec["regs"] // (per_warp * warps_block),
+           "threads": spec["threads"] // (32 * warps_block), "blocks": spec["max_blocks"]}
+    if smem_block:
+        lim["shared memory"] = int(spec["smem_kb"] * 1024 // (smem_block + spec["smem_reserved_kb"] * 1024))
+    by = min(lim, key=lim.get)
+    return lim[by] * warps_block, by
 
 
-def bounds(c, problems, spec):
+def bounds(c, problems, spec, lanes=32.0, compulsory=0):
+    """lanes: mean active lanes per warp instruction (32: converged, full warps)"""
     f = spec["ghz"] * 1e9
     per = {k: v / problems for k, v in c.items()}
     b = {}
-    b["issue"] = spec["sms"] * spec["sched"] * f * 32 / per["total"]
+    b["issue"] = spec["sms"] * spec["sched"] * f * lanes / per["total"]
     if per.get("fp32"):
         b["FP32"] = spec["sms"] * spec["fp32"] * f / per["fp32"]
     if per.get("fp64"):
@@ -225,15 +261,24 @@ def bounds(c, problems, spec):
     sfu = per.get("sfu32", 0) + 2 * per.get("sfu64", 0)
     if sfu:
         b["SFU"] = spec["sms"] * spec["sfu"] * f / sfu
+    if per.get("shared_bytes"):
+        b["shared"] = spec["sms"] * spec["smem_bytes_clk"] * f / per["shared_bytes"]
+    if compulsory:
+        b["DRAM once"] = spec["hbm_tbs"] * 1e12 / compulsory
     mem = per["global_bytes"] + per["local_bytes"]
     if mem:
         b["DRAM"] = spec["hbm_tbs"] * 1e12 / mem
     return per, b
 
 
+# the cube loss QP's A: 8 + 8 + 8 x 25 (penetration rows) + 24 (cone rows) nonzeros
+# (host/batch/generate.cc); the warp driver prints the batch's nnz, which replaces this
+CUBE_NNZ = 240
 CASES = [  # case, what it is, T bytes, kernel, working set per problem (bytes)
     ("qp_cube_float_cold", "cube loss QP, float32, eps 1e-5, cold", 4, "qp_admm_kernel<float>", qp_bytes(32, 48, 4)),
     ("qp_cube_float_warm", "cube loss QP, float32, eps 1e-5, warm (q 0.1% off)", 4, "qp_admm_kernel<float>", qp_bytes(32, 48, 4)),
+    ("qp_cube_float_cold_warp", "same, cold, WARP per problem", 4, "qp_admm_warp_kernel<float>", qp_warp_bytes(32, 48, 4)),
+    ("qp_cube_float_warm_warp", "same, warm, WARP per problem", 4, "qp_admm_warp_kernel<float>", qp_warp_bytes(32, 48, 4)),
     ("qp_anitescu_float_cold", "Anitescu step QP, float32, eps 1e-5, cold", 4, "qp_admm_kernel<float>", qp_bytes(24, 24, 4)),
     ("lcp_pgs_cone_double", "PGS LCP, friction-cone block, n = 12, double", 8, "lcp_pgs_kernel<double>", (12 * 12 + 4 * 12 + 4) * 8),
     ("contactnets_loss_double", "ContactNets loss (assembly, QP, gradient), double", 8, "loss_kernel<double>", qp_bytes(32, 48, 8) + 6472),
@@ -256,9 +301,14 @@ def main():
              f"functional simulation of batches of 48-64 problems, PTX for sm_80; ptxas for sm_90). "
              f"Every figure below is a prediction; no GPU ran any of it.\n"]
     lines.append("## Measured inputs, per problem\n")
+    lines.append("Instructions are PTX instructions executed per problem, summed over threads (a warp-per-problem "
+                 "kernel's lanes all count). *lanes/instr.*: active lanes per warp instruction, assumed 32 "
+                 "(converged, full warps: the simulator's functional mode counts per thread only). "
+                 "Shared B: bytes of shared-memory accesses per problem (accesses x the static mean width).\n")
     lines.append("| case | kernel | iterations | instr. | FP32 | FP64 | SFU | int | control | "
-                 "loads | stores | global B | local B | regs | spill st/ld B | stack B |")
-    lines.append("|" + "---|" * 16)
+                 "loads | stores | global B | local B | shared B | lanes/instr. | regs | spill st/ld B | stack B | "
+                 "shared/block B (warps/block) |")
+    lines.append("|" + "---|" * 19)
     results = []
     for case, what, tb, kernel, ws in CASES:
         log = os.path.join(a.counts, case, "sim.log")
@@ -277,37 +327,52 @@ def main():
         it = re.search(r"mean ([0-9.]+) iterations", text)
         r = regs.get(kernel, [0, 0, 0, 0])
         per = {k: v / problems for k, v in c.items()}
+        warp_shape = "warp" in kernel
+        sm = re.search(r"shared memory per block: (\d+) bytes", text)
+        smem_block = int(sm.group(1)) if sm else 0
+        wb = re.search(r"blocks of (\d+) warps", text)
+        warps_block = int(wb.group(1)) if wb else 4  # the thread kernel: blocks of 128 threads
+        nz = re.search(r"nnz=(\d+)", text)
+        compulsory = qp_compulsory_bytes(32, 48, int(nz.group(1)) if nz else CUBE_NNZ, tb) if "cube" in case else 0
+        lanes, lanes_src = 32.0, "32 (assumed)"
         lines.append(f"| {what} | `{kernel}` | {it.group(1) if it else '—'} | {per['total']:,.0f} | "
                      f"{per.get('fp32', 0):,.0f} | {per.get('fp64', 0):,.0f} | "
                      f"{per.get('sfu32', 0) + per.get('sfu64', 0):,.0f} | {per.get('int', 0):,.0f} | "
                      f"{per.get('control', 0):,.0f} | {per.get('load', 0):,.0f} | {per.get('store', 0):,.0f} | "
-                     f"{per['global_bytes']:,.0f} | {per['local_bytes']:,.0f} | {r[0]} | {r[1]}/{r[2]} | {r[3]} |")
-        results.append((case, what, kernel, c, problems, r, ws))
+                     f"{per['global_bytes']:,.0f} | {per['local_bytes']:,.0f} | {per.get('shared_bytes', 0):,.0f} | "
+                     f"{lanes_src} | {r[0]} | {r[1]}/{r[2]} | {r[3]} | {smem_block:,} ({warps_block}) |")
+        results.append((case, what, kernel, c, problems, r, ws, dict(warp=warp_shape, smem=smem_block,
+                                                                      lanes=lanes, compulsory=compulsory,
+                                                                      warps_block=warps_block)))
     for gpu, spec in SPECS.items():
         lines.append(f"\n## {gpu}: problems per second, by bound\n")
-        lines.append("| case | occupancy (warps/SM) | resident working set | issue | FP32 | FP64 | SFU | "
-                     "DRAM (no reuse) | **predicted range** | upper limit set by | one problem alone |")
-        lines.append("|" + "---|" * 11)
-        for case, what, kernel, c, problems, r, ws in results:
-            per, b = bounds(c, problems, spec)
-            warps = occupancy(r[0], spec)
-            resident = warps * 32 * spec["sms"] * ws
+        lines.append("| case | occupancy (warps/SM, limited by) | resident working set | issue | FP32 | FP64 | SFU | "
+                     "shared | DRAM once | DRAM (no reuse) | **predicted range** | upper limit set by | "
+                     "one problem alone |")
+        lines.append("|" + "---|" * 13)
+        for case, what, kernel, c, problems, r, ws, x in results:
+            per, b = bounds(c, problems, spec, x["lanes"], x["compulsory"])
+            warps, by = occupancy(r[0], spec, x["smem"], x["warps_block"])
+            resident = warps * (1 if x["warp"] else 32) * spec["sms"] * ws
             fits = resident <= spec["l2_mb"] * 1e6
             upper = {k: v for k, v in b.items() if k != "DRAM"}
             lim = min(upper, key=upper.get)
             low = min(b["DRAM"], upper[lim]) if ("DRAM" in b and not fits) else upper[lim]
-            alone_us = per["total"] / (spec["ghz"] * 1e3)  # ≥ 1 cycle per instruction
+            # one problem's instructions issued back to back by its warp: a thread issues its
+            # own; a warp per problem issues them `lanes` at a time
+            alone_us = per["total"] / (x["lanes"] if x["warp"] else 1) / (spec["ghz"] * 1e3)
             fmt = lambda k: f"{b[k]:.3g}" if k in b else "—"
             rng = f"{low:.3g} – {upper[lim]:.3g}" if low < upper[lim] else f"≤ {upper[lim]:.3g}"
-            lines.append(f"| {what} | {warps} | {resident / 1e6:,.0f} MB ({'fits' if fits else 'exceeds'} "
+            lines.append(f"| {what} | {warps} ({by}) | {resident / 1e6:,.0f} MB ({'fits' if fits else 'exceeds'} "
                          f"L2) | {fmt('issue')} | {fmt('FP32')} | {fmt('FP64')} | {fmt('SFU')} | "
-                         f"{fmt('DRAM')} | **{rng}** | {lim} | ≥ {alone_us:,.0f} µs |")
+                         f"{fmt('shared')} | {fmt('DRAM once')} | "
+                         f"{fmt('DRAM')} | **{rng}** | {lim} | ≥ {alone_us:,.1f} µs |")
     # a ContactNets epoch on 256 real tosses (bench/results/contactnets_2026-11-21.md):
     # 26,766 training transitions in mini-batches of 64, one launch each (the Adam step
     # needs the gradient before the next), and 17,969 validation transitions in one launch
     cn = [x for x in results if x[0] == "contactnets_loss_double"]
     if cn:
-        _, _, kernel, c, problems, r, ws = cn[0]
+        _, _, kernel, c, problems, r, ws, x = cn[0]
         train, valid, batch = 26766, 17969, 64
         lines.append("\n## A ContactNets epoch on 256 tosses, predicted\n")
         lines.append(f"{train:,} training transitions in mini-batches of {batch} (one launch per Adam "
@@ -320,7 +385,6 @@ def main():
         lines.append("|---|---|---|---|")
         for gpu, spec in SPECS.items():
             per, b = bounds(c, problems, spec)
-            warps = occupancy(r[0], spec)
             rate = min(v for k, v in b.items() if k != "DRAM")  # the upper limit
             alone = per["total"] / (spec["ghz"] * 1e9)
             epoch = math.ceil(train / batch) * max(alone, batch / rate) + max(alone, valid / rate)
