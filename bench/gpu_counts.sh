@@ -75,6 +75,11 @@ run qp_anitescu_float_cold $B "$bin/impulse" solve-batch --in ../anitescu.npz --
   --backend cuda --precision float --eps 1e-5
 run qp_cube_float_cold_warp $B "$bin/impulse_gpu_warp_variant" --in ../cube.npz --eps 1e-5
 run qp_cube_float_warm_warp $B "$bin/impulse_gpu_warp_variant" --in ../cube_warm.npz --eps 1e-5
+# the set-up's share: the same batch stopped after one iteration (set-up, one iteration,
+# one check, finish)
+run qp_cube_float_setup $B "$bin/impulse" solve-batch --in ../cube.npz --out sol.npz --backend cuda \
+  --precision float --eps 1e-5 --max-iter 1
+run qp_cube_float_setup_warp $B "$bin/impulse_gpu_warp_variant" --in ../cube.npz --eps 1e-5 --max-iter 1
 run lcp_pgs_cone_double 64 "$bin/impulse_tests" --gtest_filter=GpuLcp.FrictionConeBlockMatchesCpu
 run contactnets_loss_double 48 "$bin/impulse_tests" --gtest_filter=GpuContactNets.DeviceLossAndGradientMatchCpu
 

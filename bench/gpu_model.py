@@ -224,6 +224,11 @@ def classify(ops, cls, names, mix):
     # memory spaces from the class histogram: 10 global, 11 local, 14 param, 15 shared, 16 const
     get = lambda k: cls[k] if k < len(cls) else 0
     c["global"], c["local"], c["param"], c["shared"] = get(10), get(11), get(14), get(15)
+    # the simulator counts every shfl in the global class (a kernel of 1,000 shuffles
+    # on one warp and no loads: 32,064 "global" = 32,000 shuffles + 32 stores + 32 cvta,
+    # bench/results/gpu_warp_vs_thread_2026-11-24.md): a shuffle moves no memory
+    shfl = sum(n for i, n in enumerate(ops) if i < len(names) and names[i] == "shfl")
+    c["global"] -= shfl
     # bytes: the accesses of a space times the static mean width of its ld/st
     def mean(space):
         b = sum(width[(o, space)][0] for o in ("ld", "st"))
@@ -279,6 +284,8 @@ CASES = [  # case, what it is, T bytes, kernel, working set per problem (bytes)
     ("qp_cube_float_warm", "cube loss QP, float32, eps 1e-5, warm (q 0.1% off)", 4, "qp_admm_kernel<float>", qp_bytes(32, 48, 4)),
     ("qp_cube_float_cold_warp", "same, cold, WARP per problem", 4, "qp_admm_warp_kernel<float>", qp_warp_bytes(32, 48, 4)),
     ("qp_cube_float_warm_warp", "same, warm, WARP per problem", 4, "qp_admm_warp_kernel<float>", qp_warp_bytes(32, 48, 4)),
+    ("qp_cube_float_setup", "same, cold, stopped after 1 iteration (set-up)", 4, "qp_admm_kernel<float>", qp_bytes(32, 48, 4)),
+    ("qp_cube_float_setup_warp", "same, stopped after 1 iteration, WARP per problem", 4, "qp_admm_warp_kernel<float>", qp_warp_bytes(32, 48, 4)),
     ("qp_anitescu_float_cold", "Anitescu step QP, float32, eps 1e-5, cold", 4, "qp_admm_kernel<float>", qp_bytes(24, 24, 4)),
     ("lcp_pgs_cone_double", "PGS LCP, friction-cone block, n = 12, double", 8, "lcp_pgs_kernel<double>", (12 * 12 + 4 * 12 + 4) * 8),
     ("contactnets_loss_double", "ContactNets loss (assembly, QP, gradient), double", 8, "loss_kernel<double>", qp_bytes(32, 48, 8) + 6472),

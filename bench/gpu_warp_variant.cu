@@ -19,7 +19,12 @@
 // Sums run in the serial code's order where it is cheap (the products with K⁻¹, A,
 // Aᵀ, P), so the iterates agree with the CPU's to rounding.
 //
-//   gpu_warp_variant --in BATCH.npz [--eps 1e-5] [--max-iter N] [--thread]
+// Blocks hold one warp by default (--warps-per-block 1 to 4). Under GPGPU-Sim (functional
+// mode) blocks of 4 warps gave wrong shuffle results in warps 1-3 (their P + δI tested
+// not PSD) while warp 0 and blocks of one warp agree with the CPU: a simulator fault in
+// shuffles of multi-warp blocks, so the counts are taken with blocks of one warp.
+//
+//   gpu_warp_variant --in BATCH.npz [--eps 1e-5] [--max-iter N] [--warps-per-block W] [--thread]
 // solves the batch (float32) with the warp kernel, solves it on the CPU (one problem
 // at a time, the kernels' check schedule) and compares them problem by problem
 // (status, input fault, iterations within one check interval, x, y, objective and
@@ -160,8 +165,9 @@ struct Problem {  // one problem's global arrays (problem-contiguous layout)
 // K (lane j: column j in Kc) ← K⁻¹ by Gauss-Jordan without pivoting (SPD: every
 // pivot is a Schur complement's diagonal, positive). False when a pivot is not
 // positive or not finite (warp-uniform: the pivot is broadcast). Lanes ≥ n hold
-// identity columns.
-template <class T>
+// identity columns. Inverse = false: the elimination below the pivots only (the
+// same pivots, about half the work), as a positive-definiteness test.
+template <class T, bool Inverse = true>
 __device__ __forceinline__ bool gj_inverse(T (&Kc)[kW], int lane) {
 #pragma unroll
   for (int k = 0; k < kW; ++k) {
@@ -171,7 +177,7 @@ __device__ __forceinline__ bool gj_inverse(T (&Kc)[kW], int lane) {
     const T rk = Kc[k] * pinv;
 #pragma unroll
     for (int i = 0; i < kW; ++i) {
-      if (i == k) continue;
+      if (i == k || (!Inverse && i < k)) continue;
       const T mik = shfl_idx(Kc[i], k);
       Kc[i] = lane == k ? -mik * pinv : Kc[i] - mik * rk;
     }
@@ -238,8 +244,10 @@ __device__ __forceinline__ T p_dot(const T* __restrict__ P, int n, int j, const 
   return acc;
 }
 
+// at most 128 registers (16 resident warps per SM on sm_90; 141 unbounded, without spills
+// at 128, with spills at 96)
 template <class T>
-__global__ void qp_admm_warp_kernel(int batch, Problem pr, const int* __restrict__ row_of,
+__global__ void __launch_bounds__(4 * kW, 4) qp_admm_warp_kernel(int batch, Problem pr, const int* __restrict__ row_of,
                                     const int* __restrict__ col, const T* __restrict__ Pg,
                                     const T* __restrict__ qg, const T* __restrict__ Ag,
                                     const T* __restrict__ bg, T* xg, T* yg, T* objective, T* value,
@@ -319,7 +327,7 @@ __global__ void qp_admm_warp_kernel(int batch, Problem pr, const int* __restrict
           else
             Kc[i] = i == lane ? T(1) : T(0);
         }
-        if (!gj_inverse(Kc, lane)) f = InputFault::kNotPsdP;
+        if (!gj_inverse<T, false>(Kc, lane)) f = InputFault::kNotPsdP;
       }
     }
     if (f != InputFault::kNone) {
@@ -767,6 +775,10 @@ int run(int argc, char** argv) {
                            "[--warps-per-block W] [--thread]\n");
       return 2;
     }
+  }
+  if (wpb < 1 || wpb > 4) {
+    std::fprintf(stderr, "gpu_warp_variant: --warps-per-block must be 1 to 4\n");
+    return 2;
   }
   if (in.empty()) {
     std::fprintf(stderr, "gpu_warp_variant: --in is required\n");
