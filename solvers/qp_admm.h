@@ -31,11 +31,14 @@ namespace impulse {
 template <class T>
 struct QpSettings {
   T rho = T(1);               // ADMM step size for inequality / cone rows (of the scaled problem)
-  // equality rows use rho * rho_eq_scale. OSQP uses 1e3; at 1e3 the float
-  // iteration stalls near 1e-3 residual (K too ill-conditioned for float
-  // Cholesky), while 10 converges in float and takes no more iterations in
-  // double (random problems with 1 and 4 equality rows, n = 10).
-  T rho_eq_scale = T(10);
+  // equality rows use rho * rho_eq_scale. Double: 100 (on the 13 small
+  // Maros-Meszaros QPs at eps 1e-6 the median iterations fall from 415 at
+  // 10 to 245, CVXQP3_S from 1,741 to 400; OSQP's 1e3 gives 164 there but
+  // leaves random equality-constrained QPs (n = 32) at eps 1e-9 unsolved in
+  // 50,000 iterations; the cube and ContactNets QPs have no equality rows).
+  // Float: 10, since at 1e3 the float iteration stalls near 1e-3 residual
+  // (K too ill-conditioned for float Cholesky).
+  T rho_eq_scale = T(sizeof(T) == 4 ? 10 : 100);
   T sigma = T(1e-6);          // proximal term on x (keeps the system definite)
   T alpha = T(1.6);           // over-relaxation, in (0, 2)
   T eps_abs = T(1e-5);        // absolute residual tolerance
@@ -101,6 +104,13 @@ struct QpSettings {
   // which amounts to per-row ρ_i = ρ·E_i²/c and per-variable σ_j = σ/(c·D_j²);
   // x, y, residuals and stopping stay in the original units.
   int scaling_iters = 5;
+  // duality gap (on by default): `solved` also needs
+  //   |xᵀPx + qᵀx + bᵀy| <= eps_abs + eps_rel·max(|xᵀPx|, |qᵀx|, |bᵀy|)
+  // (the primal objective minus the dual one, −½xᵀPx − bᵀy, in the original
+  // units; rows with y_r = 0 add nothing to bᵀy, so b_r = +inf there is fine).
+  // Without it, problems whose ‖Aᵀy‖ is large pass the relative residual
+  // test with an objective off by 1e-2 (the DUALC problems of Maros-Meszaros).
+  bool check_gap = true;
 
   // host-only: nullptr when valid, else what is wrong.
   const char* validate() const {
@@ -239,16 +249,36 @@ struct QpWork {
   }
 };
 
+// b is usable: finite on zero and cone rows; on nonnegative rows finite or
+// +inf (the row has no bound: its z is never clipped and its y stays 0, as
+// OSQP's u = +inf). NaN and −inf are errors everywhere.
+template <class T, class S>
+IMPULSE_HD bool qp_b_usable(const ConeSpec& c, View<const T, S> b) {
+  if (all_finite(c.rows(), b)) return true;
+  for (int i = 0; i < c.rows(); ++i) {
+    const T v = b[i];
+    if (is_finite(v)) continue;
+    if (i < c.n_zero || i >= c.soc_begin() || !(v > T(0))) return false;  // NaN fails v > 0
+  }
+  return true;
+}
+
+// b_r·y_r, 0 where y_r = 0 (b_r may be +inf there: a row without a bound)
+template <class T>
+IMPULSE_HD T qp_by(T b, T y) {
+  return select_of(y == T(0), T(0), b * y);
+}
+
 // Checks one problem's data; kNone when usable. Uses work.L as scratch for
 // the PSD test (a Cholesky of P + δI).
 template <class T, class S, class SW>
 IMPULSE_HD InputFault qp_check_input(const QpShape& sh, const QpData<T, S>& d, QpWork<T, SW>& w,
                                      const QpSettings<T>& st) {
-  const int n = sh.n, m = sh.m();
+  const int n = sh.n;
   if (!all_finite(n * n, d.P)) return InputFault::kNonFiniteP;
   if (!all_finite(n, d.q)) return InputFault::kNonFiniteQ;
   if (!all_finite(sh.a.nnz, d.A)) return InputFault::kNonFiniteA;
-  if (!all_finite(m, d.b)) return InputFault::kNonFiniteB;
+  if (!qp_b_usable(sh.cones, d.b)) return InputFault::kNonFiniteB;
   // symmetry, relative to the largest entry
   T scale = T(0), asym = T(0);
   absmax_and_asymmetry(n, d.P, scale, asym);
@@ -705,6 +735,7 @@ struct QpCheck {
   T prim_res = T(0), dual_res = T(0), eps_prim = T(0), eps_dual = T(0);
   T sp_res = T(0), sax_norm = T(0), sz_norm = T(0);                    // scaled by E
   T sd_res = T(0), spx_norm = T(0), saty_norm = T(0), sq_norm = T(0);  // scaled by D
+  T gap = T(0), eps_gap = T(1);  // |xᵀPx + qᵀx + bᵀy| and its tolerance (QpSettings::check_gap)
 };
 
 // When to check next: the last check with a usable ratio (0: none), its
@@ -748,6 +779,24 @@ IMPULSE_HD_PHASE SolveStatus qp_setup(const QpShape& sh, const QpData<T, S>& d, 
   if (!qp_factor(sh, d, w, st.explicit_inverse, dense))
     return info.status = SolveStatus::kNumericalError;
   return SolveStatus::kNotRun;
+}
+
+// The duality gap |xᵀPx + qᵀx + bᵀy| and its tolerance into c
+// (QpSettings::check_gap), with Px in w.tmp_n. A NaN gap fails the test.
+// (Also the lanes', with T = Lanes<U> and settings of U.)
+template <class T, class S, class SW, class SX, class ST>
+IMPULSE_HD_PHASE void qp_gap(const QpShape& sh, const QpData<T, S>& d, const QpWork<T, SW>& w,
+                             View<const T, SX> x, View<const T, SX> y, const ST& st,
+                             QpCheck<T>& c) {
+  T xpx = T(0), qx = T(0), by = T(0);
+  for (int i = 0; i < sh.n; ++i) {
+    xpx += x[i] * w.tmp_n[i];
+    qx += d.q[i] * x[i];
+  }
+  for (int r = 0; r < sh.m(); ++r) by += qp_by(d.b[r], y[r]);
+  const T gap = abs_of(xpx + qx + by);
+  c.gap = select_of(gap == gap, gap, T(1e30));  // NaN: fails the test
+  c.eps_gap = T(st.eps_abs) + T(st.eps_rel) * max_of(max_of(abs_of(xpx), abs_of(qx)), abs_of(by));
 }
 
 // The check: the residuals and their tolerances into c. Returns kSolved,
@@ -800,7 +849,9 @@ IMPULSE_HD_PHASE SolveStatus qp_check_residuals(const QpShape& sh, const QpData<
     return SolveStatus::kNumericalError;
   c.eps_prim = st.eps_abs + st.eps_rel * max_of(ax_norm, z_norm);
   c.eps_dual = st.eps_abs + st.eps_rel * max_of(max_of(px_norm, aty_norm), q_norm);
-  if (prim_res <= c.eps_prim && dual_res <= c.eps_dual) return SolveStatus::kSolved;
+  if (st.check_gap) qp_gap(sh, d, w, x.as_const(), y.as_const(), st, c);
+  if (prim_res <= c.eps_prim && dual_res <= c.eps_dual && c.gap <= c.eps_gap)
+    return SolveStatus::kSolved;
   return SolveStatus::kNotRun;
 }
 
@@ -810,7 +861,8 @@ IMPULSE_HD_PHASE SolveStatus qp_check_residuals(const QpShape& sh, const QpData<
 template <class T>
 IMPULSE_HD_PHASE void qp_schedule_next(const QpSettings<T>& st, int it, const QpCheck<T>& c,
                                  QpSchedule<T>& sc) {
-  const T ratio = max_of(c.prim_res / (c.eps_prim + T(1e-30)), c.dual_res / (c.eps_dual + T(1e-30)));
+  const T ratio = max_of(max_of(c.prim_res / (c.eps_prim + T(1e-30)), c.dual_res / (c.eps_dual + T(1e-30))),
+                         c.gap / (c.eps_gap + T(1e-30)));
   int gap = st.check_every;
   sc.remaining = T(st.max_iter);
   if (sc.last_check > 0 && ratio < sc.last_ratio && ratio > T(1)) {
@@ -839,7 +891,7 @@ IMPULSE_HD_PHASE SolveStatus qp_check_infeasible(const QpShape& sh, const QpData
       const T dy = y[i] - w.y_prev[i];
       w.tmp_m[i] = dy;
       dy_norm = max_of(dy_norm, abs_of(dy));
-      bdy += d.b[i] * dy;
+      bdy += qp_by(d.b[i], dy);
     }
     const T tol = st.eps_pinf * dy_norm;
     if (dy_norm > T(0) && bdy < -tol) {
@@ -926,7 +978,7 @@ IMPULSE_HD_PHASE void qp_finish(const QpShape& sh, const QpData<T, S>& d, View<T
   const CsrPattern& a = sh.a;
   if (it > st.max_iter) it = st.max_iter;
   if (status == SolveStatus::kMaxIterations && c.prim_res <= T(10) * c.eps_prim &&
-      c.dual_res <= T(10) * c.eps_dual)
+      c.dual_res <= T(10) * c.eps_dual && c.gap <= T(10) * c.eps_gap)
     status = SolveStatus::kSolvedInaccurate;
   double obj = 0.0;
   if (sizeof(T) == 8 && status == SolveStatus::kSolved) {
@@ -940,6 +992,7 @@ IMPULSE_HD_PHASE void qp_finish(const QpShape& sh, const QpData<T, S>& d, View<T
   }
   double lag = 0.0;
   for (int r = 0; r < m; ++r) {
+    if (y[r] == T(0)) continue;  // b_r may be +inf there
     double ax = -double(d.b[r]);
     for (int k = a.row_ptr[r]; k < a.row_ptr[r + 1]; ++k) ax += double(d.A[k]) * double(x[a.col[k]]);
     lag += double(y[r]) * ax;

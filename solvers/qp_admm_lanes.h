@@ -23,6 +23,7 @@
 // - The equilibration's 1/√ is approximate (rsqrt_approx).
 #pragma once
 
+#include <limits>
 #include <vector>
 
 #include "solvers/lanes.h"
@@ -117,6 +118,7 @@ void qp_lane_stop(const QpShape& sh, const QpData<Lanes<T>, LaneStride>& d,
   }
   double lag = 0.0;
   for (int r = 0; r < m; ++r) {
+    if (yo[r] == T(0)) continue;  // b_r may be +inf there
     double ax = -double(d.b[r][l]);
     for (int k = sh.a.row_ptr[r]; k < sh.a.row_ptr[r + 1]; ++k)
       ax += double(d.A[k][l]) * double(xo[sh.a.col[k]]);
@@ -273,7 +275,16 @@ IMPULSE_HD_PHASE void qp_lanes_check_input(const QpShape& sh, const QpData<Lanes
   qp_lanes_scan_P(n, d.P, bad_p, scale, asym);
   const Mask bad_q = qp_lanes_nonfinite(n, d.q);
   const Mask bad_a = qp_lanes_nonfinite(sh.a.nnz, d.A);
-  const Mask bad_b = qp_lanes_nonfinite(m, d.b);
+  Mask bad_b = qp_lanes_nonfinite(m, d.b);
+  if (bad_b.any()) {  // +inf is allowed on nonnegative rows (qp_b_usable)
+    bad_b = Mask::none();
+    const L lowest(-std::numeric_limits<T>::max());
+    for (int r = 0; r < m; ++r) {
+      const L v = d.b[r];
+      const bool nonneg = r >= sh.cones.n_zero && r < sh.cones.soc_begin();
+      bad_b |= nonneg ? !(v >= lowest) : !is_finite(v);  // NaN and -inf fail v >= lowest
+    }
+  }
   const L sym_tol = L(T(1e3)) * max_of(scale, one) * L(sizeof(T) == 4 ? T(1.2e-7) : T(2.3e-16));
   const Mask bad_sym = asym > sym_tol;
   L diag = one;
@@ -374,6 +385,7 @@ IMPULSE_HD_PHASE LaneMask<T> qp_lanes_check_residuals(const QpShape& sh, const Q
   c.sq_norm = sq_norm;
   c.eps_prim = L(st.eps_abs) + L(st.eps_rel) * max_of(ax_norm, z_norm);
   c.eps_dual = L(st.eps_abs) + L(st.eps_rel) * max_of(max_of(px_norm, aty_norm), q_norm);
+  if (st.check_gap) qp_gap(sh, d, w, x.as_const(), y.as_const(), st, c);
   const LaneMask<T> bad_res = !(is_finite(prim_res) & is_finite(dual_res));
   return bad_res | qp_lanes_nonfinite(n, x.as_const()) | qp_lanes_nonfinite(m, y.as_const());
 }
@@ -394,7 +406,8 @@ IMPULSE_HD_PHASE void qp_lanes_schedule_next(const QpSettings<T>& st, int it, co
                             LaneMask<T> active, QpLaneSchedule<T>& sc) {
   using L = Lanes<T>;
   const L tiny(T(1e-30));
-  const L ratio = max_of(c.prim_res / (c.eps_prim + tiny), c.dual_res / (c.eps_dual + tiny));
+  const L ratio = max_of(max_of(c.prim_res / (c.eps_prim + tiny), c.dual_res / (c.eps_dual + tiny)),
+                         c.gap / (c.eps_gap + tiny));
   int next = it + 1;
   for (int l = 0; l < L::W; ++l) {
     if (!active[l]) continue;
@@ -428,7 +441,7 @@ IMPULSE_HD_PHASE LaneMask<T> qp_lanes_primal_infeasible(const QpShape& sh, const
     const L dy = y[i] - w.y_prev[i];
     w.tmp_m[i] = dy;
     dy_norm = max_of(dy_norm, abs_of(dy));
-    bdy += d.b[i] * dy;
+    bdy += qp_by(d.b[i], dy);
   }
   const L tol = L(st.eps_pinf) * dy_norm;
   LaneMask<T> cand = active & (dy_norm > zero) & (bdy < -tol);
@@ -519,6 +532,14 @@ IMPULSE_HD_PHASE LaneMask<T> qp_lanes_adapt_rho(const QpSettings<T>& st, int it,
 // (the recorded ContactNets QPs at tight tolerances) a group otherwise runs
 // at the cost of W lanes for one slow problem.
 constexpr int kQpLaneHandoffIterations = 30;
+// Also, whatever the number still running, a lane whose residuals, from
+// iteration kQpLaneStallIterations on, are not predicted to reach the
+// tolerance within the budget (the last two checks' rate, or no rate: they
+// did not fall) stops with kNotRun too: the group's iteration is not the
+// one-problem solver's (Cholesky and its rounding, the group's check
+// schedule), and a lane that stalls there would otherwise end at
+// max_iterations where the one-problem solver converges.
+constexpr int kQpLaneStallIterations = 200;
 
 template <class T>
 void qp_admm_solve_lanes(const QpShape& sh, const QpColumns& at,
@@ -564,7 +585,8 @@ void qp_admm_solve_lanes(const QpShape& sh, const QpColumns& at,
 
     stop(active & detail::qp_lanes_check_residuals(sh, at, d, w, x, y, st, c),
          SolveStatus::kNumericalError, false);
-    stop(active & (c.prim_res <= c.eps_prim) & (c.dual_res <= c.eps_dual), SolveStatus::kSolved, true);
+    stop(active & (c.prim_res <= c.eps_prim) & (c.dual_res <= c.eps_dual) & (c.gap <= c.eps_gap),
+         SolveStatus::kSolved, true);
     if (!active.any()) break;
     detail::qp_lanes_schedule_next(st, it, c, active, sc);
     stop(detail::qp_lanes_primal_infeasible(sh, at, d, w, y, st, active),
@@ -584,6 +606,15 @@ void qp_admm_solve_lanes(const QpShape& sh, const QpColumns& at,
         stop(active, SolveStatus::kNotRun, false);
         return;
       }
+      // a lane that stalls (from kQpLaneStallIterations on, no prediction or
+      // one past its budget) goes too, in time to finish alone
+      if (it >= kQpLaneStallIterations) {
+        Mask stalled = Mask::none();
+        for (int l = 0; l < W; ++l)
+          if (active[l] && sc.remaining[l] >= T(st.max_iter - it)) stalled.set(l, true);
+        stop(stalled, SolveStatus::kNotRun, false);
+        if (!active.any()) return;
+      }
     }
 
     // adaptive ρ, per lane; one refactorization for the group
@@ -596,7 +627,8 @@ void qp_admm_solve_lanes(const QpShape& sh, const QpColumns& at,
   // finish: lanes the budget stopped
   if (!active.any()) return;
   if (it > st.max_iter) it = st.max_iter;
-  const Mask close = (c.prim_res <= L(T(10)) * c.eps_prim) & (c.dual_res <= L(T(10)) * c.eps_dual);
+  const Mask close = (c.prim_res <= L(T(10)) * c.eps_prim) & (c.dual_res <= L(T(10)) * c.eps_dual) &
+                     (c.gap <= L(T(10)) * c.eps_gap);
   stop(active & close, SolveStatus::kSolvedInaccurate, false);
   stop(active, SolveStatus::kMaxIterations, false);
 }

@@ -58,7 +58,7 @@ inline const char* to_string(InputFault f) {
     case InputFault::kNonFiniteP: return "P has a NaN or Inf entry";
     case InputFault::kNonFiniteQ: return "q has a NaN or Inf entry";
     case InputFault::kNonFiniteA: return "A has a NaN or Inf entry";
-    case InputFault::kNonFiniteB: return "b has a NaN or Inf entry";
+    case InputFault::kNonFiniteB: return "b has a NaN, a -Inf, or an Inf outside the nonnegative rows";
     case InputFault::kAsymmetricP: return "P is not symmetric";
     case InputFault::kNotPsdP: return "P is not positive semidefinite";
     case InputFault::kNonFiniteM: return "M or q has a NaN or Inf entry";

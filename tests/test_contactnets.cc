@@ -277,7 +277,10 @@ TEST_P(DeviceLossMath, FusedPolytopePathMatchesHostPath) {
         c, theta.data(), t.x.data(), t.x_next.data(), View<double, UnitStride>{dev.P.data(), {}},
         View<double, UnitStride>{dev.q.data(), {}}, View<double, UnitStride>{dev.A.data(), {}},
         View<double, UnitStride>{dev.b.data(), {}});
-    EXPECT_EQ(fused, constant);
+    // the constant term is a sum of the same terms in another order on the two
+    // paths: equal to rounding (bitwise only where the compiler happens to
+    // vectorize both alike: on AVX-512 it did, on AVX2 the last bit differs)
+    EXPECT_NEAR(fused, constant, 1e-14 * (1 + std::abs(constant)));
     EXPECT_EQ(dev.P, host.P);
     EXPECT_EQ(dev.q, host.q);
     EXPECT_EQ(dev.A, host.A);

@@ -9,6 +9,7 @@
 #include <exception>
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <sstream>
 
 namespace impulse {
@@ -407,10 +408,21 @@ void solve_cpu_lanes(const QpBatch<T>& batch, const QpSettings<T>& settings,
   });
 }
 
-}  // namespace
+// problems without an optimum to report (invalid input, a numerical error,
+// an infeasibility certificate) get NaN objective and value: never a
+// plausible 0 a caller could take for an answer
+template <class T>
+void nan_without_optimum(QpSolutions<T>& out) {
+  for (int k = 0; k < out.size; ++k) {
+    const SolveStatus s = out.status[k];
+    if (s == SolveStatus::kInvalidInput || s == SolveStatus::kNumericalError ||
+        s == SolveStatus::kPrimalInfeasible || s == SolveStatus::kDualInfeasible)
+      out.objective[k] = out.value[k] = std::numeric_limits<T>::quiet_NaN();
+  }
+}
 
 template <class T>
-void solve_batch(const QpBatch<T>& batch, const QpSettings<T>& settings,
+void solve_batch_paths(const QpBatch<T>& batch, const QpSettings<T>& settings,
                  const BatchOptions& options, QpSolutions<T>& out) {
   if (const char* bad = settings.validate()) throw Error(std::string("invalid settings: ") + bad);
   if (batch.size == 0) throw Error("empty batch: nothing to solve (batch size 0)");
@@ -465,6 +477,15 @@ void solve_batch(const QpBatch<T>& batch, const QpSettings<T>& settings,
   parallel_for(B, threads, [&](int worker, int begin, int end) {
     for (int k = begin; k < end; ++k) solve_one(batch, shape, k, settings, options, work[worker], out);
   });
+}
+
+}  // namespace
+
+template <class T>
+void solve_batch(const QpBatch<T>& batch, const QpSettings<T>& settings,
+                 const BatchOptions& options, QpSolutions<T>& out) {
+  solve_batch_paths(batch, settings, options, out);
+  nan_without_optimum(out);
 }
 
 template struct QpBatch<float>;

@@ -89,7 +89,10 @@ struct BatchOptions {
 };
 
 // Solves every problem; per-problem outcomes are in `out.status` (one bad
-// problem never spoils the rest). Throws Error for misuse: invalid settings,
+// problem never spoils the rest). Problems with no optimum to report
+// (invalid_input, numerical_error, primal or dual infeasible) get NaN
+// objective and value; x and y are then the last iterate (zero for
+// invalid input), an infeasibility's certificate direction aside. Throws Error for misuse: invalid settings,
 // an empty batch, inconsistent sizes, a warm start of the wrong size, or the
 // CUDA backend when it is not available.
 template <class T>

@@ -15,6 +15,11 @@
 namespace impulse::cli {
 namespace {
 
+// solve-batch's exit code when any problem is invalid_input (the file is
+// still written, every other problem solved): 2 is an error that stopped the
+// whole command (main.cc)
+constexpr int kExitInvalidProblems = 3;
+
 struct SolveArgs {
   std::string in, out, backend = "cpu", precision = "double", lanes = "on";
   int threads = 0, max_iter = 4000;
@@ -48,18 +53,25 @@ int run_solve(const SolveArgs& a) {
   write_solution_file(a.out, sol);
   long iters = 0;
   for (int k : sol.iterations) iters += k;
-  std::printf("solved %d problems (n=%d, m=%d) on %s in %.3f s: %.0f problems/s, mean %.1f iterations\n",
+  const int invalid = sol.count(SolveStatus::kInvalidInput);
+  std::printf("finished %d problems (n=%d, m=%d) on %s in %.3f s: %.0f problems/s, mean %.1f iterations\n",
               batch.size, batch.n, batch.m(), a.backend.c_str(), s, batch.size / s,
               double(iters) / batch.size);
-  std::printf("status: solved %d, inaccurate %d, max_iter %d, infeasible %d/%d, invalid %d, numerical %d\n",
+  std::printf("status: solved %d, solved_inaccurate %d, max_iterations %d, primal_infeasible %d, "
+              "dual_infeasible %d, invalid_input %d, numerical_error %d\n",
               sol.count(SolveStatus::kSolved), sol.count(SolveStatus::kSolvedInaccurate),
               sol.count(SolveStatus::kMaxIterations), sol.count(SolveStatus::kPrimalInfeasible),
-              sol.count(SolveStatus::kDualInfeasible), sol.count(SolveStatus::kInvalidInput),
+              sol.count(SolveStatus::kDualInfeasible), invalid,
               sol.count(SolveStatus::kNumericalError));
   const auto bad = sol.problems_not_solved();
   for (size_t i = 0; i < bad.size() && i < 20; ++i) std::fprintf(stderr, "%s\n", bad[i].c_str());
   if (bad.size() > 20) std::fprintf(stderr, "... and %zu more\n", bad.size() - 20);
   std::printf("wrote %s\n", a.out.c_str());
+  if (invalid > 0) {
+    std::fprintf(stderr, "impulse: %d of %d problems are invalid_input (listed above); exit code %d\n",
+                 invalid, batch.size, kExitInvalidProblems);
+    return kExitInvalidProblems;
+  }
   return 0;
 }
 
@@ -121,7 +133,10 @@ int run_bench(int count, int threads, const std::string& backend, uint64_t seed)
 
 void add_solve_commands(CLI::App& app, Commands& out) {
   auto sa = std::make_shared<SolveArgs>();
-  auto* solve = app.add_subcommand("solve-batch", "solve a batch file (.npz) and write the solutions (.npz)");
+  auto* solve = app.add_subcommand(
+      "solve-batch",
+      "solve a batch file (.npz) and write the solutions (.npz); exit code 0, 3 when any problem is "
+      "invalid_input (the others are solved and written), 2 on an error");
   solve->add_option("--in", sa->in, "problem batch file")->required();
   solve->add_option("--out", sa->out, "solution file to write")->required();
   solve->add_option("--backend", sa->backend, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
