@@ -73,6 +73,9 @@ run qp_cube_float_warm $B "$bin/impulse" solve-batch --in ../cube_warm.npz --out
   --precision float --eps 1e-5
 run qp_anitescu_float_cold $B "$bin/impulse" solve-batch --in ../anitescu.npz --out sol.npz \
   --backend cuda --precision float --eps 1e-5
+# (--thread: on these QPs the thread kernel's own x differs from the CPU's by up to 6e-3,
+# so the warp kernel is judged against that where it exceeds 1e-3)
+run qp_anitescu_float_cold_warp $B "$bin/impulse_gpu_warp_variant" --in ../anitescu.npz --eps 1e-5 --thread
 run qp_cube_float_cold_warp $B "$bin/impulse_gpu_warp_variant" --in ../cube.npz --eps 1e-5
 run qp_cube_float_warm_warp $B "$bin/impulse_gpu_warp_variant" --in ../cube_warm.npz --eps 1e-5
 # the set-up's share: the same batch stopped after one iteration (set-up, one iteration,
@@ -80,6 +83,12 @@ run qp_cube_float_warm_warp $B "$bin/impulse_gpu_warp_variant" --in ../cube_warm
 run qp_cube_float_setup $B "$bin/impulse" solve-batch --in ../cube.npz --out sol.npz --backend cuda \
   --precision float --eps 1e-5 --max-iter 1
 run qp_cube_float_setup_warp $B "$bin/impulse_gpu_warp_variant" --in ../cube.npz --eps 1e-5 --max-iter 1
+# the warp kernel's set-up by part: without the input check (finite, symmetric, PSD),
+# and without Ruiz equilibration (the CPU reference runs the same settings)
+run qp_cube_float_setup_warp_nocheck $B "$bin/impulse_gpu_warp_variant" --in ../cube.npz --eps 1e-5 \
+  --max-iter 1 --no-check-input
+run qp_cube_float_setup_warp_noruiz $B "$bin/impulse_gpu_warp_variant" --in ../cube.npz --eps 1e-5 \
+  --max-iter 1 --no-check-input --scaling-iters 0
 run lcp_pgs_cone_double 64 "$bin/impulse_tests" --gtest_filter=GpuLcp.FrictionConeBlockMatchesCpu
 run contactnets_loss_double 48 "$bin/impulse_tests" --gtest_filter=GpuContactNets.DeviceLossAndGradientMatchCpu
 

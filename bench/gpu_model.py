@@ -287,6 +287,9 @@ CASES = [  # case, what it is, T bytes, kernel, working set per problem (bytes)
     ("qp_cube_float_setup", "same, cold, stopped after 1 iteration (set-up)", 4, "qp_admm_kernel<float>", qp_bytes(32, 48, 4)),
     ("qp_cube_float_setup_warp", "same, stopped after 1 iteration, WARP per problem", 4, "qp_admm_warp_kernel<float>", qp_warp_bytes(32, 48, 4)),
     ("qp_anitescu_float_cold", "Anitescu step QP, float32, eps 1e-5, cold", 4, "qp_admm_kernel<float>", qp_bytes(24, 24, 4)),
+    ("qp_cube_float_setup_warp_nocheck", "same, 1 iteration, WARP, no input check", 4, "qp_admm_warp_kernel<float>", qp_warp_bytes(32, 48, 4)),
+    ("qp_cube_float_setup_warp_noruiz", "same, 1 iteration, WARP, no input check, no Ruiz", 4, "qp_admm_warp_kernel<float>", qp_warp_bytes(32, 48, 4)),
+    ("qp_anitescu_float_cold_warp", "Anitescu step QP, float32, eps 1e-5, cold, WARP per problem", 4, "qp_admm_warp_kernel<float>", qp_warp_bytes(24, 24, 4)),
     ("lcp_pgs_cone_double", "PGS LCP, friction-cone block, n = 12, double", 8, "lcp_pgs_kernel<double>", (12 * 12 + 4 * 12 + 4) * 8),
     ("contactnets_loss_double", "ContactNets loss (assembly, QP, gradient), double", 8, "loss_kernel<double>", qp_bytes(32, 48, 8) + 6472),
 ]
