@@ -21,7 +21,7 @@ namespace {
 constexpr int kExitInvalidProblems = 3;
 
 struct SolveArgs {
-  std::string in, out, backend = "cpu", precision = "double", lanes = "on";
+  std::string in, out, backend = "cpu", precision = "double", lanes = "on", gap = "on";
   int threads = 0, max_iter = 4000;
   double eps = 1e-5;
   bool time_each = false;
@@ -35,6 +35,7 @@ int run_solve(const SolveArgs& a) {
   st.eps_abs = static_cast<T>(a.eps);
   st.eps_rel = static_cast<T>(a.eps);
   st.max_iter = a.max_iter;
+  st.check_gap = a.gap == "on";
   BatchOptions opt;
   opt.backend = parse_backend(a.backend);
   opt.threads = a.threads;
@@ -146,6 +147,9 @@ void add_solve_commands(CLI::App& app, Commands& out) {
   solve->add_option("--max-iter", sa->max_iter, "iteration budget per problem");
   solve->add_flag("--time-each", sa->time_each,
                   "record per-problem solve time (CPU; with lanes, each problem's share of its group's)");
+  solve->add_option("--gap", sa->gap,
+                    "on (default): solved also needs the duality gap within tolerance; off: residuals only")
+      ->check(CLI::IsMember({"on", "off"}));
   solve->add_option("--lanes", sa->lanes,
                     "CPU: on = groups of problems in the lanes of one SIMD vector, off = one at a time")
       ->check(CLI::IsMember({"on", "off"}));
