@@ -8,7 +8,8 @@
 // Ruiz equilibration, per-row ρ, iteration, residual checks, infeasibility tests,
 // adaptive ρ and finish, with the work spread over the 32 lanes:
 //   - lane j owns variable j (n ≤ 32): x_j, q_j, σ_j, D_j in registers, and column j
-//     of K (then K⁻¹, by in-register Gauss-Jordan with shuffles) in 32 registers;
+//     of K (then K⁻¹, by in-register Gauss-Jordan with shuffles) in 32 registers; K is
+//     formed in shared memory from A's nonzeros (the pattern's pairs, row by row);
 //   - A is held dense in shared memory (m × (n+1), odd stride: row- and column-wise
 //     accesses are free of bank conflicts), with b, z, y, ρ, 1/ρ, E and scratch rows;
 //   - the x-step K⁻¹·rhs is 32 FMAs per lane with rhs broadcast by shuffles; Ax and
@@ -132,10 +133,12 @@ template <class T>
 struct Smem {
   T *A, *xs, *xts, *ds, *tn;                       // A: m x lda; n-sized: 32 each
   T *z, *v, *y, *yp, *rho, *rinv, *b, *e, *tm;     // m-sized
+  T* K;                                            // K while it is formed: 32 x 33
+  static constexpr int ldk = kW + 1;
   __device__ static int lda(int n) { return n % 2 == 0 ? n + 1 : n; }
   __host__ __device__ static int size(int n, int m) {
     const int l = n % 2 == 0 ? n + 1 : n;
-    return m * l + 4 * kW + 9 * m;
+    return m * l + 4 * kW + 9 * m + kW * ldk;
   }
   __device__ static Smem carve(T* base, int n, int m) {
     Smem s;
@@ -154,6 +157,7 @@ struct Smem {
     s.b = p, p += m;
     s.e = p, p += m;
     s.tm = p, p += m;
+    s.K = p, p += kW * ldk;
     return s;
   }
 };
@@ -188,27 +192,34 @@ __device__ __forceinline__ bool gj_inverse(T (&Kc)[kW], int lane) {
 }
 
 // Kc ← column `lane` of K = P + diag(σ) + Aᵀdiag(ρ)A (identity columns beyond n),
-// then its inverse
+// then its inverse. K is formed in shared memory from A's nonzeros: for each row r of
+// the pattern (L entries), lane b adds ρ_r·(A_ra·A_rb) to K[c_a][c_b] for every entry a,
+// L steps a row (the nonzero pairs, in row order as qp_form_K adds them) instead of a
+// dense m x n sweep.
 template <class T>
-__device__ bool factor(const Problem& pr, const T* __restrict__ P, const Smem<T>& s, T sig,
-                       T (&Kc)[kW], int lane) {
-  const int n = pr.n, m = pr.m, lda = Smem<T>::lda(n);
+__device__ bool factor(const Problem& pr, const int* __restrict__ row_ptr, const int* __restrict__ col,
+                       const T* __restrict__ P, const Smem<T>& s, T sig, T (&Kc)[kW], int lane) {
+  const int n = pr.n, m = pr.m, lda = Smem<T>::lda(n), ldk = Smem<T>::ldk;
   const bool own = lane < n;
-#pragma unroll
-  for (int i = 0; i < kW; ++i) {
-    if (own && i < n)
-      Kc[i] = P[i * n + lane] + (i == lane ? sig : T(0));
-    else
-      Kc[i] = i == lane ? T(1) : T(0);
-  }
+  for (int i = 0; i < n; ++i)
+    if (own) s.K[i * ldk + lane] = P[i * n + lane] + (i == lane ? sig : T(0));
+  __syncwarp();
   for (int r = 0; r < m; ++r) {
-    const T arj = own ? s.A[r * lda + lane] : T(0);
+    const int k0 = row_ptr[r], L = row_ptr[r + 1] - k0;  // L <= n <= 32
     const T rr = s.rho[r];
-#pragma unroll
-    for (int i = 0; i < kW; ++i) {
-      if (i < n) Kc[i] += rr * (s.A[r * lda + i] * arj);
+    const bool mine = lane < L;
+    const int cb = mine ? col[k0 + lane] : 0;
+    const T ab = mine ? s.A[r * lda + cb] : T(0);
+    for (int a = 0; a < L; ++a) {
+      const int ca = col[k0 + a];
+      const T aa = s.A[r * lda + ca];
+      if (mine) s.K[ca * ldk + cb] += rr * (aa * ab);
     }
+    __syncwarp();
   }
+#pragma unroll
+  for (int i = 0; i < kW; ++i) Kc[i] = own && i < n ? s.K[i * ldk + lane] : (i == lane ? T(1) : T(0));
+  __syncwarp();
   return gj_inverse(Kc, lane);
 }
 
@@ -249,7 +260,8 @@ __device__ __forceinline__ T p_dot(const T* __restrict__ P, int n, int j, const 
 // at 128, with spills at 96)
 template <class T>
 __global__ void __launch_bounds__(4 * kW, 4) qp_admm_warp_kernel(int batch, Problem pr, const int* __restrict__ row_of,
-                                    const int* __restrict__ col, const T* __restrict__ Pg,
+                                    const int* __restrict__ row_ptr, const int* __restrict__ col,
+                                    const T* __restrict__ Pg,
                                     const T* __restrict__ qg, const T* __restrict__ Ag,
                                     const T* __restrict__ bg, T* xg, T* yg, T* objective, T* value,
                                     T* prim_res_out, T* dual_res_out, int* status_out, int* fault_out,
@@ -407,7 +419,7 @@ __global__ void __launch_bounds__(4 * kW, 4) qp_admm_warp_kernel(int batch, Prob
 
   T rho = st.rho;
   set_rho(pr, s, rho, st.rho_eq_scale, cscale, lane);
-  if (!factor(pr, P, s, sig, Kc, lane)) {
+  if (!factor(pr, row_ptr, col, P, s, sig, Kc, lane)) {
     info.status = SolveStatus::kNumericalError;
     finish_early();
     return;
@@ -587,7 +599,7 @@ __global__ void __launch_bounds__(4 * kW, 4) qp_admm_warp_kernel(int batch, Prob
         rho = rho_new;
         sc.last_check = 0;
         set_rho(pr, s, rho, st.rho_eq_scale, cscale, lane);
-        if (!factor(pr, P, s, sig, Kc, lane))
+        if (!factor(pr, row_ptr, col, P, s, sig, Kc, lane))
           verdict = SolveStatus::kNumericalError;
         else
           ++info.rho_updates;
@@ -652,10 +664,11 @@ void solve_warp(const QpBatch<T>& bt, const QpSettings<T>& st, bool warm, QpSolu
   std::vector<int> row_of(std::max(nnz, 1));
   for (int r = 0; r < m; ++r)
     for (int kk = bt.a_row_ptr[r]; kk < bt.a_row_ptr[r + 1]; ++kk) row_of[kk] = r;
-  Dev<int> drow(nnz), dcol(nnz), dstatus(B), dfault(B), dits(B), drho(B);
+  Dev<int> drow(nnz), drp(m + 1), dcol(nnz), dstatus(B), dfault(B), dits(B), drho(B);
   Dev<T> dP(bt.P.size()), dq(bt.q.size()), dA(bt.A.size()), db(bt.b.size()), dx(size_t(B) * n),
       dy(size_t(B) * m), dobj(B), dval(B), dpr(B), ddr(B);
   drow.put(row_of);
+  drp.put(bt.a_row_ptr);
   dcol.put(bt.a_col);
   dP.put(bt.P), dq.put(bt.q), dA.put(bt.A), db.put(bt.b);
   if (warm) {
@@ -672,7 +685,7 @@ void solve_warp(const QpBatch<T>& bt, const QpSettings<T>& st, bool warm, QpSolu
   QpSettings<T> ds = st;
   ds.predict_checks = false;  // as the thread kernel (cuda::detail::device_settings)
   qp_admm_warp_kernel<T><<<blocks, kW * warps_per_block, smem>>>(
-      B, pr, drow.p, dcol.p, dP.p, dq.p, dA.p, db.p, dx.p, dy.p, dobj.p, dval.p, dpr.p, ddr.p, dstatus.p,
+      B, pr, drow.p, drp.p, dcol.p, dP.p, dq.p, dA.p, db.p, dx.p, dy.p, dobj.p, dval.p, dpr.p, ddr.p, dstatus.p,
       dfault.p, dits.p, drho.p, ds, warm);
   check(cudaGetLastError(), "qp_admm_warp_kernel launch");
   check(cudaDeviceSynchronize(), "qp_admm_warp_kernel");
