@@ -770,6 +770,10 @@ IMPULSE_HD_PHASE SolveStatus qp_setup(const QpShape& sh, const QpData<T, S>& d, 
   if (dense) qp_long_rows_build(sh, d, w);
   if (warm) {
     qp_Ax(sh, d, w, dense, x.as_const(), w.z);
+    // a row without a bound (b_r = +inf) has y_r = 0: from 0 the iteration
+    // keeps it exactly 0, from a warm start's y_r it would leave a residue
+    for (int r = sh.cones.n_zero; r < sh.cones.soc_begin(); ++r)
+      if (!is_finite(d.b[r])) y[r] = T(0);
   } else {
     for (int i = 0; i < n; ++i) x[i] = T(0);
     for (int i = 0; i < m; ++i) y[i] = T(0), w.z[i] = T(0);
@@ -795,8 +799,9 @@ IMPULSE_HD_PHASE void qp_gap(const QpShape& sh, const QpData<T, S>& d, const QpW
   }
   for (int r = 0; r < sh.m(); ++r) by += qp_by(d.b[r], y[r]);
   const T gap = abs_of(xpx + qx + by);
-  c.gap = select_of(gap == gap, gap, T(1e30));  // NaN: fails the test
   c.eps_gap = T(st.eps_abs) + T(st.eps_rel) * max_of(max_of(abs_of(xpx), abs_of(qx)), abs_of(by));
+  // NaN or ±inf (b_r = +inf with y_r ≠ 0): fails the test (inf <= inf would not)
+  c.gap = select_of(is_finite(gap) & is_finite(c.eps_gap), gap, T(1e30));
 }
 
 // The check: the residuals and their tolerances into c. Returns kSolved,
@@ -924,8 +929,8 @@ IMPULSE_HD_PHASE SolveStatus qp_check_infeasible(const QpShape& sh, const QpData
       bool in_recession = true;
       for (int i = 0; i < sh.cones.n_zero; ++i)
         if (abs_of(w.tmp_m[i]) > tol) in_recession = false;
-      for (int i = sh.cones.n_zero; i < sh.cones.soc_begin(); ++i)
-        if (w.tmp_m[i] > tol) in_recession = false;
+      for (int i = sh.cones.n_zero; i < sh.cones.soc_begin(); ++i)  // (b_i = +inf: no bound)
+        if (w.tmp_m[i] > tol && is_finite(d.b[i])) in_recession = false;
       for (int k = 0; k < sh.cones.n_soc; ++k) {
         const int r = sh.cones.soc_begin() + 3 * k;
         if (soc3_violation(-w.tmp_m[r], -w.tmp_m[r + 1], -w.tmp_m[r + 2]) > tol)

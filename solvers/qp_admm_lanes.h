@@ -331,6 +331,8 @@ IMPULSE_HD_PHASE void qp_lanes_start(const QpShape& sh, const QpData<Lanes<T>, L
   const L zero(T(0));
   if (warm) {
     csr_matvec(sh.a, d.A, x.as_const(), w.z);
+    for (int r = sh.cones.n_zero; r < sh.cones.soc_begin(); ++r)  // no bound: y_r = 0 (qp_setup)
+      y[r] = select_of(is_finite(d.b[r]), y[r], zero);
   } else {
     for (int i = 0; i < n; ++i) x[i] = zero;
     for (int i = 0; i < m; ++i) y[i] = zero, w.z[i] = zero;
@@ -399,6 +401,7 @@ struct QpLaneSchedule {
   int last_check[Lanes<T>::W] = {};
   T last_ratio[Lanes<T>::W] = {};
   T remaining[Lanes<T>::W] = {};
+  int over_budget[Lanes<T>::W] = {};  // consecutive checks predicting past the budget
 };
 
 template <class T>
@@ -421,6 +424,7 @@ IMPULSE_HD_PHASE void qp_lanes_schedule_next(const QpSettings<T>& st, int it, co
     }
     sc.last_check[l] = it;
     sc.last_ratio[l] = r;
+    sc.over_budget[l] = sc.remaining[l] >= T(st.max_iter - it) ? sc.over_budget[l] + 1 : 0;
     next = next > it + gap ? next : it + gap;
   }
   sc.next_check = next;
@@ -477,7 +481,8 @@ IMPULSE_HD_PHASE LaneMask<T> qp_lanes_dual_infeasible(const QpShape& sh, const Q
   if (!cand.any()) return cand;
   csr_matvec(sh.a, d.A, w.xt.as_const(), w.tmp_m);
   for (int i = 0; i < sh.cones.n_zero; ++i) cand &= !(abs_of(w.tmp_m[i]) > tol);
-  for (int i = sh.cones.n_zero; i < sh.cones.soc_begin(); ++i) cand &= !(w.tmp_m[i] > tol);
+  for (int i = sh.cones.n_zero; i < sh.cones.soc_begin(); ++i)  // (b_i = +inf: no bound)
+    cand &= !((w.tmp_m[i] > tol) & is_finite(d.b[i]));
   for (int k = 0; k < sh.cones.n_soc; ++k) {
     const int r = sh.cones.soc_begin() + 3 * k;
     cand &= !(soc3_violation(-w.tmp_m[r], -w.tmp_m[r + 1], -w.tmp_m[r + 2]) > tol);
@@ -542,6 +547,9 @@ constexpr int kQpLaneHandoffIterations = 30;
 // 200 instead, the rates' noise handed over lanes that were converging:
 // QPCBLEND in a group of copies took 2,050 iterations instead of 770.)
 constexpr int kQpLaneStallFraction = 4;
+// ... at that many consecutive checks (a check right after a ρ update, or
+// one where the gap's ratio bounces, has no rate: one alone is no stall)
+constexpr int kQpLaneStallChecks = 3;
 
 template <class T>
 void qp_admm_solve_lanes(const QpShape& sh, const QpColumns& at,
@@ -613,7 +621,7 @@ void qp_admm_solve_lanes(const QpShape& sh, const QpColumns& at,
       if (it >= st.max_iter / kQpLaneStallFraction) {
         Mask stalled = Mask::none();
         for (int l = 0; l < W; ++l)
-          if (active[l] && sc.remaining[l] >= T(st.max_iter - it)) stalled.set(l, true);
+          if (active[l] && sc.over_budget[l] >= kQpLaneStallChecks) stalled.set(l, true);
         stop(stalled, SolveStatus::kNotRun, false);
         if (!active.any()) return;
       }

@@ -62,12 +62,7 @@ QpSettings<T> as_on_device(QpSettings<T> st) {
   st.dense_iteration = false;
   return st;
 }
-BatchOptions cpu_reference() {
-  BatchOptions o;
-  o.lanes = false;
-  o.threads = 1;
-  return o;
-}
+BatchOptions cpu_reference() { return testing::cpu_path(false); }
 
 template <class T>
 double xnorm_of(const T* x, int n) {

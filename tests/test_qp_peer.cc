@@ -76,20 +76,6 @@ QpBatch<double> copies(const QpBatch<double>& one, int count) {
   return b;
 }
 
-BatchOptions one_at_a_time() {
-  BatchOptions o;
-  o.lanes = false;
-  o.threads = 1;
-  return o;
-}
-
-BatchOptions lanes() {
-  BatchOptions o;
-  o.lanes = true;
-  o.threads = 1;
-  return o;
-}
-
 // Every problem at eps 1e-6 with the default settings (iteration limit
 // 4,000), one at a time and as a full lane group of copies. What holds for
 // all 13: a problem reported solved has its objective within 1e-4 of the
@@ -108,9 +94,9 @@ TEST(PeerSuite, SolvedMeansTheObjectiveIsRightOnBothPaths) {
   for (const PeerProblem& p : suite) {
     SCOPED_TRACE(p.name);
     QpSolutions<double> one, grp;
-    solve_batch(p.batch, st, one_at_a_time(), one);
+    solve_batch(p.batch, st, testing::cpu_path(false), one);
     const QpBatch<double> group = copies(p.batch, Lanes<double>::W);
-    solve_batch(group, st, lanes(), grp);
+    solve_batch(group, st, testing::cpu_path(true), grp);
     const double e1 = rel_err(p, one.objective[0]);
     if (one.status[0] == SolveStatus::kSolved) EXPECT_LE(e1, 1e-4) << "solved, objective off";
     good_one += one.status[0] == SolveStatus::kSolved && e1 <= 1e-4;
@@ -164,7 +150,7 @@ TEST(PeerSuite, GapKeepsAWrongObjectiveFromBeingSolved) {
   // (one at a time: in a lane group the iterate differs, and by the
   // residuals alone the group is not solved there by the limit)
   {
-    const BatchOptions opt = one_at_a_time();
+    const BatchOptions opt = testing::cpu_path(false);
     const QpBatch<double>& bt = p->batch;
     QpSettings<double> st;
     st.eps_abs = st.eps_rel = 1e-3;
@@ -270,6 +256,66 @@ TEST(QpInput, InfiniteBoundOnANonnegativeRowIsNoBound) {
       EXPECT_EQ(a.fault[k], InputFault::kNonFiniteB);
       EXPECT_TRUE(std::isnan(a.objective[k]));
       EXPECT_TRUE(std::isnan(a.value[k]));
+    }
+  }
+}
+
+// b = +inf with a warm start whose y is not 0 on that row: the row's y is
+// set to 0 (a residue of it would make bᵀy infinite: value ±inf, and a gap
+// test of inf against inf); and a direction along which only unbounded rows
+// grow is a dual infeasibility certificate. Both CPU paths.
+TEST(QpInput, InfiniteBoundWithWarmStartAndUnboundedDirection) {
+  const double kInf = std::numeric_limits<double>::infinity();
+  ConeSpec cones;
+  cones.n_nonneg = 2;
+  // minimize ½x0² + ½x1² − 2x0 s.t. x0 ≤ 1, x0 + x1 ≤ +inf: x = (1, 0), y = (1, 0)
+  QpBatch<double> bt = QpBatch<double>::dense(4, 2, cones);
+  for (int k = 0; k < 4; ++k) {
+    double* P = &bt.P[size_t(k) * 4];
+    P[0] = P[3] = 1.0;
+    bt.q[size_t(k) * 2 + 0] = -2.0;
+    const double A[] = {1, 0, 1, 1};
+    bt.set_A_dense(k, A);
+    bt.b[size_t(k) * 2 + 0] = 1.0;
+    bt.b[size_t(k) * 2 + 1] = kInf;
+  }
+  QpSettings<double> st;
+  st.eps_abs = st.eps_rel = 1e-9;
+  for (const BatchOptions& base : testing::both_cpu_paths()) {
+    SCOPED_TRACE(testing::path_name(base));
+    BatchOptions opt = base;
+    opt.warm_start = true;
+    QpSolutions<double> sol;
+    sol.resize(4, 2, 2);
+    for (int k = 0; k < 4; ++k) sol.y[size_t(k) * 2 + 0] = 1.0, sol.y[size_t(k) * 2 + 1] = 0.3 + 2.6 * k;
+    solve_batch(bt, st, opt, sol);
+    for (int k = 0; k < 4; ++k) {
+      SCOPED_TRACE("problem " + std::to_string(k));
+      ASSERT_EQ(sol.status[k], SolveStatus::kSolved);
+      EXPECT_EQ(sol.y[size_t(k) * 2 + 1], 0.0);
+      EXPECT_NEAR(sol.x[size_t(k) * 2 + 0], 1.0, 1e-7);  // −2 + x0 + y0 = 0 with x0 ≤ 1: x0 = 1, y0 = 1
+      EXPECT_NEAR(sol.x[size_t(k) * 2 + 1], 0.0, 1e-7);
+      EXPECT_NEAR(sol.value[k], -1.5, 1e-7);
+      EXPECT_NEAR(sol.objective[k], -1.5, 1e-7);
+    }
+  }
+  // minimize −x0 + x1 s.t. x0 ≤ +inf, −x1 ≤ 0: unbounded along x0
+  QpBatch<double> un = QpBatch<double>::dense(4, 2, cones);
+  for (int k = 0; k < 4; ++k) {
+    un.q[size_t(k) * 2 + 0] = -1.0;
+    un.q[size_t(k) * 2 + 1] = 1.0;
+    const double A[] = {1, 0, 0, -1};
+    un.set_A_dense(k, A);
+    un.b[size_t(k) * 2 + 0] = kInf;
+    un.b[size_t(k) * 2 + 1] = 0.0;
+  }
+  for (const BatchOptions& opt : testing::both_cpu_paths()) {
+    SCOPED_TRACE(testing::path_name(opt));
+    QpSolutions<double> sol;
+    solve_batch(un, QpSettings<double>{}, opt, sol);
+    for (int k = 0; k < 4; ++k) {
+      EXPECT_EQ(sol.status[k], SolveStatus::kDualInfeasible) << "problem " << k;
+      EXPECT_TRUE(std::isnan(sol.objective[k]));
     }
   }
 }

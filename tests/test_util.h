@@ -85,6 +85,13 @@ inline std::vector<BatchOptions> both_cpu_paths() {
   return {lanes, scalar};
 }
 inline const char* path_name(const BatchOptions& o) { return o.lanes ? "lanes" : "one at a time"; }
+// one CPU path on one thread: lane groups, or one problem at a time
+inline BatchOptions cpu_path(bool lanes) {
+  BatchOptions o;
+  o.lanes = lanes;
+  o.threads = 1;
+  return o;
+}
 
 // B LCPs with symmetric positive definite M (n x n) and random q
 inline LcpBatch<double> random_spd_batch(int B, int n, uint64_t seed) {

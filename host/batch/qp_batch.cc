@@ -378,7 +378,7 @@ void solve_cpu_lanes(const QpBatch<T>& batch, const QpSettings<T>& settings,
         lo.y[l] = out.y.data() + size_t(k0 + l) * m;
       }
       qp_admm_solve_lanes(shape, columns, d, live, lane_view(bf.x.data()), lane_view(bf.y.data()), w,
-                          settings, options.warm_start, lo, W / 4);
+                          settings, options.warm_start, lo, std::max(1, W / 4));
       for (int l = 0; l < live; ++l) {  // lanes handed off: finished one at a time
         QpInfo<T>& info = lo.info[l];
         if (info.status != SolveStatus::kNotRun) continue;

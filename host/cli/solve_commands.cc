@@ -137,7 +137,7 @@ void add_solve_commands(CLI::App& app, Commands& out) {
   auto* solve = app.add_subcommand(
       "solve-batch",
       "solve a batch file (.npz) and write the solutions (.npz); exit code 0, 3 when any problem is "
-      "invalid_input (the others are solved and written), 2 on an error");
+      "invalid_input (the others are solved and written), 2 on an error (bad file, settings)");
   solve->add_option("--in", sa->in, "problem batch file")->required();
   solve->add_option("--out", sa->out, "solution file to write")->required();
   solve->add_option("--backend", sa->backend, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
