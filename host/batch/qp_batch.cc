@@ -387,7 +387,11 @@ void solve_cpu_lanes(const QpBatch<T>& batch, const QpSettings<T>& settings,
         rest.rho = info.rho;
         rest.check_input = false;  // checked in the lanes
         rest.max_iter = settings.max_iter - info.iterations;
-        rest.max_rho_updates = std::max(0, settings.max_rho_updates - info.rho_updates);
+        // its own budget of ρ updates: with the group's used up, a lane handed
+        // over early (the last of its group) could be left at a ρ that never
+        // converges (real train QP #451: 291 iterations alone, the
+        // 1,000-iteration budget after a hand-off at 75 with none left)
+        rest.max_rho_updates = settings.max_rho_updates;
         const QpInfo<T> more = qp_admm_solve(
             shape, problem_data(batch, k), unit_view(lo.x[l]), unit_view(lo.y[l]),
             QpWork<T, UnitStride>::carve(unit_view(qp_work_align(bf.one.data())), n, m, true), rest,
