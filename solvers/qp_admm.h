@@ -104,6 +104,17 @@ struct QpSettings {
   // which amounts to per-row ρ_i = ρ·E_i²/c and per-variable σ_j = σ/(c·D_j²);
   // x, y, residuals and stopping stay in the original units.
   int scaling_iters = 5;
+  // fallback (on by default in double): a solve that stagnates, from a quarter
+  // of the budget on, with its residuals' ratio to their tolerances (the
+  // largest of primal, dual and gap) not 1% below its best for an eighth of
+  // the budget, restarts cold for the rest of the budget with OSQP's
+  // general-purpose parameters (qp_fallback_settings: ρ 0.1, 10 Ruiz passes,
+  // ρ_eq 1e3, ρ adapted every 50 iterations at tolerance 5, bounded only by
+  // the budget). The defaults above are tuned for the contact QPs, which
+  // converge long before; on the Maros-Meszaros QADLITTL they stagnate where
+  // OSQP's converge (3,281 iterations in all at eps 1e-6). Float: off (its
+  // stagnation near the tolerance is rounding, which a restart does not cure).
+  bool fallback = sizeof(T) == 8;
   // duality gap (on by default): `solved` also needs
   //   |xᵀPx + qᵀx + bᵀy| <= eps_abs + eps_rel·max(|xᵀPx|, |qᵀx|, |bᵀy|)
   // (the primal objective minus the dual one, −½xᵀPx − bᵀy, in the original
@@ -749,6 +760,22 @@ struct QpSchedule {
   T remaining = T(0);
 };
 
+// The settings of a stalled solve's restart (QpSettings::fallback), with `budget` iterations.
+template <class T>
+IMPULSE_HD QpSettings<T> qp_fallback_settings(const QpSettings<T>& st, int budget) {
+  QpSettings<T> f = st;
+  f.rho = T(0.1);
+  f.scaling_iters = 10;
+  f.rho_eq_scale = T(sizeof(T) == 4 ? 10 : 1000);
+  f.adaptive_rho_interval = st.check_every * ((50 + st.check_every - 1) / st.check_every);
+  f.adaptive_rho_tolerance = T(5);
+  f.max_rho_updates = budget / f.adaptive_rho_interval + 1;
+  f.max_iter = budget > 0 ? budget : 1;
+  f.check_input = false;
+  f.fallback = false;
+  return f;
+}
+
 // Set-up: the input check, the initial iterate (z = Ax for a warm start,
 // OSQP's choice; zero otherwise), equilibration, ρ and the factorization.
 // Returns kNotRun when the iteration may start, otherwise the problem's final
@@ -1026,44 +1053,73 @@ IMPULSE_HD_NOINLINE QpInfo<T> qp_admm_solve(const QpShape& sh, const QpData<T, S
   const int n = sh.n, m = sh.m();
   const bool dense = detail::QpDenseCapable<S, SW, SX>::value && w.dense && st.dense_iteration &&
                      st.explicit_inverse;
-  if (detail::qp_setup(sh, d, x, y, w, st, warm, dense, info) != SolveStatus::kNotRun) return info;
+  // phase 0 with st; phase 1, after a stall (QpSettings::fallback), cold with
+  // qp_fallback_settings for the rest of the budget
+  QpSettings<T> cur = st;
+  int used = 0, updates = 0;
+  for (int phase = 0;; ++phase) {
+    if (phase == 1) cur = detail::qp_fallback_settings(st, st.max_iter - used);
+    info = QpInfo<T>{};
+    if (detail::qp_setup(sh, d, x, y, w, cur, phase == 0 && warm, dense, info) != SolveStatus::kNotRun) {
+      info.iterations += used;
+      info.rho_updates += updates;
+      return info;
+    }
+    T rho = cur.rho;
+    SolveStatus status = SolveStatus::kMaxIterations;
+    detail::QpCheck<T> c;
+    detail::QpSchedule<T> sc;
+    sc.next_check = phase == 0 && warm ? 1 : cur.check_every;
+    bool stalled = false;
+    T best_ratio = T(1e30);
+    int best_it = 0;
+    int it = 0;
+    for (it = 1; it <= cur.max_iter; ++it) {
+      // keep the previous iterate for the infeasibility certificates, which
+      // are only tested at check iterations (1 when warm, the scheduled ones,
+      // every adaptive_rho_interval-th, the last)
+      const bool check = it == sc.next_check || it == cur.max_iter ||
+                         (cur.adaptive_rho && it % cur.adaptive_rho_interval == 0);
+      if (check) {
+        for (int i = 0; i < n; ++i) w.x_prev[i] = x[i];
+        for (int i = 0; i < m; ++i) w.y_prev[i] = y[i];
+      }
+      if (dense)
+        detail::qp_admm_step_dense(sh, d, w, x, y, cur.alpha);
+      else
+        detail::qp_admm_step(sh, d, w, x, y, cur.alpha, cur.explicit_inverse);
+      if (!check) continue;
 
-  T rho = st.rho;
-  SolveStatus status = SolveStatus::kMaxIterations;
-  detail::QpCheck<T> c;
-  detail::QpSchedule<T> sc;
-  sc.next_check = warm ? 1 : st.check_every;
-  int it = 0;
-  for (it = 1; it <= st.max_iter; ++it) {
-    // keep the previous iterate for the infeasibility certificates, which
-    // are only tested at check iterations (1 when warm, the scheduled ones,
-    // every adaptive_rho_interval-th, the last)
-    const bool check = it == sc.next_check || it == st.max_iter ||
-                       (st.adaptive_rho && it % st.adaptive_rho_interval == 0);
-    if (check) {
-      for (int i = 0; i < n; ++i) w.x_prev[i] = x[i];
-      for (int i = 0; i < m; ++i) w.y_prev[i] = y[i];
+      SolveStatus verdict = detail::qp_check_residuals(sh, d, w, dense, x, y, cur, c);
+      if (verdict == SolveStatus::kNotRun) {
+        detail::qp_schedule_next(cur, it, c, sc);
+        verdict = detail::qp_check_infeasible(sh, d, w, dense, x, y, cur);
+      }
+      if (verdict == SolveStatus::kNotRun &&
+          !detail::qp_adapt_rho(sh, d, w, dense, cur, it, c, sc, rho, info))
+        verdict = SolveStatus::kNumericalError;
+      if (verdict != SolveStatus::kNotRun) {
+        status = verdict;
+        break;
+      }
+      if (phase == 0 && cur.fallback) {  // stagnation: no 1% gain for an eighth of the budget
+        if (sc.last_ratio < T(0.99) * best_ratio) best_ratio = sc.last_ratio, best_it = it;
+        if (it >= cur.max_iter / 4 && it - best_it >= cur.max_iter / 8 && it < cur.max_iter) {
+          stalled = true;
+          break;
+        }
+      }
     }
-    if (dense)
-      detail::qp_admm_step_dense(sh, d, w, x, y, st.alpha);
-    else
-      detail::qp_admm_step(sh, d, w, x, y, st.alpha, st.explicit_inverse);
-    if (!check) continue;
-
-    SolveStatus verdict = detail::qp_check_residuals(sh, d, w, dense, x, y, st, c);
-    if (verdict == SolveStatus::kNotRun) {
-      detail::qp_schedule_next(st, it, c, sc);
-      verdict = detail::qp_check_infeasible(sh, d, w, dense, x, y, st);
+    if (stalled) {
+      used = it;
+      updates = info.rho_updates;
+      continue;
     }
-    if (verdict == SolveStatus::kNotRun && !detail::qp_adapt_rho(sh, d, w, dense, st, it, c, sc, rho, info))
-      verdict = SolveStatus::kNumericalError;
-    if (verdict != SolveStatus::kNotRun) {
-      status = verdict;
-      break;
-    }
+    detail::qp_finish(sh, d, x, y, w, cur, status, it, c, rho, info);
+    info.iterations += used;
+    info.rho_updates += updates;
+    return info;
   }
-  detail::qp_finish(sh, d, x, y, w, st, status, it, c, rho, info);
-  return info;
 }
 
 }  // namespace impulse

@@ -80,6 +80,7 @@ struct QpLaneOut {
   T* x[W] = {};  // lane l's x (n entries) is written here when it stops
   T* y[W] = {};  // and its y (m entries)
   QpInfo<T> info[W];
+  bool stalled[W] = {};  // handed over (kNotRun) because it stalled: restart with the fallback
 };
 
 // the lane overload of detail::qp_rescale (one Ruiz update of a scaling
@@ -562,7 +563,7 @@ void qp_admm_solve_lanes(const QpShape& sh, const QpColumns& at,
   constexpr int W = L::W;
   const int n = sh.n, m = sh.m();
   Mask active = Mask::first(live);
-  for (int l = 0; l < W; ++l) out.info[l] = QpInfo<T>{};
+  for (int l = 0; l < W; ++l) out.info[l] = QpInfo<T>{}, out.stalled[l] = false;
 
   // set-up
   if (st.check_input) detail::qp_lanes_check_input(sh, d, w, st, live, active, out);
@@ -622,6 +623,8 @@ void qp_admm_solve_lanes(const QpShape& sh, const QpColumns& at,
         Mask stalled = Mask::none();
         for (int l = 0; l < W; ++l)
           if (active[l] && sc.over_budget[l] >= kQpLaneStallChecks) stalled.set(l, true);
+        for (int l = 0; l < W; ++l)
+          if (stalled[l]) out.stalled[l] = true;
         stop(stalled, SolveStatus::kNotRun, false);
         if (!active.any()) return;
       }

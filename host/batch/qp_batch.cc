@@ -392,10 +392,14 @@ void solve_cpu_lanes(const QpBatch<T>& batch, const QpSettings<T>& settings,
         // converges (real train QP #451: 291 iterations alone, the
         // 1,000-iteration budget after a hand-off at 75 with none left)
         rest.max_rho_updates = settings.max_rho_updates;
+        // a lane that stalled restarts cold with the fallback settings, as
+        // qp_admm_solve does after a stall (QpSettings::fallback)
+        const bool restart = lo.stalled[l] && settings.fallback;
+        if (restart) rest = detail::qp_fallback_settings(settings, rest.max_iter);
         const QpInfo<T> more = qp_admm_solve(
             shape, problem_data(batch, k), unit_view(lo.x[l]), unit_view(lo.y[l]),
             QpWork<T, UnitStride>::carve(unit_view(qp_work_align(bf.one.data())), n, m, true), rest,
-            true);
+            !restart);
         const int done = info.iterations, updates = info.rho_updates;
         info = more;
         info.iterations += done;
