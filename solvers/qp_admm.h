@@ -104,10 +104,10 @@ struct QpSettings {
   // which amounts to per-row ρ_i = ρ·E_i²/c and per-variable σ_j = σ/(c·D_j²);
   // x, y, residuals and stopping stay in the original units.
   int scaling_iters = 5;
-  // fallback (on by default in double): a solve that stagnates, from a quarter
-  // of the budget on, with its residuals' ratio to their tolerances (the
-  // largest of primal, dual and gap) not 1% below its best for an eighth of
-  // the budget, restarts cold for the rest of the budget with OSQP's
+  // fallback (on by default in double): a solve that stagnates
+  // (detail::QpStagnation: from a quarter of the budget on, its residuals'
+  // ratio to their tolerances not 1% below its best for an eighth of the
+  // budget) restarts cold for the rest of the budget with OSQP's
   // general-purpose parameters (qp_fallback_settings: ρ 0.1, 10 Ruiz passes,
   // ρ_eq 1e3, ρ adapted every 50 iterations at tolerance 5, bounded only by
   // the budget). The defaults above are tuned for the contact QPs, which
@@ -760,6 +760,24 @@ struct QpSchedule {
   T remaining = T(0);
 };
 
+// Stagnation, the one stall rule (QpSettings::fallback here, the lanes'
+// hand-off in qp_admm_solve_lanes): from a quarter of the budget on, the
+// residuals' ratio to their tolerances (QpSchedule::last_ratio, the largest
+// of primal, dual and gap) has not come 1% below its best for an eighth of
+// the budget. (Three checks predicting past the budget was tried first: it
+// fired on the float ContactNets QPs near their rounding floor and on a
+// random QP at eps 1e-9 that converges.)
+template <class T>
+struct QpStagnation {
+  T best_ratio = T(1e30);
+  int best_it = 0;
+  // record the check at iteration `it`; true when the solve stagnates
+  IMPULSE_HD bool stalled(T ratio, int it, int max_iter) {
+    if (ratio < T(0.99) * best_ratio) best_ratio = ratio, best_it = it;
+    return it >= max_iter / 4 && it - best_it >= max_iter / 8 && it < max_iter;
+  }
+};
+
 // The settings of a stalled solve's restart (QpSettings::fallback), with `budget` iterations.
 template <class T>
 IMPULSE_HD QpSettings<T> qp_fallback_settings(const QpSettings<T>& st, int budget) {
@@ -1071,8 +1089,7 @@ IMPULSE_HD_NOINLINE QpInfo<T> qp_admm_solve(const QpShape& sh, const QpData<T, S
     detail::QpSchedule<T> sc;
     sc.next_check = phase == 0 && warm ? 1 : cur.check_every;
     bool stalled = false;
-    T best_ratio = T(1e30);
-    int best_it = 0;
+    detail::QpStagnation<T> stagnation;
     int it = 0;
     for (it = 1; it <= cur.max_iter; ++it) {
       // keep the previous iterate for the infeasibility certificates, which
@@ -1102,12 +1119,9 @@ IMPULSE_HD_NOINLINE QpInfo<T> qp_admm_solve(const QpShape& sh, const QpData<T, S
         status = verdict;
         break;
       }
-      if (phase == 0 && cur.fallback) {  // stagnation: no 1% gain for an eighth of the budget
-        if (sc.last_ratio < T(0.99) * best_ratio) best_ratio = sc.last_ratio, best_it = it;
-        if (it >= cur.max_iter / 4 && it - best_it >= cur.max_iter / 8 && it < cur.max_iter) {
-          stalled = true;
-          break;
-        }
+      if (phase == 0 && cur.fallback && stagnation.stalled(sc.last_ratio, it, cur.max_iter)) {
+        stalled = true;
+        break;
       }
     }
     if (stalled) {

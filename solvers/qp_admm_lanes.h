@@ -402,7 +402,8 @@ struct QpLaneSchedule {
   int last_check[Lanes<T>::W] = {};
   T last_ratio[Lanes<T>::W] = {};
   T remaining[Lanes<T>::W] = {};
-  int over_budget[Lanes<T>::W] = {};  // consecutive checks predicting past the budget
+  QpStagnation<T> stagnation[Lanes<T>::W];  // the stall rule, per lane
+  bool stalled[Lanes<T>::W] = {};            // as of the last check
 };
 
 template <class T>
@@ -425,7 +426,7 @@ IMPULSE_HD_PHASE void qp_lanes_schedule_next(const QpSettings<T>& st, int it, co
     }
     sc.last_check[l] = it;
     sc.last_ratio[l] = r;
-    sc.over_budget[l] = sc.remaining[l] >= T(st.max_iter - it) ? sc.over_budget[l] + 1 : 0;
+    sc.stalled[l] = sc.stagnation[l].stalled(r, it, st.max_iter);
     next = next > it + gap ? next : it + gap;
   }
   sc.next_check = next;
@@ -538,19 +539,13 @@ IMPULSE_HD_PHASE LaneMask<T> qp_lanes_adapt_rho(const QpSettings<T>& st, int it,
 // (the recorded ContactNets QPs at tight tolerances) a group otherwise runs
 // at the cost of W lanes for one slow problem.
 constexpr int kQpLaneHandoffIterations = 30;
-// Also, whatever the number still running, a lane whose residuals, once a
-// quarter of the budget is spent, are not predicted to reach the tolerance
-// within the rest of it (the last two checks' rate, or no rate: they did not
-// fall) stops with kNotRun too: the group's iteration is not the
-// one-problem solver's (Cholesky and its rounding, the group's check
-// schedule), and a lane that stalls there would otherwise end at
-// max_iterations where the one-problem solver may converge. (From iteration
-// 200 instead, the rates' noise handed over lanes that were converging:
-// QPCBLEND in a group of copies took 2,050 iterations instead of 770.)
-constexpr int kQpLaneStallFraction = 4;
-// ... at that many consecutive checks (a check right after a ρ update, or
-// one where the gap's ratio bounces, has no rate: one alone is no stall)
-constexpr int kQpLaneStallChecks = 3;
+// Also, whatever the number still running, a lane that stagnates
+// (detail::QpStagnation, the one-problem solver's stall rule) stops with
+// kNotRun and out.stalled set: the group's iteration is not the one-problem
+// solver's (Cholesky and its rounding, the group's check schedule), and the
+// caller restarts it with the fallback settings (QpSettings::fallback), or
+// continues it alone. (A rule from iteration 200 handed over lanes that were
+// converging: QPCBLEND in a group of copies took 2,050 iterations, not 770.)
 
 template <class T>
 void qp_admm_solve_lanes(const QpShape& sh, const QpColumns& at,
@@ -617,14 +612,11 @@ void qp_admm_solve_lanes(const QpShape& sh, const QpColumns& at,
         stop(active, SolveStatus::kNotRun, false);
         return;
       }
-      // a lane that stalls (from a quarter of the budget on, no prediction or
-      // one past its budget) goes too, in time to finish alone
-      if (it >= st.max_iter / kQpLaneStallFraction) {
-        Mask stalled = Mask::none();
-        for (int l = 0; l < W; ++l)
-          if (active[l] && sc.over_budget[l] >= kQpLaneStallChecks) stalled.set(l, true);
-        for (int l = 0; l < W; ++l)
-          if (stalled[l]) out.stalled[l] = true;
+      // a lane that stagnates goes too, in time to finish alone
+      Mask stalled = Mask::none();
+      for (int l = 0; l < W; ++l)
+        if (active[l] && sc.stalled[l]) stalled.set(l, true), out.stalled[l] = true;
+      if (stalled.any()) {
         stop(stalled, SolveStatus::kNotRun, false);
         if (!active.any()) return;
       }
