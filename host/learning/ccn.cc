@@ -1,0 +1,460 @@
+#include "host/learning/ccn.h"
+
+#include <cmath>
+#include <random>
+#include <string>
+
+#include "solvers/error.h"
+
+namespace impulse {
+
+// ---- weights ----------------------------------------------------------------------------
+
+nlohmann::json CcnWeights::to_json() const {
+  return {{"comp", comp}, {"diss", diss}, {"pen", pen}, {"res", res}, {"res_w", res_w}};
+}
+
+CcnWeights CcnWeights::from_json(const nlohmann::json& j) {
+  CcnWeights w;
+  w.comp = j.at("comp").get<double>();
+  w.diss = j.at("diss").get<double>();
+  w.pen = j.at("pen").get<double>();
+  w.res = j.at("res").get<double>();
+  w.res_w = j.at("res_w").get<double>();
+  return w;
+}
+
+// ---- model ------------------------------------------------------------------------------
+
+namespace {
+
+constexpr int kHidden = 128;
+
+MlpConfig residual_config(const MultibodySystem& sys) {
+  MlpConfig c;
+  c.input_size = 12 + sys.joints() + sys.nv();
+  c.hidden_sizes = {kHidden, kHidden};
+  c.output_size = sys.nv();
+  c.activation = Activation::kRelu;
+  return c;
+}
+
+}  // namespace
+
+CcnModel::CcnModel(MultibodySystem sys, bool residual, uint64_t seed) : sys_(std::move(sys)), residual_(residual) {
+  sys_.validate();
+  for (const LinkSpec& l : sys_.links) {
+    vertices_.push_back(l.vertices);
+    inertia_.push_back(inertial_to_log_cholesky(l.inertia));
+  }
+  mu_ = sys_.mu;
+  if (residual_) {
+    MlpInit init;
+    init.seed = seed;
+    init.output_scale = 1e-2;
+    net_ = Mlp(residual_config(sys_), init);
+  }
+}
+
+int CcnModel::parameter_count() const {
+  return net_offset() + (residual_ ? static_cast<int>(net_.num_params()) : 0);
+}
+
+Eigen::VectorXd CcnModel::parameters() const {
+  Eigen::VectorXd t(parameter_count());
+  int o = 0;
+  for (const auto& link : vertices_)
+    for (const Eigen::Vector3d& v : link) {
+      t.segment<3>(o) = v;
+      o += 3;
+    }
+  for (const LogCholesky& lc : inertia_) {
+    t.segment<10>(o) = lc;
+    o += 10;
+  }
+  t(o++) = mu_;
+  if (residual_) t.tail(net_.num_params()) = net_.params();
+  return t;
+}
+
+void CcnModel::set_parameters(const Eigen::VectorXd& t) {
+  if (t.size() != parameter_count())
+    throw Error("CCN model: " + std::to_string(t.size()) + " parameters given, expected " +
+                std::to_string(parameter_count()));
+  for (Eigen::Index i = 0; i < t.size(); ++i)
+    if (!std::isfinite(t(i))) throw Error("CCN model: parameter " + std::to_string(i) + " is not finite");
+  int o = 0;
+  for (auto& link : vertices_)
+    for (Eigen::Vector3d& v : link) {
+      v = t.segment<3>(o);
+      o += 3;
+    }
+  for (LogCholesky& lc : inertia_) {
+    lc = t.segment<10>(o);
+    o += 10;
+  }
+  mu_ = t(o++);
+  if (residual_) net_.params() = t.tail(net_.num_params());
+}
+
+Eigen::VectorXd CcnModel::parameter_scale() const {
+  Eigen::VectorXd s = Eigen::VectorXd::Ones(parameter_count());
+  s.head(3 * vertex_count()).setConstant(0.05);
+  return s;
+}
+
+Eigen::VectorXd CcnModel::inertial(Eigen::MatrixXd* jac) const {
+  const int L = sys_.num_links();
+  Eigen::VectorXd pi(10 * L);
+  std::vector<InertialJacobian> J(static_cast<size_t>(L));
+  double sum = 0;
+  for (int l = 0; l < L; ++l) {
+    pi.segment<10>(10 * l) = log_cholesky_to_inertial(inertia_[static_cast<size_t>(l)], jac ? &J[static_cast<size_t>(l)] : nullptr);
+    sum += pi(10 * l);  // e^{2α_l}
+  }
+  const double s = sys_.total_mass() / sum;
+  if (jac) {
+    // π_l = s π̂_l:  ∂π_l/∂θ_j = s ∂π̂_l/∂θ_j δ_lj + π̂_l ∂s/∂θ_j, ∂s/∂α_j = −2 s e^{2α_j} / Σ
+    jac->setZero(10 * L, 10 * L);
+    for (int l = 0; l < L; ++l) {
+      jac->block<10, 10>(10 * l, 10 * l) = s * J[static_cast<size_t>(l)];
+      for (int j = 0; j < L; ++j) jac->col(10 * j).segment<10>(10 * l) += pi.segment<10>(10 * l) * (-2 * s * pi(10 * j) / sum);
+    }
+  }
+  return s * pi;
+}
+
+std::vector<LinkInertia> CcnModel::link_inertias() const {
+  const Eigen::VectorXd pi = inertial();
+  std::vector<LinkInertia> out;
+  for (int l = 0; l < sys_.num_links(); ++l) out.push_back(from_inertial(pi.segment<10>(10 * l)));
+  return out;
+}
+
+void CcnModel::residual_features(const Eigen::Ref<const Eigen::VectorXd>& x, Eigen::Ref<Eigen::VectorXd> out) const {
+  const Eigen::Matrix3d R = Eigen::Quaterniond(x(0), x(1), x(2), x(3)).normalized().toRotationMatrix();
+  for (int r = 0; r < 3; ++r)
+    for (int c = 0; c < 3; ++c) out(3 * r + c) = R(r, c);
+  const int nj = sys_.joints();
+  out.segment(9, 3 + nj) = x.segment(4, 3 + nj);
+  out.tail(sys_.nv()) = x.segment(sys_.nq(), sys_.nv());
+}
+
+void CcnModel::randomize(uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  // our own uniform from the raw bits: identical with every standard library
+  const auto uniform = [&](double a, double b) {
+    return a + (b - a) * (static_cast<double>(rng() >> 11) * (1.0 / 9007199254740992.0));
+  };
+  const auto normal = [&]() {  // Box-Muller on our uniform
+    const double u1 = uniform(1e-300, 1.0), u2 = uniform(0.0, 1.0);
+    return std::sqrt(-2 * std::log(u1)) * std::cos(2 * M_PI * u2);
+  };
+  for (auto& link : vertices_)
+    for (Eigen::Vector3d& v : link)
+      for (int d = 0; d < 3; ++d) v(d) *= uniform(0.5, 1.5);
+  mu_ *= uniform(0.5, 1.5);
+  for (int l = 0; l < sys_.num_links(); ++l) {
+    const LinkSpec& s = sys_.links[static_cast<size_t>(l)];
+    Eigen::Vector3d len;
+    for (int d = 0; d < 3; ++d) len(d) = s.size(d) * uniform(0.5, 1.5);
+    LinkInertia li;
+    li.mass = s.inertia.mass * uniform(0.5, 1.5);
+    for (int d = 0; d < 3; ++d) li.com(d) = s.inertia.com(d) + uniform(-0.25, 0.25) * len(d);
+    const Eigen::Vector3d principal(li.mass / 12 * (len.y() * len.y() + len.z() * len.z()),
+                                    li.mass / 12 * (len.x() * len.x() + len.z() * len.z()),
+                                    li.mass / 12 * (len.x() * len.x() + len.y() * len.y()));
+    Eigen::Quaterniond qr(normal(), normal(), normal(), normal());
+    const Eigen::Matrix3d R = qr.normalized().toRotationMatrix();
+    li.inertia_com = R * principal.asDiagonal() * R.transpose();
+    inertia_[static_cast<size_t>(l)] = inertial_to_log_cholesky(li);
+  }
+  if (residual_) {
+    MlpInit init;
+    init.seed = seed;
+    init.output_scale = 1e-2;
+    net_.init_params(init);
+  }
+}
+
+nlohmann::json CcnModel::to_json() const {
+  nlohmann::json links = nlohmann::json::array();
+  const std::vector<LinkInertia> li = link_inertias();
+  for (int l = 0; l < sys_.num_links(); ++l) {
+    nlohmann::json v = nlohmann::json::array();
+    for (const Eigen::Vector3d& p : vertices_[static_cast<size_t>(l)]) v.push_back({p.x(), p.y(), p.z()});
+    const LinkInertia& L = li[static_cast<size_t>(l)];
+    nlohmann::json I = nlohmann::json::array();
+    for (int r = 0; r < 3; ++r) I.push_back({L.inertia_com(r, 0), L.inertia_com(r, 1), L.inertia_com(r, 2)});
+    const LogCholesky& t = inertia_[static_cast<size_t>(l)];
+    links.push_back({{"name", sys_.links[static_cast<size_t>(l)].name},
+                     {"vertices_m", v},
+                     {"mass_kg", L.mass},
+                     {"com_m", {L.com.x(), L.com.y(), L.com.z()}},
+                     {"inertia_com_kgm2", I},
+                     {"log_cholesky", std::vector<double>(t.data(), t.data() + 10)}});
+  }
+  nlohmann::json j = {{"format", "impulse.ccn"}, {"version", 1}, {"system", sys_.name},
+                      {"links", links},          {"mu", mu_},  {"residual", residual_}};
+  if (residual_) j["network"] = net_.to_json();
+  return j;
+}
+
+CcnModel CcnModel::from_json(const nlohmann::json& j, const MultibodySystem& sys) {
+  try {
+    if (j.at("format").get<std::string>() != "impulse.ccn") throw Error("not an impulse.ccn model");
+    if (j.at("system").get<std::string>() != sys.name)
+      throw Error("model of system '" + j.at("system").get<std::string>() + "', expected '" + sys.name + "'");
+    CcnModel m(sys, j.at("residual").get<bool>());
+    const auto& links = j.at("links");
+    if (static_cast<int>(links.size()) != sys.num_links()) throw Error("wrong number of links");
+    for (int l = 0; l < sys.num_links(); ++l) {
+      const auto& L = links[static_cast<size_t>(l)];
+      const auto& v = L.at("vertices_m");
+      if (v.size() != m.vertices_[static_cast<size_t>(l)].size()) throw Error("wrong number of vertices on link " + std::to_string(l));
+      for (size_t i = 0; i < v.size(); ++i)
+        m.vertices_[static_cast<size_t>(l)][i] = Eigen::Vector3d(v[i].at(0).get<double>(), v[i].at(1).get<double>(), v[i].at(2).get<double>());
+      const std::vector<double> t = L.at("log_cholesky").get<std::vector<double>>();
+      if (t.size() != 10) throw Error("log_cholesky of link " + std::to_string(l) + " is not 10 numbers");
+      m.inertia_[static_cast<size_t>(l)] = Eigen::Map<const LogCholesky>(t.data());
+    }
+    m.mu_ = j.at("mu").get<double>();
+    if (m.residual_) m.net_ = Mlp::from_json(j.at("network"));
+    m.set_parameters(m.parameters());  // finiteness
+    return m;
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(std::string("CCN model JSON: ") + e.what());
+  } catch (const Error& e) {
+    throw Error(std::string("CCN model JSON: ") + e.what());
+  }
+}
+
+// ---- loss -------------------------------------------------------------------------------
+
+namespace {
+
+// Everything one transition's QP and gradient need, for given θ-derived values.
+struct Terms {
+  Kinematics kin, kin_next;
+  MultibodyContacts c, c_next;
+  Eigen::MatrixXd M, Jtil, MinvJt;  // Jtil: 3k x nv, rows [Jn_i; μ Jt_x,i; μ Jt_y,i]
+  Eigen::LLT<Eigen::MatrixXd> llt;
+  Eigen::VectorXd h, w, f0, Minvf0, lin, delta, v_next, Jtv;  // Jtv: 2k (J_t v')
+  double constant = 0;
+};
+
+void check_transition(const MultibodySystem& sys, const CcnTransition& t) {
+  if (t.x.size() != sys.width() || t.x_next.size() != sys.width())
+    throw Error("CCN loss: a state has " + std::to_string(t.x.size()) + " / " + std::to_string(t.x_next.size()) +
+                " numbers, the system '" + sys.name + "' has " + std::to_string(sys.width()));
+}
+
+void build_terms(const CcnModel& model, const CcnLossConfig& cfg, const CcnTransition& t,
+                 const Eigen::VectorXd& pi, const Eigen::VectorXd& delta, Terms& T) {
+  const MultibodySystem& sys = model.system();
+  check_transition(sys, t);
+  const int nq = sys.nq(), nv = sys.nv();
+  const double dt = cfg.dt, mu = model.mu();
+  const CcnWeights& W = cfg.weights;
+  kinematics(sys, t.x.head(nq), t.x.tail(nv), T.kin);
+  kinematics(sys, t.x_next.head(nq), T.kin_next);
+  mass_matrix(T.kin, pi, T.M);
+  bias_force(T.kin, pi, sys.gravity, T.h);
+  contact_frame(sys, T.kin, model.vertices(), T.c);
+  contact_frame(sys, T.kin_next, model.vertices(), T.c_next);
+  T.llt.compute(T.M);
+  if (T.llt.info() != Eigen::Success) throw Error("CCN loss: the mass matrix is not positive definite");
+  const int k = static_cast<int>(T.c.phi.size());
+  T.Jtil.resize(3 * k, nv);
+  for (int i = 0; i < k; ++i) {
+    T.Jtil.row(3 * i) = T.c.Jn.row(i);
+    T.Jtil.row(3 * i + 1) = mu * T.c.Jt.row(2 * i);
+    T.Jtil.row(3 * i + 2) = mu * T.c.Jt.row(2 * i + 1);
+  }
+  T.v_next = t.x_next.tail(nv);
+  T.delta = delta;
+  T.w = t.x.tail(nv) - T.v_next + dt * delta;
+  T.f0 = T.M * T.w - dt * T.h;
+  T.Minvf0 = T.llt.solve(T.f0);
+  T.MinvJt = T.llt.solve(T.Jtil.transpose());
+  T.Jtv = T.c.Jt * T.v_next;
+  T.lin.resize(3 * k);
+  double pen = 0;
+  for (int i = 0; i < k; ++i) {
+    const double phin = T.c_next.phi(i);
+    T.lin(3 * i) = W.comp * phin + W.diss * mu * T.Jtv.segment<2>(2 * i).norm();
+    T.lin(3 * i + 1) = W.diss * mu * T.Jtv(2 * i);
+    T.lin(3 * i + 2) = W.diss * mu * T.Jtv(2 * i + 1);
+    const double neg = std::min(0.0, phin);
+    pen += neg * neg;
+  }
+  T.constant = T.f0.dot(T.Minvf0) + W.pen * pen + W.res * delta.squaredNorm();
+}
+
+double objective(const Terms& T, const Eigen::VectorXd& lambda) {
+  const Eigen::VectorXd f = T.f0 + T.Jtil.transpose() * lambda;
+  return f.dot(T.llt.solve(f)) + T.lin.dot(lambda) + T.constant - T.f0.dot(T.Minvf0);
+}
+
+// ∂objective/∂θ (without the network) added into g (model layout); returns ∂/∂δ.
+Eigen::VectorXd gradient(const CcnModel& model, const CcnLossConfig& cfg, const Eigen::MatrixXd& dpi,
+                         const Terms& T, const Eigen::VectorXd& lambda, double* g) {
+  const MultibodySystem& sys = model.system();
+  const CcnWeights& W = cfg.weights;
+  const double dt = cfg.dt, mu = model.mu();
+  const int k = static_cast<int>(T.c.phi.size());
+  const Eigen::VectorXd f = T.f0 + T.Jtil.transpose() * lambda;
+  const Eigen::VectorXd u = T.llt.solve(f);
+  // inertia: 2uᵀ ∂f0/∂π − uᵀ ∂M/∂π u, then into θ
+  Eigen::VectorXd gpi, gq;
+  inertial_gradient(T.kin, 2 * u, T.w, dt, sys.gravity, gpi);
+  mass_quadratic_gradient(T.kin, u, gq);
+  Eigen::Map<Eigen::VectorXd>(g + model.inertia_offset(), dpi.cols()) += dpi.transpose() * (gpi - gq);
+  // ∂/∂Jtil = 2 λ uᵀ; dissipation through J_t; μ
+  Eigen::MatrixXd GJ(3 * k, sys.nv());  // rows x, y, z of J_p per contact
+  double gmu = 0;
+  Eigen::VectorXd gphi(k);
+  for (int i = 0; i < k; ++i) {
+    const double ln = lambda(3 * i);
+    const Eigen::Vector2d lt = lambda.segment<2>(3 * i + 1);
+    const Eigen::Vector2d jv = T.Jtv.segment<2>(2 * i);
+    const double nj = jv.norm();
+    Eigen::Vector2d dd = lt;  // ∂(λ_n‖J_t v'‖ + λ_tᵀ J_t v')/∂(J_t v')
+    if (nj > 0) dd += ln * jv / nj;
+    for (int r = 0; r < 2; ++r)
+      GJ.row(3 * i + r) = (2 * mu * lt(r)) * u.transpose() + (W.diss * mu * dd(r)) * T.v_next.transpose();
+    GJ.row(3 * i + 2) = (2 * ln) * u.transpose();
+    gmu += 2 * lt.dot(T.c.Jt.middleRows<2>(2 * i) * u) + W.diss * (ln * nj + lt.dot(jv));
+    gphi(i) = W.comp * ln + 2 * W.pen * std::min(0.0, T.c_next.phi(i));
+  }
+  jacobian_vertex_gradient(sys, T.kin, model.vertices(), GJ, g);
+  phi_vertex_gradient(sys, T.kin_next, model.vertices(), gphi, g);
+  g[model.mu_offset()] += gmu;
+  // ∂/∂δ: ∂f/∂δ = dt M, so 2 dt M M⁻¹ f = 2 dt f; plus the norm penalty
+  return 2 * dt * f + 2 * W.res * T.delta;
+}
+
+// the residual δ of each state (zeros without a network)
+Eigen::MatrixXd residuals(const CcnModel& model, const std::vector<const Eigen::VectorXd*>& xs, MlpWorkspace& ws) {
+  const MultibodySystem& sys = model.system();
+  const int B = static_cast<int>(xs.size());
+  Eigen::MatrixXd Y = Eigen::MatrixXd::Zero(sys.nv(), B);
+  if (!model.has_residual()) return Y;
+  Eigen::MatrixXd X(model.network().input_size(), B);
+  for (int b = 0; b < B; ++b) {
+    if (xs[static_cast<size_t>(b)]->size() != sys.width())
+      throw Error("CCN loss: a state has " + std::to_string(xs[static_cast<size_t>(b)]->size()) +
+                  " numbers, the system '" + sys.name + "' has " + std::to_string(sys.width()));
+    model.residual_features(*xs[static_cast<size_t>(b)], X.col(b));
+  }
+  model.network().forward(X, Y, ws);
+  return Y;
+}
+
+double weight_penalty(const CcnModel& model, double w, double* g) {
+  if (!model.has_residual() || w == 0) return 0;
+  const Mlp& net = model.network();
+  double s = 0;
+  for (int l = 0; l < net.num_layers(); ++l) {
+    const auto Wl = net.weight(l);
+    s += Wl.squaredNorm();
+    if (g) {
+      Eigen::Map<Eigen::MatrixXd>(g + model.net_offset() + net.weight_offset(l), Wl.rows(), Wl.cols()) += 2 * w * Wl;
+    }
+  }
+  return w * s;
+}
+
+}  // namespace
+
+double ccn_objective_at(const CcnModel& model, const CcnLossConfig& cfg, const CcnTransition& t,
+                        const Eigen::VectorXd& lambda, Eigen::VectorXd* grad) {
+  MlpWorkspace ws;
+  const Eigen::MatrixXd D = residuals(model, {&t.x}, ws);
+  Eigen::MatrixXd dpi;
+  const Eigen::VectorXd pi = model.inertial(&dpi);
+  Terms T;
+  build_terms(model, cfg, t, pi, D.col(0), T);
+  if (lambda.size() != T.Jtil.rows()) throw Error("ccn_objective_at: wrong number of impulses");
+  const double value = objective(T, lambda);
+  if (grad) {
+    grad->setZero(model.parameter_count());
+    const Eigen::VectorXd gd = gradient(model, cfg, dpi, T, lambda, grad->data());
+    if (model.has_residual()) {
+      model.network().backward(ws, gd, grad->tail(model.network().num_params()));
+    }
+  }
+  return value;
+}
+
+CcnLoss::CcnLoss(CcnLossConfig cfg, QpSettings<double> settings, BatchOptions options)
+    : cfg_(cfg), settings_(settings), options_(options) {}
+
+CcnLossResult CcnLoss::evaluate(const CcnModel& model, const std::vector<CcnTransition>& batch,
+                                Eigen::VectorXd* grad) {
+  const MultibodySystem& sys = model.system();
+  const int B = static_cast<int>(batch.size());
+  if (B == 0) throw Error("CCN loss: empty batch");
+  const int k = sys.contacts(), n = 3 * k, nv = sys.nv();
+  MlpWorkspace ws;
+  std::vector<const Eigen::VectorXd*> xs;
+  for (const CcnTransition& t : batch) xs.push_back(&t.x);
+  const Eigen::MatrixXd D = residuals(model, xs, ws);
+  Eigen::MatrixXd dpi;
+  const Eigen::VectorXd pi = model.inertial(&dpi);
+
+  // assemble: min ½λᵀPλ + qᵀλ, P = 2 J̃M⁻¹J̃ᵀ, q = 2 J̃M⁻¹f0 + lin; λ = s ∈ K (A = −I, b = 0)
+  ConeSpec cones;
+  cones.n_soc = k;
+  std::vector<int> row_ptr(static_cast<size_t>(n + 1)), col(static_cast<size_t>(n));
+  for (int r = 0; r <= n; ++r) row_ptr[static_cast<size_t>(r)] = r;
+  for (int r = 0; r < n; ++r) col[static_cast<size_t>(r)] = r;
+  QpBatch<double> qp = QpBatch<double>::with_pattern(B, n, cones, row_ptr, col);
+  std::vector<Terms> terms(static_cast<size_t>(B));
+  parallel_for(B, options_.threads, [&](int, int begin, int end) {
+    for (int b = begin; b < end; ++b) {
+      Terms& T = terms[static_cast<size_t>(b)];
+      build_terms(model, cfg_, batch[static_cast<size_t>(b)], pi, D.col(b), T);
+      Eigen::Map<Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>> P(
+          qp.P.data() + static_cast<size_t>(b) * n * n, n, n);
+      P.noalias() = 2 * T.Jtil * T.MinvJt;
+      P = 0.5 * (P + P.transpose()).eval();
+      Eigen::Map<Eigen::VectorXd>(qp.q.data() + static_cast<size_t>(b) * n, n) = 2 * T.Jtil * T.Minvf0 + T.lin;
+      for (int r = 0; r < n; ++r) qp.A[static_cast<size_t>(b) * n + r] = -1.0;
+    }
+  });
+  QpSolutions<double> sol;
+  solve_batch(qp, settings_, options_, sol);
+
+  CcnLossResult res;
+  res.per_transition.resize(static_cast<size_t>(B));
+  std::vector<Eigen::VectorXd> g_each(grad ? static_cast<size_t>(B) : 0);
+  Eigen::MatrixXd dY(nv, grad ? B : 0);
+  parallel_for(B, options_.threads, [&](int, int begin, int end) {
+    for (int b = begin; b < end; ++b) {
+      const Terms& T = terms[static_cast<size_t>(b)];
+      const Eigen::Map<const Eigen::VectorXd> lam(sol.x.data() + static_cast<size_t>(b) * n, n);
+      res.per_transition[static_cast<size_t>(b)] = objective(T, lam);
+      if (grad) {
+        Eigen::VectorXd& g = g_each[static_cast<size_t>(b)];
+        g.setZero(model.net_offset());
+        dY.col(b) = gradient(model, cfg_, dpi, T, lam, g.data()) / B;
+      }
+    }
+  });
+  double sum = 0;
+  for (int b = 0; b < B; ++b) {
+    sum += res.per_transition[static_cast<size_t>(b)];
+    if (sol.status[static_cast<size_t>(b)] != SolveStatus::kSolved) ++res.not_solved;
+    res.iterations += sol.iterations[static_cast<size_t>(b)];
+  }
+  if (grad) {
+    grad->setZero(model.parameter_count());
+    for (int b = 0; b < B; ++b) grad->head(model.net_offset()) += g_each[static_cast<size_t>(b)] / B;
+    if (model.has_residual()) model.network().backward(ws, dY, grad->tail(model.network().num_params()));
+  }
+  res.loss = sum / B + weight_penalty(model, cfg_.weights.res_w, grad ? grad->data() : nullptr);
+  return res;
+}
+
+}  // namespace impulse

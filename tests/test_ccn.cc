@@ -1,0 +1,238 @@
+// The CCN loss (host/learning/ccn.h): finite differences for its gradient at
+// fixed impulses and for the solved loss (envelope theorem), zero loss on exact
+// free-flight transitions of the true model, the model's parameter layout,
+// its physical validity under random initialization, and bad input.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "host/learning/ccn.h"
+#include "solvers/error.h"
+
+namespace impulse {
+namespace {
+
+// a transition of the model's own dynamics without contact (semi-implicit
+// Euler, eq. 6), base at height z
+CcnTransition free_transition(const MultibodySystem& sys, const Eigen::VectorXd& pi, std::mt19937_64& rng,
+                              double z, double dt) {
+  std::normal_distribution<double> n(0, 1);
+  CcnTransition t;
+  t.x.resize(sys.width());
+  Eigen::Vector4d quat(n(rng), n(rng), n(rng), n(rng));
+  t.x.head<4>() = quat.normalized();
+  t.x.segment<3>(4) = Eigen::Vector3d(0.1 * n(rng), 0.1 * n(rng), z);
+  for (int j = 0; j < sys.joints(); ++j) t.x(7 + j) = 0.5 * n(rng);
+  for (int i = 0; i < sys.nv(); ++i) t.x(sys.nq() + i) = n(rng);
+  const Eigen::VectorXd q = t.x.head(sys.nq()), v = t.x.tail(sys.nv());
+  const Eigen::VectorXd vn = v + dt * free_acceleration(sys, pi, q, v);
+  t.x_next.resize(sys.width());
+  t.x_next.tail(sys.nv()) = vn;
+  Eigen::VectorXd qn(sys.nq());
+  integrate_configuration(sys, q, vn, dt, qn);
+  t.x_next.head(sys.nq()) = qn;
+  return t;
+}
+
+// a transition that touches the ground: a free transition moved down so that
+// its lowest vertex sits at `depth` at x', with an observed velocity change
+// (an impact-like jump) added
+CcnTransition contact_transition(const CcnModel& model, std::mt19937_64& rng, double depth, double dt) {
+  const MultibodySystem& sys = model.system();
+  CcnTransition t = free_transition(sys, model.inertial(), rng, 0.0, dt);
+  Kinematics k;
+  kinematics(sys, t.x_next.head(sys.nq()), k);
+  MultibodyContacts c;
+  contact_frame(sys, k, model.vertices(), c);
+  const double shift = depth - c.phi.minCoeff();
+  t.x(6) += shift;
+  t.x_next(6) += shift;
+  t.x_next(sys.nq() + 5) += 0.8;  // upward jump of the base
+  return t;
+}
+
+QpSettings<double> tight() {
+  QpSettings<double> s;
+  s.eps_abs = 1e-11;
+  s.eps_rel = 1e-11;
+  s.max_iter = 200000;
+  return s;
+}
+
+class CcnSystems : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(CcnSystems, ObjectiveGradientAtFixedImpulsesMatchesFiniteDifferences) {
+  const MultibodySystem sys = system_by_name(GetParam());
+  for (bool residual : {false, true}) {
+    CcnModel model(sys, residual, 4);
+    model.randomize(9);
+    CcnLossConfig cfg;
+    cfg.weights.res = 0.5;
+    std::mt19937_64 rng(21);
+    std::uniform_real_distribution<double> u(0, 1);
+    const CcnTransition t = contact_transition(model, rng, -0.004, cfg.dt);
+    const int k = sys.contacts();
+    Eigen::VectorXd lam(3 * k);
+    for (int i = 0; i < k; ++i) {
+      lam(3 * i) = u(rng);
+      lam(3 * i + 1) = 0.5 * lam(3 * i) * (2 * u(rng) - 1);
+      lam(3 * i + 2) = 0.5 * lam(3 * i) * (2 * u(rng) - 1);
+    }
+    Eigen::VectorXd g;
+    ccn_objective_at(model, cfg, t, lam, &g);
+    const Eigen::VectorXd theta = model.parameters();
+    ASSERT_EQ(g.size(), theta.size());
+    // every structured parameter, and a spread of the network's
+    std::vector<int> idx;
+    for (int i = 0; i < model.net_offset(); ++i) idx.push_back(i);
+    for (int i = model.net_offset(); i < theta.size(); i += 97) idx.push_back(i);
+    if (residual) idx.push_back(static_cast<int>(theta.size()) - 1);
+    CcnModel m2 = model;
+    for (int i : idx) {
+      const double h = 1e-6 * std::max(1.0, std::abs(theta(i))) * (i < model.inertia_offset() ? 0.05 : 1);
+      Eigen::VectorXd a = theta, b = theta;
+      a(i) += h;
+      b(i) -= h;
+      m2.set_parameters(a);
+      const double fa = ccn_objective_at(m2, cfg, t, lam, nullptr);
+      m2.set_parameters(b);
+      const double fb = ccn_objective_at(m2, cfg, t, lam, nullptr);
+      const double fd = (fa - fb) / (2 * h);
+      EXPECT_NEAR(fd, g(i), 1e-5 * (1 + std::abs(fd))) << GetParam() << " residual " << residual << " parameter " << i;
+    }
+  }
+}
+
+// The solved loss's gradient (envelope theorem) against central differences of
+// the solved loss itself, on transitions in contact.
+TEST_P(CcnSystems, SolvedLossGradientMatchesFiniteDifferences) {
+  const MultibodySystem sys = system_by_name(GetParam());
+  CcnModel model(sys, true, 2);
+  model.randomize(5);
+  CcnLossConfig cfg;
+  std::mt19937_64 rng(8);
+  std::vector<CcnTransition> batch;
+  for (int i = 0; i < 3; ++i) batch.push_back(contact_transition(model, rng, -0.002 * i, cfg.dt));
+  batch.push_back(free_transition(sys, model.inertial(), rng, 0.5, cfg.dt));
+  CcnLoss loss(cfg, tight());
+  Eigen::VectorXd g;
+  const CcnLossResult r = loss.evaluate(model, batch, &g);
+  EXPECT_EQ(r.not_solved, 0);
+  const Eigen::VectorXd theta = model.parameters();
+  CcnModel m2 = model;
+  std::vector<int> idx;
+  for (int i = 0; i < model.net_offset(); i += (i < model.inertia_offset() ? 5 : 1)) idx.push_back(i);
+  idx.push_back(model.net_offset() + 3);
+  idx.push_back(static_cast<int>(theta.size()) - 2);
+  for (int i : idx) {
+    const double h = 1e-5 * (i < model.inertia_offset() ? 0.05 : 1);
+    Eigen::VectorXd a = theta, b = theta;
+    a(i) += h;
+    b(i) -= h;
+    m2.set_parameters(a);
+    const double fa = loss.evaluate(m2, batch, nullptr).loss;
+    m2.set_parameters(b);
+    const double fb = loss.evaluate(m2, batch, nullptr).loss;
+    const double fd = (fa - fb) / (2 * h);
+    EXPECT_NEAR(fd, g(i), 1e-4 * (1 + std::abs(fd))) << GetParam() << " parameter " << i;
+  }
+}
+
+// Exact free flight of the true model: the loss is zero (λ = 0, nothing to
+// explain, no penetration); a wrong inertia or gravity makes it positive.
+TEST_P(CcnSystems, ExactFreeFlightHasZeroLossAtTheTruth) {
+  const MultibodySystem sys = system_by_name(GetParam());
+  CcnModel model(sys, false);
+  CcnLossConfig cfg;
+  std::mt19937_64 rng(1);
+  std::vector<CcnTransition> batch;
+  for (int i = 0; i < 8; ++i) batch.push_back(free_transition(sys, model.inertial(), rng, 0.4, cfg.dt));
+  CcnLoss loss(cfg, tight());
+  const CcnLossResult r = loss.evaluate(model, batch, nullptr);
+  // the loss is an energy (J): 1e-12 is rounding of terms of order 1e-2
+  EXPECT_LT(r.loss, 1e-12);
+  EXPECT_EQ(r.not_solved, 0);
+  CcnModel wrong = model;
+  wrong.randomize(3);
+  const double lw = loss.evaluate(wrong, batch, nullptr).loss;
+  // (inertia shows only through gyroscopic terms over one step: a small but clear signal)
+  EXPECT_GT(lw, 1e-9) << "a random model explains exact free flight";
+  CcnLossConfig heavy = cfg;
+  MultibodySystem s2 = sys;
+  s2.gravity = 0.9 * sys.gravity;  // the model's gravity 10% off
+  CcnModel low(s2, false);
+  EXPECT_GT(CcnLoss(heavy, tight()).evaluate(low, batch, nullptr).loss, 1e-6);
+}
+
+TEST_P(CcnSystems, RandomInitializationIsPhysicalAndKeepsTheMass) {
+  const MultibodySystem sys = system_by_name(GetParam());
+  for (uint64_t seed = 0; seed < 50; ++seed) {
+    CcnModel m(sys, false);
+    m.randomize(seed);
+    const Eigen::VectorXd pi = m.inertial();
+    double mass = 0;
+    for (int l = 0; l < sys.num_links(); ++l) {
+      EXPECT_TRUE(physically_consistent(pi.segment<10>(10 * l)));
+      mass += pi(10 * l);
+    }
+    EXPECT_NEAR(mass, sys.total_mass(), 1e-12);
+    EXPECT_GE(m.mu(), 0.5 * sys.mu - 1e-12);
+    EXPECT_LE(m.mu(), 1.5 * sys.mu + 1e-12);
+    // seeded: the same seed gives the same model
+    CcnModel again(sys, false);
+    again.randomize(seed);
+    EXPECT_EQ(again.parameters(), m.parameters());
+  }
+}
+
+TEST_P(CcnSystems, JsonRoundTripIsExact) {
+  const MultibodySystem sys = system_by_name(GetParam());
+  CcnModel m(sys, true, 3);
+  m.randomize(4);
+  const CcnModel back = CcnModel::from_json(nlohmann::json::parse(m.to_json().dump()), sys);
+  EXPECT_EQ(back.parameters(), m.parameters());
+  EXPECT_THROW(CcnModel::from_json(m.to_json(), sys.name == "cube" ? elbow_system() : cube_system()), Error);
+}
+
+TEST(Ccn, DeterministicAcrossThreadCounts) {
+  const MultibodySystem sys = elbow_system();
+  CcnModel model(sys, true, 1);
+  model.randomize(2);
+  CcnLossConfig cfg;
+  std::mt19937_64 rng(4);
+  std::vector<CcnTransition> batch;
+  for (int i = 0; i < 24; ++i) batch.push_back(contact_transition(model, rng, -0.001 * (i % 3), cfg.dt));
+  Eigen::VectorXd g1, g2;
+  BatchOptions o1, o2;
+  o1.threads = 1;
+  o2.threads = 2;
+  const double l1 = CcnLoss(cfg, {}, o1).evaluate(model, batch, &g1).loss;
+  const double l2 = CcnLoss(cfg, {}, o2).evaluate(model, batch, &g2).loss;
+  EXPECT_EQ(l1, l2);
+  EXPECT_EQ(g1, g2);
+}
+
+TEST(Ccn, BadInputIsNamed) {
+  CcnModel model(elbow_system(), false);
+  CcnLoss loss(CcnLossConfig{});
+  CcnTransition t;
+  t.x = Eigen::VectorXd::Zero(13);  // a cube state given to the elbow
+  t.x(0) = 1;
+  t.x_next = t.x;
+  try {
+    loss.evaluate(model, {t}, nullptr);
+    FAIL() << "a 13-number state was accepted for the elbow";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("15"), std::string::npos) << e.what();
+  }
+  Eigen::VectorXd theta = model.parameters();
+  theta(3) = std::nan("");
+  EXPECT_THROW(model.set_parameters(theta), Error);
+  EXPECT_THROW(model.set_parameters(Eigen::VectorXd::Zero(3)), Error);
+}
+
+INSTANTIATE_TEST_SUITE_P(Ccn, CcnSystems, ::testing::Values("cube", "asymmetric", "elbow"));
+
+}  // namespace
+}  // namespace impulse
