@@ -29,15 +29,12 @@ std::size_t TossSet::rows() const {
 
 namespace {
 
-// a quaternion whose norm is further than this from 1 is a corrupt row (or a
-// wrong column order), not rounding; closer ones are renormalized
-constexpr double kQuatNormTol = 1e-2;
-// norms this close to 1 are left alone, so that loading is idempotent
-constexpr double kQuatNormExact = 1e-12;
+using toss_detail::is_zip;
+using toss_detail::kCcnDt;
+using toss_detail::kImpulseFile;
+
 constexpr int kContactNetsCols = 19;
 constexpr int kCcnCols = 13;
-constexpr double kCcnDt = 0.0068;  // the CCN code's dt for the cube tosses
-constexpr const char* kImpulseFile = "tosses.npz";
 
 // ---- small helpers ---------------------------------------------------------------
 
@@ -64,10 +61,6 @@ double get_f64(const uint8_t* p) {
   return v;
 }
 
-bool is_zip(const std::vector<uint8_t>& b) {
-  return b.size() >= 4 && b[0] == 'P' && b[1] == 'K' && b[2] == 3 && b[3] == 4;
-}
-
 // non-finite values, quaternions far from unit norm (renormalizes the rest) and
 // tosses shorter than two rows are errors naming label
 void check_toss(std::vector<StateRow>& rows, const std::string& label) {
@@ -83,15 +76,7 @@ void check_toss(std::vector<StateRow>& rows, const std::string& label) {
                     ": non-finite value " + fmt(r[c]));
       }
     }
-    const double n = std::sqrt(r[3] * r[3] + r[4] * r[4] + r[5] * r[5] + r[6] * r[6]);
-    if (!(std::abs(n - 1.0) <= kQuatNormTol)) {
-      throw Error(label + ": row " + std::to_string(k) + ": quaternion (" + fmt(r[3]) + ", " +
-                  fmt(r[4]) + ", " + fmt(r[5]) + ", " + fmt(r[6]) + ") has norm " + fmt(n) +
-                  ", expected 1 within " + fmt(kQuatNormTol));
-    }
-    if (std::abs(n - 1.0) > kQuatNormExact) {
-      for (int c = 3; c < 7; ++c) r[c] /= n;
-    }
+    toss_detail::check_quaternion(&r[3], k, label);
   }
 }
 
@@ -115,7 +100,7 @@ StemKey stem_key(const std::string& stem) {
 }
 
 // the *.pt files of a folder, sorted by numeric stem (0, 1, 2, ..., 10)
-std::vector<fs::path> list_pt_files(const fs::path& dir) {
+std::vector<fs::path> list_pt_paths(const fs::path& dir) {
   std::vector<std::pair<StemKey, fs::path>> found;
   std::error_code ec;
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
@@ -718,15 +703,9 @@ Toss read_contactnets_file(const fs::path& file, double L) {
 
 // ---- (b) CCN zip .pt ------------------------------------------------------------------
 
-Toss read_ccn_file(const fs::path& file) {
-  const std::string label = file.string();
-  const std::vector<uint8_t> b = read_file_bytes(label);
-  if (!is_zip(b)) {
-    throw Error(
-        label +
-        ": not a zip archive, but the folder's first file is PyTorch zip serialization (CCN); "
-        "mixed formats in one folder");
-  }
+// any width: the cube's (T, 13) here, the multibody (T, 13 + 2 nj) in io/system_tosses.cc
+toss_detail::PtMatrix read_pt_zip_matrix_impl(const std::vector<uint8_t>& b,
+                                              const std::string& label, int64_t cols) {
   std::vector<ZipEntry> entries = decode_zip(b, label);
   const ZipEntry* pkl = nullptr;
   for (const ZipEntry& e : entries) {
@@ -753,15 +732,17 @@ Toss read_ccn_file(const fs::path& file) {
     throw Error(label + ": tensor dtype is " + t.storage_type +
                 ", expected torch.DoubleStorage (float64)");
   }
-  if (t.size.size() != 2 || t.size[1] != kCcnCols) {
-    throw Error(label + ": tensor size " + shape_string(t.size) + ", expected (T, 13)");
+  if (t.size.size() != 2 || (cols > 0 && t.size[1] != cols) || t.size[1] < 1) {
+    throw Error(label + ": tensor size " + shape_string(t.size) + ", expected (T, " +
+                (cols > 0 ? std::to_string(cols) : std::string("W")) + ")");
   }
   const int64_t T = t.size[0];
+  const int64_t W = t.size[1];
   if (T < 2)
     throw Error(label + ": toss has " + std::to_string(T) + " row(s), expected at least 2");
-  if (t.stride != std::vector<int64_t>{kCcnCols, 1}) {
-    throw Error(label + ": tensor stride " + shape_string(t.stride) +
-                ", expected contiguous (13, 1)");
+  if (t.stride != std::vector<int64_t>{W, 1}) {
+    throw Error(label + ": tensor stride " + shape_string(t.stride) + ", expected contiguous (" +
+                std::to_string(W) + ", 1)");
   }
   const ZipEntry* st = entry(prefix + "data/" + t.key);
   if (!st) throw Error(label + ": storage entry '" + prefix + "data/" + t.key + "' missing");
@@ -770,17 +751,33 @@ Toss read_ccn_file(const fs::path& file) {
     throw Error(label + ": storage '" + st->name + "' is " + std::to_string(st->data.size()) +
                 " bytes, expected " + std::to_string(t.numel) + " float64");
   }
-  if (t.offset < 0 || t.offset > have || T > (have - t.offset) / kCcnCols) {
+  if (t.offset < 0 || t.offset > have || T > (have - t.offset) / W) {
     throw Error(label + ": storage of " + std::to_string(have) + " elements too small for offset " +
                 std::to_string(t.offset) + " and size " + shape_string(t.size));
   }
+  toss_detail::PtMatrix m;
+  m.rows = T;
+  m.cols = W;
+  m.values.resize(static_cast<size_t>(T * W));
+  std::memcpy(m.values.data(), st->data.data() + 8 * t.offset, 8 * m.values.size());
+  return m;
+}
+
+Toss read_ccn_file(const fs::path& file) {
+  const std::string label = file.string();
+  const std::vector<uint8_t> b = read_file_bytes(label);
+  if (!is_zip(b)) {
+    throw Error(
+        label +
+        ": not a zip archive, but the folder's first file is PyTorch zip serialization (CCN); "
+        "mixed formats in one folder");
+  }
+  const toss_detail::PtMatrix m = read_pt_zip_matrix_impl(b, label, kCcnCols);
   Toss toss;
   toss.name = file.stem().string();
-  toss.states.resize(static_cast<size_t>(T));
-  const uint8_t* data = st->data.data() + 8 * t.offset;
-  for (int64_t k = 0; k < T; ++k) {
-    double c[kCcnCols];
-    std::memcpy(c, data + 8 * kCcnCols * k, sizeof(c));
+  toss.states.resize(static_cast<size_t>(m.rows));
+  for (int64_t k = 0; k < m.rows; ++k) {
+    const double* c = m.values.data() + kCcnCols * k;
     // quat wxyz | p | w body | v world  ->  p | quat | v | w
     toss.states[static_cast<size_t>(k)] = {c[4],  c[5],  c[6],  c[0], c[1], c[2], c[3],
                                            c[10], c[11], c[12], c[7], c[8], c[9]};
@@ -847,6 +844,11 @@ TossSet read_impulse_file(const std::string& path) {
       throw Error(path + ": offsets decrease at toss " + std::to_string(j) + " (" +
                   std::to_string(off[j]) + " -> " + std::to_string(off[j + 1]) + ")");
     }
+    // off[0] == 0 and no decrease so far: only the upper end can leave states
+    if (off[j + 1] > R) {
+      throw Error(path + ": offset " + std::to_string(off[j + 1]) + " of toss " +
+                  std::to_string(j) + " is past the " + std::to_string(R) + " rows of states");
+    }
     Toss t;
     t.name = std::to_string(j);
     for (int64_t r = off[j]; r < off[j + 1]; ++r) {
@@ -880,6 +882,39 @@ TossSet read_pt_folder(const fs::path& dir, const std::vector<fs::path>& files) 
 
 }  // namespace
 
+// ---- shared with io/system_tosses.cc ------------------------------------------------
+
+namespace toss_detail {
+
+void check_quaternion(double* q, std::size_t row, const std::string& label) {
+  const double n = std::sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3]);
+  if (!(std::abs(n - 1.0) <= kQuatNormTol)) {
+    throw Error(label + ": row " + std::to_string(row) + ": quaternion (" + fmt(q[0]) + ", " +
+                fmt(q[1]) + ", " + fmt(q[2]) + ", " + fmt(q[3]) + ") has norm " + fmt(n) +
+                ", expected 1 within " + fmt(kQuatNormTol));
+  }
+  if (std::abs(n - 1.0) > kQuatNormExact) {
+    for (int c = 0; c < 4; ++c) q[c] /= n;
+  }
+}
+
+std::vector<std::string> list_pt_files(const std::string& dir) {
+  std::vector<std::string> out;
+  for (const fs::path& p : list_pt_paths(dir)) out.push_back(p.string());
+  return out;
+}
+
+bool is_zip(const std::vector<uint8_t>& b) {
+  return b.size() >= 4 && b[0] == 'P' && b[1] == 'K' && b[2] == 3 && b[3] == 4;
+}
+
+PtMatrix read_pt_zip_matrix(const std::vector<uint8_t>& bytes, const std::string& label,
+                            int64_t cols) {
+  return read_pt_zip_matrix_impl(bytes, label, cols);
+}
+
+}  // namespace toss_detail
+
 TossSet load_tosses(const std::string& path) {
   std::error_code ec;
   const fs::path p(path);
@@ -894,7 +929,7 @@ TossSet load_tosses(const std::string& path) {
     throw Error(path + ": unrecognised file; expected a .npz toss file or a folder of .pt tosses");
   }
   if (!fs::is_directory(status)) throw Error(path + ": neither a regular file nor a folder");
-  const std::vector<fs::path> pts = list_pt_files(p);
+  const std::vector<fs::path> pts = list_pt_paths(p);
   const fs::path npz = p / kImpulseFile;
   const bool has_npz = fs::is_regular_file(npz);
   if (!pts.empty() && has_npz) {
@@ -906,7 +941,7 @@ TossSet load_tosses(const std::string& path) {
   // the ContactNets repository or its data/ folder: descend to the tosses
   for (const char* sub : {"tosses_processed", "data/tosses_processed"}) {
     const fs::path d = p / sub;
-    if (fs::is_directory(d) && !list_pt_files(d).empty()) return load_tosses(d.string());
+    if (fs::is_directory(d) && !list_pt_paths(d).empty()) return load_tosses(d.string());
   }
   throw Error(path + ": no .pt files, no " + kImpulseFile +
               " and no tosses_processed/ folder here");

@@ -80,4 +80,45 @@ struct TossSplit {
 TossSplit split_tosses(int n_tosses, uint64_t seed, std::array<double, 3> fractions = {0.5, 0.3, 0.2},
                        int train_limit = 0);
 
+// ---- shared with io/system_tosses.cc (the multibody loader); not an API for other rooms ----
+namespace toss_detail {
+
+// A quaternion whose norm is further than this from 1 is a corrupt row (or a
+// wrong column order), not rounding; closer ones are renormalized...
+constexpr double kQuatNormTol = 1e-2;
+// ...unless they are this close to 1 already, so that loading is idempotent.
+constexpr double kQuatNormExact = 1e-12;
+constexpr double kCcnDt = 0.0068;  // the CCN code's dt (cube and elbow tosses)
+constexpr const char* kImpulseFile = "tosses.npz";  // what a folder of format (c) holds
+
+// Checks the quaternion q[0..3] (w, x, y, z) of row `row`: throws impulse::Error
+// "LABEL: row K: quaternion (...) has norm N, expected 1 within 0.01" when it is
+// far from unit norm, renormalizes it in place otherwise (see the constants).
+void check_quaternion(double* q, std::size_t row, const std::string& label);
+
+// The *.pt files of a folder, sorted by numeric stem (0, 1, 2, ..., 10, then
+// other stems by name). Throws when the folder cannot be listed.
+std::vector<std::string> list_pt_files(const std::string& dir);
+
+// True when the bytes open with a zip local file header ("PK\3\4").
+bool is_zip(const std::vector<uint8_t>& bytes);
+
+// One float64 matrix read from a PyTorch zip serialization (torch.save, format
+// (b)): the T x W values of a 2-D tensor, row-major.
+struct PtMatrix {
+  int64_t rows = 0, cols = 0;
+  std::vector<double> values;
+};
+
+// Reads the one tensor of a PyTorch zip file already in memory (`bytes`, the
+// file `label`): decodes the zip (CRCs, truncation), parses data.pkl with the
+// pickle subset reader and checks dtype float64, a 2-D contiguous shape with at
+// least 2 rows and the storage size. cols > 0 requires that many columns
+// ("tensor size (3, 12), expected (T, 13)"); cols == 0 accepts any width >= 1.
+// No value checks (finiteness, quaternions): the caller knows the layout.
+PtMatrix read_pt_zip_matrix(const std::vector<uint8_t>& bytes, const std::string& label,
+                            int64_t cols);
+
+}  // namespace toss_detail
+
 }  // namespace impulse

@@ -1,0 +1,332 @@
+#include "io/system_tosses.h"
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <utility>
+
+#include "io/npz.h"
+#include "io/toss_data.h"
+#include "io/zip.h"
+#include "solvers/error.h"
+
+namespace impulse {
+
+namespace fs = std::filesystem;
+
+int SystemToss::steps(int width) const {
+  return width > 0 ? static_cast<int>(rows.size() / static_cast<size_t>(width)) : 0;
+}
+
+namespace {
+
+constexpr int kBaseCols = 13;  // quat (4) + p (3) + ω (3) + v (3)
+constexpr double kPi = 3.14159265358979323846;
+// joint angles are wrapped to (-π, π]; the slack admits a wrap done in float32
+// or after a last rounding, not an unwrapped angle (which is a different state
+// representation the model would have to learn modulo 2π)
+constexpr double kJointAngleSlack = 1e-6;
+// no real system comes near this; it keeps width arithmetic far from int overflow
+constexpr int64_t kMaxJoints = 10000;
+constexpr const char* kMultibodyFormat = "impulse-multibody";
+
+std::string fmt(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.17g", v);
+  return buf;
+}
+
+bool width_ok(int64_t w) {
+  return w >= kBaseCols && (w - kBaseCols) % 2 == 0 && (w - kBaseCols) / 2 <= kMaxJoints;
+}
+
+// "a floating base and 1 joint": what a width means, for the error messages
+std::string system_of(int64_t w) {
+  if (!width_ok(w)) return "not 13 + 2 nj";
+  const int64_t nj = (w - kBaseCols) / 2;
+  if (nj == 0) return "a single rigid body, no joints";
+  return "a floating base and " + std::to_string(nj) + (nj == 1 ? " joint" : " joints");
+}
+
+void check_width(int64_t w, const std::string& label) {
+  if (!width_ok(w)) {
+    throw Error(label + ": has " + std::to_string(w) +
+                " columns, not of the form 13 + 2 nj (a floating base: quaternion, position, "
+                "angular and linear velocity; then nj joint angles and nj joint rates)");
+  }
+}
+
+void check_expected_width(int64_t w, int expected, const std::string& label) {
+  if (expected > 0 && w != expected) {
+    throw Error(label + ": has " + std::to_string(w) + " columns, expected " +
+                std::to_string(expected) + " (" + system_of(expected) + ")");
+  }
+}
+
+// Per row, in column order: finite values, then the quaternion (the
+// load_tosses check and renormalization, or the check alone when renormalize
+// is false: the writer never changes what it is given), then the joint angles.
+// Errors name label, the 0-based row and the column.
+void check_rows(double* rows, size_t steps, int width, const std::string& label, bool renormalize) {
+  if (steps < 2) {
+    throw Error(label + ": toss has " + std::to_string(steps) + " row(s), expected at least 2");
+  }
+  const int nj = (width - kBaseCols) / 2;
+  const double bound = kPi + kJointAngleSlack;
+  for (size_t k = 0; k < steps; ++k) {
+    double* r = rows + k * static_cast<size_t>(width);
+    for (int c = 0; c < width; ++c) {
+      if (!std::isfinite(r[c])) {
+        throw Error(label + ": row " + std::to_string(k) + ", column " + std::to_string(c) +
+                    ": non-finite value " + fmt(r[c]));
+      }
+    }
+    if (renormalize) {
+      toss_detail::check_quaternion(r, k, label);
+    } else {
+      double q[4] = {r[0], r[1], r[2], r[3]};
+      toss_detail::check_quaternion(q, k, label);
+    }
+    for (int j = 0; j < nj; ++j) {
+      const int c = 7 + j;
+      if (!(std::abs(r[c]) <= bound)) {
+        throw Error(label + ": row " + std::to_string(k) + ", column " + std::to_string(c) +
+                    ": joint angle " + fmt(r[c]) + " out of range [-pi, pi] (+-1e-6); joint " +
+                    std::to_string(j) + " must be wrapped to (-pi, pi]");
+      }
+    }
+  }
+}
+
+// ---- cube data (load_tosses) ------------------------------------------------------
+
+SystemTossSet from_cube(const TossSet& cube, int expected_width, const std::string& path) {
+  SystemTossSet set;
+  set.format = cube.format;
+  set.width = kBaseCols;
+  set.dt = cube.meta.dt;
+  // cube data is width 13 by its format: one check names the path (and the
+  // first toss) rather than every file
+  if (!cube.tosses.empty()) {
+    check_expected_width(
+        kBaseCols, expected_width,
+        path + ": toss '" + cube.tosses[0].name + "' (cube data, " + cube.format + ")");
+  }
+  set.tosses.reserve(cube.tosses.size());
+  for (const Toss& t : cube.tosses) {
+    SystemToss s;
+    s.name = t.name;
+    s.rows.reserve(kBaseCols * t.states.size());
+    for (const StateRow& r : t.states) {
+      // p | quat | v | ω  ->  quat | p | ω | v; load_tosses validated (and
+      // renormalized) already, and a permutation changes no value
+      const double row[kBaseCols] = {r[3],  r[4],  r[5],  r[6], r[0], r[1], r[2],
+                                     r[10], r[11], r[12], r[7], r[8], r[9]};
+      s.rows.insert(s.rows.end(), row, row + kBaseCols);
+    }
+    set.tosses.push_back(std::move(s));
+  }
+  return set;
+}
+
+// ---- CCN zip folders of any width ------------------------------------------------
+
+SystemTossSet read_ccn_folder(const std::vector<std::string>& files, int expected_width) {
+  SystemTossSet set;
+  set.format = "ccn";
+  set.dt = toss_detail::kCcnDt;  // no metadata in the files
+  int64_t width = 0;
+  std::string first;
+  for (const std::string& f : files) {
+    const std::vector<uint8_t> b = read_file_bytes(f);
+    if (!toss_detail::is_zip(b)) {
+      throw Error(f +
+                  ": not a zip archive, but the folder's first file is PyTorch zip serialization "
+                  "(CCN); mixed formats in one folder");
+    }
+    toss_detail::PtMatrix m = toss_detail::read_pt_zip_matrix(b, f, 0);
+    check_width(m.cols, f);
+    check_expected_width(m.cols, expected_width, f);
+    if (width == 0) {
+      width = m.cols;
+      first = f;
+    } else if (m.cols != width) {
+      throw Error(f + ": has " + std::to_string(m.cols) + " columns, but " + first + " has " +
+                  std::to_string(width) + "; the tosses of one folder are of one system");
+    }
+    SystemToss t;
+    t.name = fs::path(f).stem().string();
+    t.rows = std::move(m.values);
+    check_rows(t.rows.data(), static_cast<size_t>(m.rows), static_cast<int>(width), f, true);
+    set.tosses.push_back(std::move(t));
+  }
+  set.width = static_cast<int>(width);
+  return set;
+}
+
+// ---- impulse-multibody .npz -------------------------------------------------------
+
+SystemTossSet read_multibody_npz(const NpzArchive& a, const std::string& path, int expected_width) {
+  const NpyArray& s = npz_get(a, "states", path);
+  const NpyArray& o = npz_get(a, "offsets", path);
+  const NpyArray& d = npz_get(a, "dt", path);
+  expect_dtype(s, DType::kFloat64, path + ": states");
+  if (s.shape.size() != 2) {
+    throw Error(path + ": states has shape " + shape_string(s.shape) + ", expected (R, W)");
+  }
+  const int64_t R = s.shape[0];
+  const int64_t W = s.shape[1];
+  check_width(W, path + ": states");
+  check_expected_width(W, expected_width, path + ": states");
+  if (o.dtype != DType::kInt64 && o.dtype != DType::kInt32) {
+    throw Error(path + ": offsets has dtype " + dtype_descr(o.dtype) + ", expected <i8");
+  }
+  if (o.shape.size() != 1 || o.shape[0] < 1) {
+    throw Error(path + ": offsets has shape " + shape_string(o.shape) + ", expected (N+1,)");
+  }
+  expect_dtype(d, DType::kFloat64, path + ": dt");
+  if (d.shape != std::vector<int64_t>{1}) {
+    throw Error(path + ": dt has shape " + shape_string(d.shape) + ", expected (1,)");
+  }
+  const std::vector<int64_t> off = o.as<int64_t>();
+  const size_t n = off.size() - 1;
+  if (off.front() != 0 || off.back() != R) {
+    throw Error(path + ": offsets run from " + std::to_string(off.front()) + " to " +
+                std::to_string(off.back()) + ", expected 0 to " + std::to_string(R) +
+                " (the rows of states)");
+  }
+  SystemTossSet set;
+  set.format = kMultibodyFormat;
+  set.width = static_cast<int>(W);
+  set.dt = d.as<double>()[0];
+  if (!std::isfinite(set.dt) || !(set.dt > 0))
+    throw Error(path + ": dt is " + fmt(set.dt) + ", expected a finite value > 0");
+  std::vector<std::string> names;
+  const auto nm = a.find("names");
+  if (nm != a.end()) {
+    // the names joined by '\n', as bytes: numpy has no portable string dtype
+    // that np.load reads without pickles
+    expect_dtype(nm->second, DType::kUInt8, path + ": names");
+    if (nm->second.shape.size() != 1) {
+      throw Error(path + ": names has shape " + shape_string(nm->second.shape) +
+                  ", expected (B,) bytes");
+    }
+    const std::string all(nm->second.data.begin(), nm->second.data.end());
+    if (n > 0) {
+      size_t at = 0;
+      for (;;) {
+        const size_t e = all.find('\n', at);
+        names.push_back(all.substr(at, e == std::string::npos ? std::string::npos : e - at));
+        if (e == std::string::npos) break;
+        at = e + 1;
+      }
+    }
+    if (names.size() != n) {
+      throw Error(path + ": names holds " + std::to_string(names.size()) + " name(s) for " +
+                  std::to_string(n) + " toss(es)");
+    }
+  }
+  std::vector<double> x = s.as<double>();
+  set.tosses.reserve(n);
+  for (size_t j = 0; j < n; ++j) {
+    if (off[j + 1] < off[j]) {
+      throw Error(path + ": offsets decrease at toss " + std::to_string(j) + " (" +
+                  std::to_string(off[j]) + " -> " + std::to_string(off[j + 1]) + ")");
+    }
+    // off[0] == 0 and no decrease so far: only the upper end can leave states
+    if (off[j + 1] > R) {
+      throw Error(path + ": offset " + std::to_string(off[j + 1]) + " of toss " +
+                  std::to_string(j) + " is past the " + std::to_string(R) + " rows of states");
+    }
+    SystemToss t;
+    t.name = names.empty() ? std::to_string(j) : names[j];
+    t.rows.assign(x.begin() + off[j] * W, x.begin() + off[j + 1] * W);
+    check_rows(t.rows.data(), static_cast<size_t>(off[j + 1] - off[j]), set.width,
+               path + ": toss " + std::to_string(j), true);
+    set.tosses.push_back(std::move(t));
+  }
+  return set;
+}
+
+// an .npz of either kind: the cube's has meta (9,), the multibody one dt (1,)
+SystemTossSet read_npz_file(const std::string& path, int expected_width) {
+  const NpzArchive a = read_npz(path);
+  if (a.count("meta") != 0) return from_cube(load_tosses(path), expected_width, path);
+  return read_multibody_npz(a, path, expected_width);
+}
+
+}  // namespace
+
+SystemTossSet load_system_tosses(const std::string& path, int expected_width) {
+  if (expected_width < 0 || (expected_width > 0 && !width_ok(expected_width))) {
+    throw Error(path + ": expected width " + std::to_string(expected_width) +
+                " is not of the form 13 + 2 nj (or 0: any)");
+  }
+  std::error_code ec;
+  const fs::path p(path);
+  const fs::file_status status = fs::status(p, ec);
+  if (ec || !fs::exists(status)) throw Error(path + ": no such file or folder");
+  if (fs::is_regular_file(status) && p.extension() == ".npz")
+    return read_npz_file(path, expected_width);
+  if (fs::is_directory(status)) {
+    const std::vector<std::string> pts = toss_detail::list_pt_files(path);
+    const fs::path npz = p / toss_detail::kImpulseFile;
+    const bool has_npz = fs::is_regular_file(npz);
+    if (has_npz && pts.empty()) return read_npz_file(npz.string(), expected_width);
+    // a zip first file: CCN, of any width; the rest (legacy ContactNets,
+    // repository layouts, a folder holding both kinds) is load_tosses' to read or reject
+    if (!pts.empty() && !has_npz && toss_detail::is_zip(read_file_bytes(pts[0])))
+      return read_ccn_folder(pts, expected_width);
+  }
+  // cube data, or load_tosses' error for what is none of the formats
+  return from_cube(load_tosses(path), expected_width, path);
+}
+
+void write_system_tosses(const std::string& path, const SystemTossSet& set) {
+  if (fs::path(path).extension() != ".npz")
+    throw Error(path + ": toss files are .npz; the name must end in .npz");
+  check_width(set.width, path);
+  if (!std::isfinite(set.dt) || !(set.dt > 0))
+    throw Error(path + ": dt is " + fmt(set.dt) + ", expected a finite value > 0");
+  const size_t W = static_cast<size_t>(set.width);
+  std::vector<double> states;
+  std::vector<int64_t> offsets{0};
+  bool simple_names = !set.tosses.empty();
+  std::string names;
+  for (size_t j = 0; j < set.tosses.size(); ++j) {
+    const SystemToss& t = set.tosses[j];
+    const std::string label = path + ": toss " + std::to_string(j) + " ('" + t.name + "')";
+    if (t.rows.size() % W != 0) {
+      throw Error(label + ": " + std::to_string(t.rows.size()) +
+                  " values, not a whole number of rows of width " + std::to_string(W));
+    }
+    const size_t steps = t.rows.size() / W;
+    const size_t at = states.size();
+    states.insert(states.end(), t.rows.begin(), t.rows.end());
+    check_rows(states.data() + at, steps, set.width, label, false);
+    offsets.push_back(offsets.back() + static_cast<int64_t>(steps));
+    if (t.name.empty() || t.name.find('\n') != std::string::npos) simple_names = false;
+    names += (j ? "\n" : "") + t.name;
+  }
+  NpzArchive a;
+  a["states"] = make_npy({offsets.back(), static_cast<int64_t>(W)}, states);
+  NpyArray off;
+  off.dtype = DType::kInt64;
+  off.shape = {static_cast<int64_t>(offsets.size())};
+  off.data.resize(8 * offsets.size());
+  std::memcpy(off.data.data(), offsets.data(), off.data.size());
+  a["offsets"] = std::move(off);
+  a["dt"] = make_npy({1}, std::vector<double>{set.dt});
+  if (simple_names) {
+    NpyArray nm;
+    nm.dtype = DType::kUInt8;
+    nm.shape = {static_cast<int64_t>(names.size())};
+    nm.data.assign(names.begin(), names.end());
+    a["names"] = std::move(nm);
+  }
+  write_npz(path, a);  // temporary file + rename
+}
+
+}  // namespace impulse

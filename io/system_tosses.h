@@ -1,0 +1,66 @@
+// Toss data of multibody systems: a floating base plus nj revolute joints,
+// of any width, next to the cube-only io/toss_data.h it builds on.
+//
+// Row layout in memory (width = 13 + 2 nj doubles, SI), Drake's state order for
+// a floating base plus revolute joints:
+//   q = quaternion w,x,y,z (body -> world) (4) | p (3, m, world) | θ (nj, rad)
+//   v = ω (3, rad/s, body) | v (3, m/s, world) | θ̇ (nj, rad/s)
+// Note the order differs from toss_data.h's StateRow (p | quat | v | ω): cube
+// data read here is permuted into the order above.
+//
+// Formats read by load_system_tosses(path), detected automatically:
+//  - everything load_tosses reads (ContactNets legacy .pt folders, CCN zip .pt
+//    folders of (T, 13), impulse .npz with meta): the cube, width 13;
+//  - CCN zip .pt folders of (T, 13 + 2 nj) float64 tensors in the order above,
+//    e.g. the articulated "elbow" tosses (T, 15); dt 0.0068 s (no metadata);
+//  - "impulse-multibody" .npz (written by write_system_tosses): arrays
+//      states  (R, W) float64, rows in the order above,
+//      offsets (N+1,) int64, toss j is rows offsets[j] .. offsets[j+1],
+//      dt      (1,) float64,
+//      names   (B,) uint8, optional: the toss names joined by '\n' (UTF-8);
+//              written when every name is non-empty and has no newline,
+//              otherwise tosses are named "0", "1", ... on reading.
+//    A folder holding tosses.npz (and no .pt files) reads that file.
+//
+// Validation on reading (errors are impulse::Error naming the file, the 0-based
+// row and, where it applies, the column): non-finite values; a quaternion whose
+// norm is further than 0.01 from 1 (the load_tosses threshold; closer ones are
+// renormalized, as load_tosses does); a joint angle outside [-π - 1e-6, π + 1e-6]
+// (the data are wrapped to (-π, π]); fewer than 2 rows; different widths in one
+// folder; a width not of the form 13 + 2 nj; truncated or corrupt zip / npz.
+// The input files are never modified.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace impulse {
+
+struct SystemToss {
+  std::string name;          // file stem ("17") or the npz's name / index
+  std::vector<double> rows;  // steps x width, row-major, SI
+  // rows.size() / width (0 for width <= 0)
+  int steps(int width) const;
+};
+
+struct SystemTossSet {
+  std::string format;  // "contactnets" | "ccn" | "impulse" | "impulse-multibody"
+  int width = 13;      // 13 + 2 * joints()
+  double dt = 0.0068;  // from metadata when the format has it; CCN zip: 0.0068
+  std::vector<SystemToss> tosses;
+  int joints() const { return (width - 13) / 2; }
+};
+
+// Reads any of the formats above. expected_width > 0 (itself 13 + 2 nj) makes
+// every toss of another width an error naming the file, its width and the
+// expected one ("3.pt: has 13 columns, expected 15 (a floating base and 1 joint)").
+SystemTossSet load_system_tosses(const std::string& path, int expected_width = 0);
+
+// Writes the "impulse-multibody" .npz (path must end in .npz) atomically
+// (temporary file + rename). The set is validated as on reading (width, dt > 0,
+// every toss a whole number of >= 2 rows, finite, unit quaternions within 0.01,
+// joint angles in range); nothing is renormalized, so write + load round-trips
+// exactly whenever the quaternion norms are within 1e-12 of 1 (as after loading).
+void write_system_tosses(const std::string& path, const SystemTossSet& set);
+
+}  // namespace impulse

@@ -1,0 +1,597 @@
+// Tests for io/system_tosses: multibody toss data of width 13 + 2 nj (CCN zip
+// .pt folders of any width, the "impulse-multibody" .npz), the cube formats
+// seen through the same loader (permuted to Drake's order), and the real
+// articulated "elbow" tosses when ../shared/data is present (skips otherwise).
+// The .pt files are written here with io/zip.h's encoder and a pickle laid out
+// byte for byte like the real elbow files' archive/data.pkl.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "io/system_tosses.h"
+#include "io/toss_data.h"
+#include "io/zip.h"
+#include "solvers/error.h"
+#include "tests/test_util.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using impulse::Error;
+using impulse::SystemToss;
+using impulse::SystemTossSet;
+using Bytes = std::vector<uint8_t>;
+
+constexpr double kPi = 3.14159265358979323846;
+
+// ---- helpers ------------------------------------------------------------------
+
+// Runs f, expects impulse::Error whose message contains every one of parts.
+void ExpectError(const std::function<void()>& f, const std::vector<std::string>& parts) {
+  try {
+    f();
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    for (const std::string& p : parts) {
+      EXPECT_NE(msg.find(p), std::string::npos)
+          << "message \"" << msg << "\" lacks \"" << p << "\"";
+    }
+    return;
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "expected impulse::Error, got another exception: " << e.what();
+    return;
+  }
+  ADD_FAILURE() << "expected impulse::Error, nothing was thrown";
+}
+
+// a fresh folder per test, removed afterwards
+class TempDir {
+ public:
+  TempDir() {
+    static int counter = 0;
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    path_ = fs::temp_directory_path() / ("impulse_systoss_" + std::to_string(::getpid()) + "_" +
+                                         std::to_string(counter++) + "_" + info->name());
+    fs::remove_all(path_);
+    fs::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  std::string str(const std::string& rel = "") const {
+    return rel.empty() ? path_.string() : (path_ / rel).string();
+  }
+
+ private:
+  fs::path path_;
+};
+
+void write_bytes(const std::string& path, const Bytes& b) {
+  fs::create_directories(fs::path(path).parent_path());
+  std::ofstream out(path, std::ios::binary);
+  out.write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
+  ASSERT_TRUE(out.good()) << path;
+}
+
+Bytes read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return Bytes(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+void put(Bytes& b, const std::string& s) { b.insert(b.end(), s.begin(), s.end()); }
+void put_f64(Bytes& b, double v) {
+  uint8_t x[8];
+  std::memcpy(x, &v, 8);
+  b.insert(b.end(), x, x + 8);
+}
+void put_i64(Bytes& b, int64_t v) {
+  uint8_t x[8];
+  std::memcpy(x, &v, 8);
+  b.insert(b.end(), x, x + 8);
+}
+
+// ---- CCN zip .pt files, as torch.save writes them ------------------------------------
+
+void pk_int(Bytes& b, int64_t v) {
+  if (v >= 0 && v < 256) {  // BININT1
+    b.push_back('K');
+    b.push_back(static_cast<uint8_t>(v));
+  } else {  // BININT2 (what the real files use for numel 1815)
+    b.push_back('M');
+    b.push_back(static_cast<uint8_t>(v));
+    b.push_back(static_cast<uint8_t>(v >> 8));
+  }
+}
+void pk_str(Bytes& b, const std::string& s) {  // BINUNICODE
+  b.push_back('X');
+  for (int i = 0; i < 4; ++i) b.push_back(static_cast<uint8_t>(s.size() >> (8 * i)));
+  put(b, s);
+}
+
+// the real elbow files' data.pkl (protocol 2):
+// _rebuild_tensor_v2(('storage', DoubleStorage, '0', 'cpu', numel), 0, (T, W), (W, 1),
+//                    False, OrderedDict())
+Bytes tensor_pickle(int64_t rows, int64_t cols, int64_t numel) {
+  Bytes b{0x80, 0x02};
+  put(b, "ctorch._utils\n_rebuild_tensor_v2\n");
+  put(b, std::string("q\0((", 4));  // BINPUT 0, MARK, MARK
+  pk_str(b, "storage");
+  put(b,
+      "q\x01"
+      "ctorch\nDoubleStorage\nq\x02");
+  pk_str(b, "0");
+  put(b, "q\x03");
+  pk_str(b, "cpu");
+  put(b, "q\x04");
+  pk_int(b, numel);
+  put(b, "tq\x05Q");
+  pk_int(b, 0);  // storage offset
+  pk_int(b, rows);
+  pk_int(b, cols);
+  put(b, "\x86q\x06");  // TUPLE2: size
+  pk_int(b, cols);
+  pk_int(b, 1);
+  put(b, "\x86q\x07\x89");  // TUPLE2: stride; NEWFALSE: requires_grad
+  put(b, "ccollections\nOrderedDict\nq\x08)Rq\ttq\nRq\x0b.");
+  return b;
+}
+
+// a torch.save zip archive of one (rows, cols) float64 tensor
+Bytes pt_file(const std::vector<double>& values, int64_t cols) {
+  const int64_t n = static_cast<int64_t>(values.size());
+  Bytes data;
+  for (double v : values) put_f64(data, v);
+  std::vector<impulse::ZipEntry> e;
+  e.push_back({"archive/data.pkl", tensor_pickle(n / cols, cols, n)});
+  e.push_back({"archive/data/0", data});
+  e.push_back({"archive/version", Bytes{'3', '\n'}});
+  return impulse::encode_zip(e);
+}
+
+// row k of a synthetic toss with nj joints, in the system order:
+// quat wxyz | p | θ (nj) | ω body | v world | θ̇ (nj)
+std::vector<double> sys_row(int j, int k, int nj) {
+  const double a = 0.1 * j + 0.2 * k;
+  std::vector<double> r = {std::cos(a), 0.0,      std::sin(a),   0.0,          // quat
+                           0.01 * k,    0.02 + j, 0.3 - 0.01 * k};             // p
+  for (int i = 0; i < nj; ++i) r.push_back(0.5 - 0.1 * k + 0.25 * i);          // θ
+  for (double v : {1.0 + k, 2.0, 3.0 - j, 4.0 + k, 5.0, 6.0}) r.push_back(v);  // ω, v
+  for (int i = 0; i < nj; ++i) r.push_back(-14.8 + i);                         // θ̇
+  return r;
+}
+
+std::vector<double> sys_toss(int j, int rows, int nj) {
+  std::vector<double> v;
+  for (int k = 0; k < rows; ++k) {
+    const std::vector<double> r = sys_row(j, k, nj);
+    v.insert(v.end(), r.begin(), r.end());
+  }
+  return v;
+}
+
+// tosses 0, 1, 2 and 10 (numeric order differs from name order), 3 + j rows each
+void write_sys_folder(const std::string& dir, int nj) {
+  for (int j : {0, 1, 2, 10})
+    write_bytes(dir + "/" + std::to_string(j) + ".pt",
+                pt_file(sys_toss(j, 3 + j, nj), 13 + 2 * nj));
+}
+
+// a ContactNets legacy file as the tail-only writer lays it out (magic, a
+// pickle naming the storage, int64 count, float64 values): what load_tosses
+// documents as enough
+Bytes legacy_file(const std::vector<double>& values) {
+  Bytes b{0x80, 0x02, 0x8a, 0x0a, 0x6c, 0xfc, 0x9c, 0x46, 0xf9, 0x20, 0x6a, 0xa8, 0x50, 0x19, '.'};
+  put(b,
+      "\x80\x02"
+      "ctorch\nDoubleStorage\n.");
+  put_i64(b, static_cast<int64_t>(values.size()));
+  for (double v : values) put_f64(b, v);
+  return b;
+}
+
+// the cube in ContactNets units and order: p | quat | v | ω body | 6 inputs
+std::vector<double> cn_toss(int j, int rows) {
+  std::vector<double> v;
+  for (int k = 0; k < rows; ++k) {
+    const double a = 0.1 * j + 0.05 * k;
+    const double r[19] = {
+        0.5 + j, -0.25 * k, 1.5 - 0.1 * k, std::cos(a), 0.0, 0.0, std::sin(a), 1.0 + k, -2.0 - j,
+        3.5,     0.3,       -0.7 * j,      1.1 * k,     9,   9,   9,           9,       9,
+        9};
+    v.insert(v.end(), r, r + 19);
+  }
+  return v;
+}
+
+void write_cn_folder(const std::string& dir) {
+  for (int j : {0, 1, 2})
+    write_bytes(dir + "/" + std::to_string(j) + ".pt", legacy_file(cn_toss(j, 4 + j)));
+  const std::string json =
+      "{\"dt\": 0.006756756756756757, \"g\": 187.21374045801525, \"mass\": 0.37}";
+  write_bytes(dir + "/experiment.json", Bytes(json.begin(), json.end()));
+}
+
+// load_tosses' rows permuted to the system order: p | quat | v | ω -> quat | p | ω | v
+std::vector<double> permuted(const impulse::Toss& t) {
+  std::vector<double> out;
+  for (const impulse::StateRow& r : t.states) {
+    for (int c : {3, 4, 5, 6, 0, 1, 2, 10, 11, 12, 7, 8, 9}) out.push_back(r[c]);
+  }
+  return out;
+}
+
+void ExpectSameAsCube(const SystemTossSet& s, const impulse::TossSet& cube) {
+  EXPECT_EQ(s.format, cube.format);
+  EXPECT_EQ(s.width, 13);
+  EXPECT_EQ(s.joints(), 0);
+  EXPECT_EQ(s.dt, cube.meta.dt);
+  ASSERT_EQ(s.tosses.size(), cube.tosses.size());
+  for (size_t j = 0; j < s.tosses.size(); ++j) {
+    EXPECT_EQ(s.tosses[j].name, cube.tosses[j].name);
+    EXPECT_EQ(s.tosses[j].steps(13), int(cube.tosses[j].states.size()));
+    EXPECT_EQ(s.tosses[j].rows, permuted(cube.tosses[j])) << "toss " << j;  // exact
+  }
+}
+
+}  // namespace
+
+// ---- multibody CCN folders ------------------------------------------------------------
+
+TEST(SystemTosses, CcnFolderOfAnyWidth) {
+  for (int nj : {1, 2}) {
+    TempDir d;
+    write_sys_folder(d.str(), nj);
+    const SystemTossSet s = impulse::load_system_tosses(d.str());
+    EXPECT_EQ(s.format, "ccn");
+    EXPECT_EQ(s.width, 13 + 2 * nj);
+    EXPECT_EQ(s.joints(), nj);
+    EXPECT_EQ(s.dt, 0.0068);
+    ASSERT_EQ(s.tosses.size(), 4u);
+    const int ids[4] = {0, 1, 2, 10};
+    for (int i = 0; i < 4; ++i) {
+      EXPECT_EQ(s.tosses[i].name, std::to_string(ids[i]));  // numeric order
+      EXPECT_EQ(s.tosses[i].steps(s.width), 3 + ids[i]);
+      EXPECT_EQ(s.tosses[i].rows, sys_toss(ids[i], 3 + ids[i], nj));  // as stored, exactly
+    }
+    // the expected width passes when it matches
+    EXPECT_EQ(impulse::load_system_tosses(d.str(), 13 + 2 * nj).tosses.size(), 4u);
+  }
+}
+
+TEST(SystemTosses, NeverModifiesInput) {
+  TempDir d;
+  write_sys_folder(d.str(), 1);
+  const Bytes before = read_bytes(d.str("2.pt"));
+  impulse::load_system_tosses(d.str(), 15);
+  EXPECT_EQ(read_bytes(d.str("2.pt")), before);
+  EXPECT_EQ(std::distance(fs::directory_iterator(d.str()), fs::directory_iterator()), 4);
+}
+
+// ---- cube formats: width 13, Drake's order, the same values as load_tosses -------------
+
+TEST(SystemTosses, CubeFormatsMatchLoadTossesPermuted) {
+  TempDir d;
+  // (b) CCN (T, 13): the system order is CCN's own
+  write_sys_folder(d.str("ccn"), 0);
+  // a quaternion 0.5% off unit norm: both loaders renormalize it the same way
+  std::vector<double> v = sys_toss(3, 4, 0);
+  for (int c = 0; c < 4; ++c) v[13 * 2 + c] *= 1.005;
+  write_bytes(d.str("ccn/3.pt"), pt_file(v, 13));
+  const impulse::TossSet ccn = impulse::load_tosses(d.str("ccn"));
+  ExpectSameAsCube(impulse::load_system_tosses(d.str("ccn")), ccn);
+  EXPECT_EQ(impulse::load_system_tosses(d.str("ccn")).tosses[0].rows, sys_toss(0, 3, 0));
+  // (a) ContactNets legacy, converted to SI by load_tosses
+  write_cn_folder(d.str("cn"));
+  const impulse::TossSet cn = impulse::load_tosses(d.str("cn"));
+  const SystemTossSet scn = impulse::load_system_tosses(d.str("cn"));
+  ExpectSameAsCube(scn, cn);
+  EXPECT_EQ(scn.dt, 0.006756756756756757);
+  // (c) impulse .npz (cube, with meta), as a file and as a folder holding tosses.npz
+  fs::create_directories(d.str("npz"));
+  impulse::write_tosses(d.str("npz/tosses.npz"), cn);
+  const impulse::TossSet np = impulse::load_tosses(d.str("npz/tosses.npz"));
+  ExpectSameAsCube(impulse::load_system_tosses(d.str("npz/tosses.npz")), np);
+  ExpectSameAsCube(impulse::load_system_tosses(d.str("npz")), np);
+  EXPECT_EQ(impulse::load_system_tosses(d.str("npz"), 13).format, "impulse");
+}
+
+TEST(SystemTosses, CubeFormatsRejectAnotherExpectedWidth) {
+  TempDir d;
+  write_sys_folder(d.str("ccn"), 0);
+  ExpectError([&] { impulse::load_system_tosses(d.str("ccn"), 15); },
+              {d.str("ccn/0.pt"), "has 13 columns, expected 15", "1 joint"});
+  write_cn_folder(d.str("cn"));
+  ExpectError([&] { impulse::load_system_tosses(d.str("cn"), 15); },
+              {d.str("cn"), "toss '0'", "has 13 columns, expected 15", "1 joint"});
+  impulse::write_tosses(d.str("c.npz"), impulse::load_tosses(d.str("cn")));
+  ExpectError([&] { impulse::load_system_tosses(d.str("c.npz"), 17); },
+              {d.str("c.npz"), "has 13 columns, expected 17", "2 joints"});
+  // and the other way round: elbow-like data where the cube is expected
+  write_sys_folder(d.str("elbow"), 1);
+  ExpectError([&] { impulse::load_system_tosses(d.str("elbow"), 13); },
+              {d.str("elbow/0.pt"), "has 15 columns, expected 13", "no joints"});
+  // an expected width that no system has
+  ExpectError([&] { impulse::load_system_tosses(d.str("elbow"), 14); },
+              {"expected width 14", "13 + 2 nj"});
+}
+
+// ---- impulse-multibody .npz ---------------------------------------------------------
+
+TEST(SystemTosses, NpzRoundTripExact) {
+  TempDir d;
+  SystemTossSet a;
+  a.format = "ccn";
+  a.width = 17;
+  a.dt = 1.0 / 148.0;
+  for (int j : {0, 1, 5}) a.tosses.push_back({"toss-" + std::to_string(j), sys_toss(j, 4 + j, 2)});
+  // awkward values survive bit for bit; joint angles at the ends of the range
+  a.tosses[1].rows[7] = kPi;
+  a.tosses[1].rows[17 + 8] = -kPi - 0.5e-6;
+  a.tosses[2].rows[4] = std::nextafter(0.1, 1.0);
+  a.tosses[2].rows[11] = -0.0;
+  a.tosses[2].rows[12] = 1e-310;  // subnormal
+  fs::create_directories(d.str("out"));
+  impulse::write_system_tosses(d.str("out/m.npz"), a);
+  const SystemTossSet b = impulse::load_system_tosses(d.str("out/m.npz"));
+  EXPECT_EQ(b.format, "impulse-multibody");
+  EXPECT_EQ(b.width, 17);
+  EXPECT_EQ(b.joints(), 2);
+  EXPECT_EQ(b.dt, a.dt);
+  ASSERT_EQ(b.tosses.size(), a.tosses.size());
+  for (size_t j = 0; j < a.tosses.size(); ++j) {
+    EXPECT_EQ(b.tosses[j].name, a.tosses[j].name);
+    ASSERT_EQ(b.tosses[j].rows.size(), a.tosses[j].rows.size());
+    EXPECT_EQ(
+        std::memcmp(b.tosses[j].rows.data(), a.tosses[j].rows.data(), 8 * a.tosses[j].rows.size()),
+        0)
+        << "toss " << j;
+  }
+  // no temporary file is left; rewriting is idempotent, byte for byte
+  EXPECT_EQ(std::distance(fs::directory_iterator(d.str("out")), fs::directory_iterator()), 1);
+  impulse::write_system_tosses(d.str("again.npz"), b);
+  EXPECT_EQ(read_bytes(d.str("again.npz")), read_bytes(d.str("out/m.npz")));
+  // a folder holding tosses.npz reads it; the expected width is checked
+  fs::create_directories(d.str("dir"));
+  fs::copy_file(d.str("out/m.npz"), d.str("dir/tosses.npz"));
+  EXPECT_EQ(impulse::load_system_tosses(d.str("dir"), 17).tosses.size(), 3u);
+  ExpectError([&] { impulse::load_system_tosses(d.str("dir"), 15); },
+              {d.str("dir/tosses.npz"), "has 17 columns, expected 15"});
+  // names that do not fit one '\n'-joined list are dropped: indices on reading
+  a.tosses[1].name = "";
+  impulse::write_system_tosses(d.str("noname.npz"), a);
+  const SystemTossSet c = impulse::load_system_tosses(d.str("noname.npz"));
+  EXPECT_EQ(c.tosses[0].name, "0");
+  EXPECT_EQ(c.tosses[2].name, "2");
+  EXPECT_EQ(c.tosses[2].rows, a.tosses[2].rows);
+}
+
+TEST(SystemTosses, WriteValidates) {
+  TempDir d;
+  SystemTossSet s;
+  s.width = 15;
+  s.tosses.push_back({"x", sys_toss(0, 3, 1)});
+  ExpectError([&] { impulse::write_system_tosses(d.str("t.bin"), s); }, {d.str("t.bin"), ".npz"});
+  s.width = 14;
+  ExpectError([&] { impulse::write_system_tosses(d.str("t.npz"), s); },
+              {"14 columns", "13 + 2 nj"});
+  s.width = 17;
+  ExpectError([&] { impulse::write_system_tosses(d.str("t.npz"), s); },
+              {"toss 0 ('x')", "45 values", "width 17"});
+  s.width = 15;
+  s.dt = 0;
+  ExpectError([&] { impulse::write_system_tosses(d.str("t.npz"), s); }, {"dt is 0"});
+  s.dt = 0.0068;
+  s.tosses[0].rows[15 * 2 + 7] = 4.0;
+  ExpectError([&] { impulse::write_system_tosses(d.str("t.npz"), s); },
+              {"toss 0", "row 2, column 7", "joint angle 4", "out of range"});
+  s.tosses[0].rows[15 * 2 + 7] = 0;
+  s.tosses[0].rows.resize(15);
+  ExpectError([&] { impulse::write_system_tosses(d.str("t.npz"), s); }, {"1 row(s)", "at least 2"});
+  EXPECT_FALSE(fs::exists(d.str("t.npz")));
+}
+
+// ---- errors on reading -----------------------------------------------------------------
+
+TEST(SystemTosses, NonFiniteValueNamesRowAndColumn) {
+  TempDir d;
+  write_sys_folder(d.str(), 1);
+  std::vector<double> v = sys_toss(2, 5, 1);
+  v[15 * 3 + 9] = std::numeric_limits<double>::quiet_NaN();
+  write_bytes(d.str("2.pt"), pt_file(v, 15));
+  ExpectError([&] { impulse::load_system_tosses(d.str()); },
+              {d.str("2.pt"), "row 3, column 9", "non-finite", "nan"});
+  v[15 * 3 + 9] = -std::numeric_limits<double>::infinity();
+  write_bytes(d.str("2.pt"), pt_file(v, 15));
+  ExpectError([&] { impulse::load_system_tosses(d.str()); }, {d.str("2.pt"), "row 3", "-inf"});
+}
+
+TEST(SystemTosses, JointAngleOutOfRange) {
+  TempDir d;
+  std::vector<double> v = sys_toss(0, 5, 2);
+  v[17 * 4 + 8] = 4.0;  // row 4, the second joint
+  write_bytes(d.str("0.pt"), pt_file(v, 17));
+  ExpectError([&] { impulse::load_system_tosses(d.str()); },
+              {d.str("0.pt"), "row 4, column 8", "joint angle 4", "out of range"});
+  // just outside the slack, and just inside it
+  v[17 * 4 + 8] = -kPi - 2e-6;
+  write_bytes(d.str("0.pt"), pt_file(v, 17));
+  ExpectError([&] { impulse::load_system_tosses(d.str()); }, {"row 4, column 8", "joint angle"});
+  v[17 * 4 + 8] = -kPi - 0.5e-6;
+  write_bytes(d.str("0.pt"), pt_file(v, 17));
+  EXPECT_EQ(impulse::load_system_tosses(d.str()).tosses[0].rows[17 * 4 + 8], -kPi - 0.5e-6);
+}
+
+TEST(SystemTosses, QuaternionAndShortToss) {
+  TempDir d;
+  std::vector<double> v = sys_toss(0, 4, 1);
+  v[15 * 1 + 0] = 0.3;  // the quaternion of row 1 far from unit norm
+  write_bytes(d.str("0.pt"), pt_file(v, 15));
+  ExpectError([&] { impulse::load_system_tosses(d.str()); },
+              {d.str("0.pt"), "row 1", "quaternion", "expected 1 within 0.01"});
+  write_bytes(d.str("0.pt"), pt_file(sys_toss(0, 1, 1), 15));
+  ExpectError([&] { impulse::load_system_tosses(d.str()); },
+              {d.str("0.pt"), "1 row(s)", "at least 2"});
+}
+
+TEST(SystemTosses, WidthErrors) {
+  TempDir d;
+  // not 13 + 2 nj
+  std::vector<double> v = sys_toss(0, 3, 1);
+  v.resize(3 * 14);
+  write_bytes(d.str("a/0.pt"), pt_file(v, 14));
+  ExpectError([&] { impulse::load_system_tosses(d.str("a")); },
+              {d.str("a/0.pt"), "has 14 columns", "13 + 2 nj"});
+  // widths that differ within one folder
+  write_bytes(d.str("b/0.pt"), pt_file(sys_toss(0, 3, 1), 15));
+  write_bytes(d.str("b/1.pt"), pt_file(sys_toss(1, 3, 2), 17));
+  ExpectError([&] { impulse::load_system_tosses(d.str("b")); },
+              {d.str("b/1.pt"), "has 17 columns", d.str("b/0.pt") + " has 15"});
+  // with an expected width, the file that differs from it is named
+  ExpectError([&] { impulse::load_system_tosses(d.str("b"), 15); },
+              {d.str("b/1.pt"), "has 17 columns, expected 15", "1 joint"});
+}
+
+TEST(SystemTosses, TruncatedAndCorruptFiles) {
+  TempDir d;
+  write_sys_folder(d.str("pt"), 1);
+  const Bytes z = read_bytes(d.str("pt/1.pt"));
+  for (size_t cut : {1, 30, 200}) {
+    write_bytes(d.str("pt/1.pt"), Bytes(z.begin(), z.end() - static_cast<std::ptrdiff_t>(cut)));
+    ExpectError([&] { impulse::load_system_tosses(d.str("pt")); }, {d.str("pt/1.pt")});
+  }
+  // a flipped storage byte fails the CRC
+  Bytes bad = z;
+  bad[bad.size() / 2] ^= 0x40;
+  write_bytes(d.str("pt/1.pt"), bad);
+  ExpectError([&] { impulse::load_system_tosses(d.str("pt")); }, {d.str("pt/1.pt")});
+  // a legacy file among zip ones
+  write_bytes(d.str("pt/1.pt"), legacy_file(cn_toss(0, 3)));
+  ExpectError([&] { impulse::load_system_tosses(d.str("pt")); },
+              {d.str("pt/1.pt"), "mixed formats"});
+
+  // .npz: truncated, and offsets past the rows
+  SystemTossSet s;
+  s.width = 15;
+  s.tosses.push_back({"a", sys_toss(0, 3, 1)});
+  s.tosses.push_back({"b", sys_toss(1, 4, 1)});
+  impulse::write_system_tosses(d.str("m.npz"), s);
+  const Bytes n = read_bytes(d.str("m.npz"));
+  write_bytes(d.str("cut.npz"), Bytes(n.begin(), n.end() - 40));
+  ExpectError([&] { impulse::load_system_tosses(d.str("cut.npz")); }, {d.str("cut.npz")});
+  std::vector<impulse::ZipEntry> e = impulse::decode_zip(n, "m.npz");
+  bool patched = false;
+  for (impulse::ZipEntry& x : e) {
+    if (x.name != "offsets.npy") continue;
+    // offsets (0, 3, 7) -> (0, 99, 7): the data starts after the .npy header
+    const int64_t big = 99;
+    std::memcpy(x.data.data() + x.data.size() - 16, &big, 8);
+    patched = true;
+  }
+  ASSERT_TRUE(patched);
+  write_bytes(d.str("off.npz"), impulse::encode_zip(e));
+  ExpectError([&] { impulse::load_system_tosses(d.str("off.npz")); },
+              {d.str("off.npz"), "offset 99", "past the 7 rows"});
+  ExpectError([&] { impulse::load_system_tosses(d.str("nothing")); }, {"no such file"});
+}
+
+// ---- the real articulated "elbow" tosses ------------------------------------------
+
+namespace {
+
+std::string elbow_dir() {
+#ifdef IMPULSE_SHARED_DATA_DIR
+  return std::string(IMPULSE_SHARED_DATA_DIR) + "/articulated_elbow";
+#else
+  return "";
+#endif
+}
+
+class RealElbowTosses : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!fs::exists(elbow_dir() + "/0.pt")) {
+      IMPULSE_SKIP_WITHOUT_DATA("real elbow tosses not found at " << elbow_dir()
+                                                                  << " (shared data absent)");
+    }
+  }
+};
+
+}  // namespace
+
+TEST_F(RealElbowTosses, LoadsAll) {
+  const SystemTossSet s = impulse::load_system_tosses(elbow_dir(), 15);
+  EXPECT_EQ(s.format, "ccn");
+  EXPECT_EQ(s.width, 15);
+  EXPECT_EQ(s.joints(), 1);
+  EXPECT_EQ(s.dt, 0.0068);
+  ASSERT_EQ(s.tosses.size(), 271u);
+  for (size_t j = 0; j < s.tosses.size(); ++j) {
+    const SystemToss& t = s.tosses[j];
+    EXPECT_EQ(t.name, std::to_string(j));
+    ASSERT_EQ(t.steps(15), 121) << "toss " << j;
+    ASSERT_EQ(t.rows.size(), 121u * 15u);
+    // Backward difference: the README says v_k ~ (p_k - p_{k-1}) / dt, so
+    // p_1 ~ p_0 + dt v_1. The tolerance allows for tracking noise (~1 mm), the
+    // nominal dt 0.0068 s against the effective 0.0066-0.0067 s, and gravity or
+    // contact over one step; on this data the worst error over all 271 tosses is
+    // 3.4 mm (toss 0: 0.015 mm). A column mix-up (p vs v, or θ in p's place)
+    // would be off by centimetres or more.
+    for (int c = 0; c < 3; ++c) {
+      const double p0 = t.rows[4 + c], p1 = t.rows[15 + 4 + c], v1 = t.rows[15 + 11 + c];
+      EXPECT_NEAR(p1, p0 + s.dt * v1, 5e-3) << "toss " << j << " axis " << c;
+      if (j == 0) {
+        EXPECT_NEAR(p1, p0 + s.dt * v1, 1e-4) << "axis " << c;
+      }
+    }
+  }
+  // values exactly as stored (the quaternions are unit to 1e-15: none renormalized):
+  // archive/data/0 of 0.pt holds the 121 x 15 float64 row after row
+  const std::vector<impulse::ZipEntry> z =
+      impulse::decode_zip(read_bytes(elbow_dir() + "/0.pt"), "0.pt");
+  const auto st = std::find_if(
+      z.begin(), z.end(), [](const impulse::ZipEntry& e) { return e.name == "archive/data/0"; });
+  ASSERT_NE(st, z.end());
+  ASSERT_EQ(st->data.size(), 8u * 121u * 15u);
+  std::vector<double> raw(121 * 15);
+  std::memcpy(raw.data(), st->data.data(), st->data.size());
+  EXPECT_EQ(s.tosses[0].rows, raw);
+  EXPECT_EQ(s.tosses[0].rows[0], 0.5707204287487236);   // w of row 0
+  EXPECT_EQ(s.tosses[0].rows[6], 0.2692731019183343);   // p_z of row 0
+  EXPECT_EQ(s.tosses[0].rows[7], 0.05960891540203672);  // θ of row 0
+  // the synthetic files of the tests above carry the real files' pickle, byte for byte
+  const auto pkl = std::find_if(
+      z.begin(), z.end(), [](const impulse::ZipEntry& e) { return e.name == "archive/data.pkl"; });
+  ASSERT_NE(pkl, z.end());
+  EXPECT_EQ(pkl->data, tensor_pickle(121, 15, 121 * 15));
+}
+
+TEST_F(RealElbowTosses, WrongWidthAndNpzRoundTrip) {
+  ExpectError([&] { impulse::load_system_tosses(elbow_dir(), 13); },
+              {elbow_dir() + "/0.pt", "has 15 columns, expected 13"});
+  // load_tosses reads CCN's cube layout only, and says so
+  ExpectError([&] { impulse::load_tosses(elbow_dir()); }, {"size (121, 15)", "(T, 13)"});
+  const SystemTossSet a = impulse::load_system_tosses(elbow_dir());
+  TempDir d;
+  impulse::write_system_tosses(d.str("elbow.npz"), a);
+  const SystemTossSet b = impulse::load_system_tosses(d.str("elbow.npz"), 15);
+  EXPECT_EQ(b.format, "impulse-multibody");
+  EXPECT_EQ(b.dt, a.dt);
+  ASSERT_EQ(b.tosses.size(), a.tosses.size());
+  for (size_t j = 0; j < a.tosses.size(); ++j) {
+    EXPECT_EQ(b.tosses[j].name, a.tosses[j].name);
+    EXPECT_EQ(b.tosses[j].rows, a.tosses[j].rows) << "toss " << j;
+  }
+}
