@@ -34,8 +34,15 @@ void add_learn_commands(CLI::App& app, Commands& out) {
   auto tc = std::make_shared<TrainConfig>();
   tc->data = default_data_path();
   auto* tr = app.add_subcommand("train", "learn a contact model from cube tosses (resumes RUN_DIR if it holds a checkpoint)");
-  tr->add_option("--method", tc->method, "contactnets-polytope | contactnets-deep | end-to-end")
-      ->check(CLI::IsMember({"contactnets-polytope", "contactnets-deep", "end-to-end"}));
+  tr->add_option("--method", tc->method,
+                 "contactnets-polytope | contactnets-deep | end-to-end; with --system: ccn | ccn-r | end-to-end")
+      ->check(CLI::IsMember({"contactnets-polytope", "contactnets-deep", "end-to-end", "ccn", "ccn-r"}));
+  tr->add_option("--system", tc->system,
+                 "a multibody system for the CCN family: cube | asymmetric | elbow (its data: a CCN folder of "
+                 "width 13 + 2 joints, e.g. the real elbow tosses, or an impulse-multibody .npz)")
+      ->check(CLI::IsMember({"cube", "asymmetric", "elbow"}));
+  tr->add_option("--w-res", tc->w_res, "CCN-R residual norm weight (< 0: the paper's, 1 real / 0.001 synthetic)");
+  tr->add_option("--w-res-w", tc->w_res_w, "CCN-R residual weight penalty (< 0: the paper's, 0.1 real / 0 synthetic)");
   tr->add_option("--data", tc->data, "data set: a ContactNets or CCN folder, or an impulse .npz (default: the built-in synthetic set)");
   tr->add_option("--tosses", tc->tosses, "training tosses N (0 = the whole 50% training split)");
   tr->add_option("--seed", tc->seed, "seed of the split, initialization and batch order");

@@ -19,6 +19,8 @@
 
 #include "host/optim/adam.h"
 #include "host/learning/mlp.h"
+#include "host/learning/train_method.h"
+#include "host/learning/multibody_methods.h"
 #include "kernels/contactnets_device.h"
 #include "host/learning/contactnets_loss.h"
 #include "host/learning/contactnets_model.h"
@@ -26,6 +28,7 @@
 #include "host/dynamics/simulate.h"
 #include "solvers/error.h"
 #include "io/npz.h"
+#include "io/system_tosses.h"
 #include "io/zip.h"
 
 namespace impulse {
@@ -40,6 +43,18 @@ nlohmann::json TrainConfig::to_json() const {
           {"init_noise", init_noise}, {"friction", friction}, {"eps", eps},
           {"backend", backend}};
 }
+
+namespace {
+nlohmann::json config_json_of(const TrainConfig& c) {
+  nlohmann::json j = c.to_json();
+  if (!c.system.empty()) {
+    j["system"] = c.system;
+    j["w_res"] = c.w_res;
+    j["w_res_w"] = c.w_res_w;
+  }
+  return j;
+}
+}  // namespace
 
 TrainConfig TrainConfig::from_json(const nlohmann::json& j) {
   TrainConfig c;
@@ -57,6 +72,9 @@ TrainConfig TrainConfig::from_json(const nlohmann::json& j) {
     c.friction = j.at("friction").get<std::string>();
     c.eps = j.at("eps").get<double>();
     c.backend = j.at("backend").get<std::string>();
+    c.system = j.value("system", std::string());
+    c.w_res = j.value("w_res", -1.0);
+    c.w_res_w = j.value("w_res_w", -1.0);
   } catch (const nlohmann::json::exception& e) {
     throw Error(std::string("run config: ") + e.what());
   }
@@ -66,9 +84,19 @@ TrainConfig TrainConfig::from_json(const nlohmann::json& j) {
 namespace {
 
 void validate(const TrainConfig& c) {
-  if (c.method != "contactnets-polytope" && c.method != "contactnets-deep" && c.method != "end-to-end")
+  if (!c.system.empty()) {
+    system_by_name(c.system);  // throws for an unknown system
+    if (!is_multibody_method(c.method))
+      throw Error("unknown method '" + c.method + "' for --system " + c.system + ": expected ccn, ccn-r or end-to-end");
+  } else if (c.method == "ccn" || c.method == "ccn-r") {
+    throw Error("method '" + c.method + "' needs --system (cube | asymmetric | elbow)");
+  } else if (c.method != "contactnets-polytope" && c.method != "contactnets-deep" && c.method != "end-to-end") {
     throw Error("unknown method '" + c.method +
-                "': expected contactnets-polytope, contactnets-deep or end-to-end");
+                "': expected contactnets-polytope, contactnets-deep or end-to-end (or ccn, ccn-r with --system)");
+  }
+  if (!std::isfinite(c.w_res) || !std::isfinite(c.w_res_w)) throw Error("train: residual weights must be finite");
+  if (!(c.lr >= 0) || !std::isfinite(c.lr)) throw Error("train: --lr must be a finite number >= 0 (0 = the method's default)");
+  if (!std::isfinite(c.weight_decay)) throw Error("train: --weight-decay must be finite");
   if (c.out.empty()) throw Error("train: an output run directory is required (--out)");
   if (c.tosses < 0) throw Error("train: --tosses must be >= 0");
   if (c.max_epochs < 1) throw Error("train: max_epochs must be >= 1");
@@ -81,10 +109,6 @@ void validate(const TrainConfig& c) {
 }
 
 
-struct Transitions {
-  std::vector<State> x, xn;
-  int size() const { return static_cast<int>(x.size()); }
-};
 
 Transitions transitions_of(const TossSet& set, const std::vector<int>& tosses) {
   Transitions t;
@@ -124,31 +148,6 @@ nlohmann::json parse_json_file(const std::string& path) {
 }
 
 // ---- methods ------------------------------------------------------------------
-
-struct BatchStats {
-  long qp_iterations = 0;
-  int qp_count = 0, not_solved = 0;
-};
-
-class Method {
- public:
-  virtual ~Method() = default;
-  // the optimizer's variables (θ / scale)
-  virtual std::vector<double> variables() const = 0;
-  virtual void set_variables(const std::vector<double>& v) = 0;
-  // Σ over idx of the per-transition loss; grad (if given) += its gradient in
-  // the optimizer's variables. `set` 0 = train, 1 = valid (selects warm starts).
-  virtual double loss(const Transitions& t, const std::vector<int>& idx, int set,
-                      std::vector<double>* grad, BatchStats& stats) = 0;
-  virtual nlohmann::json params_json() const = 0;
-  // the solver warm starts (ContactNets: per-transition (λ, y) of the last
-  // solve) so that a resumed run continues bit for bit: rows x width, NaN rows
-  // for transitions never solved. Empty when the method has none.
-  virtual NpyArray warm_starts(int) const { return {}; }
-  virtual void set_warm_starts(int, const NpyArray&) {}
-  virtual double default_lr() const = 0;
-  virtual double default_weight_decay() const = 0;
-};
 
 class ContactNetsMethod : public Method {
  public:
@@ -417,29 +416,60 @@ TrainResult train(const TrainConfig& cfg, std::ostream& log_out) {
   };
   const bool tty = cfg.progress && isatty(fileno(stderr));
 
-  const TossSet data = load_tosses(cfg.data);
-  if (data.tosses.size() < 3)
-    throw Error(cfg.data + ": need at least 3 tosses to split, found " +
-                std::to_string(data.tosses.size()));
-  const TossSplit split = split_tosses(static_cast<int>(data.tosses.size()), cfg.seed, {0.5, 0.3, 0.2},
-                                       cfg.tosses);
+  // the data: cube tosses (ContactNets path) or multibody tosses (CCN family)
+  TossSet data;
+  SystemTossSet mdata;
+  MultibodyData mb;
+  int n_tosses = 0;
+  std::string data_format;
+  if (cfg.system.empty()) {
+    data = load_tosses(cfg.data);
+    n_tosses = static_cast<int>(data.tosses.size());
+    data_format = data.format;
+  } else {
+    mb.system = system_by_name(cfg.system);
+    mdata = load_system_tosses(cfg.data, mb.system.width());
+    mb.dt = mdata.dt;
+    mb.synthetic = mdata.format == "impulse-multibody";
+    n_tosses = static_cast<int>(mdata.tosses.size());
+    data_format = mdata.format;
+  }
+  if (n_tosses < 3)
+    throw Error(cfg.data + ": need at least 3 tosses to split, found " + std::to_string(n_tosses));
+  const TossSplit split = split_tosses(n_tosses, cfg.seed, {0.5, 0.3, 0.2}, cfg.tosses);
   if (cfg.tosses > 0 && static_cast<int>(split.train.size()) < cfg.tosses)
     log("note: --tosses " + std::to_string(cfg.tosses) + " asked, the training split has " +
         std::to_string(split.train.size()));
-  const Transitions train_set = transitions_of(data, split.train);
-  const Transitions valid_set = transitions_of(data, split.valid);
+  const auto multibody_transitions = [&](const std::vector<int>& tosses) {
+    Transitions t;
+    const int W = mb.system.width();
+    for (int i : tosses) {
+      const SystemToss& s = mdata.tosses[static_cast<size_t>(i)];
+      for (int k = 0; k + 1 < s.steps(W); ++k) {
+        t.mx.push_back(Eigen::Map<const Eigen::VectorXd>(s.rows.data() + static_cast<size_t>(W) * k, W));
+        t.mxn.push_back(Eigen::Map<const Eigen::VectorXd>(s.rows.data() + static_cast<size_t>(W) * (k + 1), W));
+      }
+    }
+    return t;
+  };
+  const Transitions train_set = cfg.system.empty() ? transitions_of(data, split.train) : multibody_transitions(split.train);
+  const Transitions valid_set = cfg.system.empty() ? transitions_of(data, split.valid) : multibody_transitions(split.valid);
 
-  nlohmann::json config_json = cfg.to_json();
-  config_json["data_format"] = data.format;
-  config_json["meta"] = {{"dt", data.meta.dt},           {"mass", data.meta.mass},
-                         {"inertia", data.meta.inertia}, {"gravity", data.meta.gravity},
-                         {"half_width", data.meta.half_width}, {"mu", data.meta.mu}};
+  nlohmann::json config_json = config_json_of(cfg);
+  config_json["data_format"] = data_format;
+  if (cfg.system.empty()) {
+    config_json["meta"] = {{"dt", data.meta.dt},           {"mass", data.meta.mass},
+                           {"inertia", data.meta.inertia}, {"gravity", data.meta.gravity},
+                           {"half_width", data.meta.half_width}, {"mu", data.meta.mu}};
+  } else {
+    config_json["meta"] = {{"dt", mb.dt}, {"width", mb.system.width()}};
+  }
   config_json["split"] = {{"train", split.train}, {"valid", split.valid}, {"test", split.test}};
   const fs::path config_path = fs::path(cfg.out) / "config.json";
   const fs::path ckpt_path = fs::path(cfg.out) / "checkpoint.json";
 
-  std::unique_ptr<Method> method =
-      make_method(cfg, data.meta, train_set, valid_set.size());
+  std::unique_ptr<Method> method = cfg.system.empty() ? make_method(cfg, data.meta, train_set, valid_set.size())
+                                                      : make_multibody_method(cfg, mb, train_set);
   const double lr = cfg.lr > 0 ? cfg.lr : method->default_lr();
   const double wd = cfg.weight_decay >= 0 ? cfg.weight_decay : method->default_weight_decay();
   std::vector<double> theta = method->variables();
@@ -512,8 +542,8 @@ TrainResult train(const TrainConfig& cfg, std::ostream& log_out) {
     nlohmann::json ij = method->params_json();
     ij["method"] = cfg.method;
     write_text_atomic((fs::path(cfg.out) / "init_params.json").string(), ij.dump(2) + "\n");
-    log("run " + cfg.out + ": " + cfg.method + " on " + cfg.data + " (" + data.format + ", " +
-        std::to_string(data.tosses.size()) + " tosses), train " + std::to_string(split.train.size()) +
+    log("run " + cfg.out + ": " + cfg.method + (cfg.system.empty() ? "" : " (" + cfg.system + ")") + " on " +
+        cfg.data + " (" + data_format + ", " + std::to_string(n_tosses) + " tosses), train " + std::to_string(split.train.size()) +
         " tosses / " + std::to_string(train_set.size()) + " transitions, valid " +
         std::to_string(split.valid.size()) + " / " + std::to_string(valid_set.size()) + ", seed " +
         std::to_string(cfg.seed));

@@ -56,6 +56,10 @@ struct TrainConfig {
   std::string backend = "cpu";
   double max_seconds = 0;     // stop (with a checkpoint) after this long; 0 = no limit
   bool progress = true;       // live progress line on a terminal
+  // Multibody systems (CCN's family): "" = the ContactNets cube path above;
+  // cube | asymmetric | elbow with the methods ccn, ccn-r, end-to-end.
+  std::string system;
+  double w_res = -1, w_res_w = -1;  // CCN-R residual norm / weight penalties (< 0: Table 2's, real or sim by the data)
   nlohmann::json to_json() const;
   static TrainConfig from_json(const nlohmann::json& j);
 };

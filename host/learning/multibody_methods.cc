@@ -1,0 +1,154 @@
+#include "host/learning/multibody_methods.h"
+
+#include <cmath>
+
+#include "host/learning/ccn.h"
+#include "host/learning/mlp.h"
+#include "solvers/error.h"
+
+namespace impulse {
+
+bool is_multibody_method(const std::string& m) {
+  return m == "ccn" || m == "ccn-r" || m == "end-to-end";
+}
+
+namespace {
+
+std::vector<double> to_std(const Eigen::VectorXd& v) { return std::vector<double>(v.data(), v.data() + v.size()); }
+
+class CcnMethod : public Method {
+ public:
+  CcnMethod(const TrainConfig& c, const MultibodyData& d, bool residual)
+      : model_(d.system, residual, c.seed * 7919 + 3) {
+    model_.randomize(c.seed * 7919 + 1);
+    CcnLossConfig lc;
+    lc.dt = d.dt;
+    // Table 2: the residual's weights differ between real and simulated data
+    lc.weights.res = c.w_res >= 0 ? c.w_res : (d.synthetic ? 0.001 : 1.0);
+    lc.weights.res_w = c.w_res_w >= 0 ? c.w_res_w : (d.synthetic ? 0.0 : 0.1);
+    QpSettings<double> st;
+    st.eps_abs = c.eps;
+    st.eps_rel = c.eps;
+    BatchOptions opt;
+    opt.threads = c.threads;
+    opt.backend = parse_backend(c.backend);
+    loss_ = CcnLoss(lc, st, opt);
+    scale_ = model_.parameter_scale();
+  }
+  std::vector<double> variables() const override { return to_std(model_.parameters().cwiseQuotient(scale_)); }
+  void set_variables(const std::vector<double>& v) override {
+    model_.set_parameters(Eigen::Map<const Eigen::VectorXd>(v.data(), Eigen::Index(v.size())).cwiseProduct(scale_));
+  }
+  double loss(const Transitions& t, const std::vector<int>& idx, int, std::vector<double>* grad,
+              BatchStats& stats) override {
+    double total = 0;
+    // in chunks, so that validation over thousands of transitions keeps memory small
+    const size_t chunk = 512;
+    for (size_t b = 0; b < idx.size(); b += chunk) {
+      const size_t e = std::min(idx.size(), b + chunk);
+      batch_.resize(e - b);
+      for (size_t i = b; i < e; ++i) {
+        batch_[i - b].x = t.mx[static_cast<size_t>(idx[i])];
+        batch_[i - b].x_next = t.mxn[static_cast<size_t>(idx[i])];
+      }
+      const CcnLossResult r = loss_.evaluate(model_, batch_, grad ? &g_ : nullptr);
+      const double n = static_cast<double>(e - b);
+      total += r.loss * n;
+      stats.qp_iterations += r.iterations;
+      stats.qp_count += static_cast<int>(e - b);
+      stats.not_solved += r.not_solved;
+      if (grad) {
+        for (Eigen::Index i = 0; i < g_.size(); ++i) (*grad)[static_cast<size_t>(i)] += g_(i) * scale_(i) * n;
+      }
+    }
+    return total;
+  }
+  nlohmann::json params_json() const override { return model_.to_json(); }
+  double default_lr() const override { return 3e-3; }
+  double default_weight_decay() const override { return 0; }
+
+ private:
+  CcnModel model_;
+  CcnLoss loss_{CcnLossConfig{}};
+  Eigen::VectorXd scale_, g_;
+  std::vector<CcnTransition> batch_;
+};
+
+// End-to-end (CCN App. A.3): v' = σ_out ⊙ f(features(x)) + μ_out with f an MLP
+// 4x256 tanh on the residual network's features, normalized by the training set.
+class EndToEndMbMethod : public Method {
+ public:
+  EndToEndMbMethod(const TrainConfig& c, const MultibodyData& d, const Transitions& train) : sys_(d.system) {
+    const int in = 12 + sys_.joints() + sys_.nv(), nv = sys_.nv();
+    CcnModel feat(sys_, false);
+    Eigen::MatrixXd X(in, train.size()), Y(nv, train.size());
+    for (int i = 0; i < train.size(); ++i) {
+      feat.residual_features(train.mx[static_cast<size_t>(i)], X.col(i));
+      Y.col(i) = train.mxn[static_cast<size_t>(i)].tail(nv);
+    }
+    MlpConfig mc;
+    mc.input_size = in;
+    mc.hidden_sizes = {256, 256, 256, 256};
+    mc.output_size = nv;
+    mc.activation = Activation::kTanh;
+    mc.input_mean = X.rowwise().mean();
+    mc.input_std = ((X.colwise() - mc.input_mean).array().square().rowwise().mean()).sqrt().matrix();
+    for (Eigen::Index i = 0; i < in; ++i)
+      if (!(mc.input_std(i) > 1e-9)) mc.input_std(i) = 1;  // a constant feature
+    out_mean_ = Y.rowwise().mean();
+    out_std_ = ((Y.colwise() - out_mean_).array().square().rowwise().mean()).sqrt().matrix();
+    for (Eigen::Index i = 0; i < nv; ++i)
+      if (!(out_std_(i) > 1e-9)) out_std_(i) = 1;
+    MlpInit init;
+    init.seed = c.seed * 7919 + 2;
+    net_ = Mlp(mc, init);
+  }
+  std::vector<double> variables() const override { return to_std(net_.params()); }
+  void set_variables(const std::vector<double>& v) override {
+    net_.params() = Eigen::Map<const Eigen::VectorXd>(v.data(), Eigen::Index(v.size()));
+  }
+  double loss(const Transitions& t, const std::vector<int>& idx, int, std::vector<double>* grad,
+              BatchStats&) override {
+    const int nv = sys_.nv(), B = static_cast<int>(idx.size());
+    CcnModel feat(sys_, false);
+    X_.resize(net_.input_size(), B);
+    Y_.resize(nv, B);
+    T_.resize(nv, B);
+    for (int i = 0; i < B; ++i) {
+      feat.residual_features(t.mx[static_cast<size_t>(idx[static_cast<size_t>(i)])], X_.col(i));
+      T_.col(i) = (t.mxn[static_cast<size_t>(idx[static_cast<size_t>(i)])].tail(nv) - out_mean_).cwiseQuotient(out_std_);
+    }
+    net_.forward(X_, Y_, ws_);
+    const Eigen::MatrixXd R = Y_ - T_;  // in normalized units
+    if (grad) {
+      Eigen::VectorXd g = Eigen::VectorXd::Zero(net_.num_params());
+      net_.backward(ws_, 2 * R, g);
+      for (Eigen::Index i = 0; i < g.size(); ++i) (*grad)[static_cast<size_t>(i)] += g(i);
+    }
+    return R.squaredNorm();
+  }
+  nlohmann::json params_json() const override {
+    return {{"format", "impulse.end-to-end-multibody"}, {"system", sys_.name}, {"network", net_.to_json()},
+            {"output_mean", to_std(out_mean_)}, {"output_std", to_std(out_std_)}};
+  }
+  double default_lr() const override { return 1e-3; }
+  double default_weight_decay() const override { return 0; }
+
+ private:
+  MultibodySystem sys_;
+  Mlp net_;
+  MlpWorkspace ws_;
+  Eigen::VectorXd out_mean_, out_std_;
+  Eigen::MatrixXd X_, Y_, T_;
+};
+
+}  // namespace
+
+std::unique_ptr<Method> make_multibody_method(const TrainConfig& c, const MultibodyData& d, const Transitions& train) {
+  if (c.method == "ccn") return std::make_unique<CcnMethod>(c, d, false);
+  if (c.method == "ccn-r") return std::make_unique<CcnMethod>(c, d, true);
+  if (c.method == "end-to-end") return std::make_unique<EndToEndMbMethod>(c, d, train);
+  throw Error("method '" + c.method + "' is not available for multibody systems (ccn | ccn-r | end-to-end)");
+}
+
+}  // namespace impulse

@@ -1,0 +1,31 @@
+// The learning methods on multibody systems (CCN's family), for the trainer:
+//   ccn, ccn-r      the CCN violation-implicit loss (host/learning/ccn.h), without
+//                   and with the residual network;
+//   end-to-end      the End-to-end baseline of the CCN paper (App. A.3): an MLP
+//                   4x256 tanh from the state (rotation as 9 entries) to the next
+//                   velocity, trained on the squared velocity error, inputs and
+//                   outputs normalized by the training set.
+// Internal to host/learning (trainer.cc).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "host/dynamics/multibody.h"
+#include "host/learning/train_method.h"
+#include "host/learning/trainer.h"
+
+namespace impulse {
+
+// the methods this file makes, for a given system
+bool is_multibody_method(const std::string& method);
+
+struct MultibodyData {
+  MultibodySystem system;
+  double dt = 0.0068;
+  bool synthetic = false;  // the project's own simulated data (the paper's "sim" residual weights)
+};
+
+std::unique_ptr<Method> make_multibody_method(const TrainConfig& c, const MultibodyData& d, const Transitions& train);
+
+}  // namespace impulse

@@ -1,0 +1,50 @@
+// What the trainer (trainer.cc) asks of a learning method: its optimizer
+// variables, the summed loss and gradient of a set of transitions, readable
+// parameters and solver warm starts. Internal to host/learning.
+#pragma once
+
+#include <vector>
+
+#include <Eigen/Dense>
+#include <nlohmann/json.hpp>
+
+#include "host/dynamics/rigid_body.h"
+#include "io/npy.h"
+
+namespace impulse {
+
+// Observed transitions (x_k, x_{k+1}) of the tosses of one split: cube states
+// (rigid_body.h's layout) for the ContactNets methods, or multibody states
+// (multibody.h's layout, 13 + 2nj) for the CCN family.
+struct Transitions {
+  std::vector<State> x, xn;
+  std::vector<Eigen::VectorXd> mx, mxn;
+  int size() const { return static_cast<int>(mx.empty() ? x.size() : mx.size()); }
+};
+
+struct BatchStats {
+  long qp_iterations = 0;
+  int qp_count = 0, not_solved = 0;
+};
+
+class Method {
+ public:
+  virtual ~Method() = default;
+  // the optimizer's variables (θ / scale)
+  virtual std::vector<double> variables() const = 0;
+  virtual void set_variables(const std::vector<double>& v) = 0;
+  // Σ over idx of the per-transition loss; grad (if given) += its gradient in
+  // the optimizer's variables. `set` 0 = train, 1 = valid (selects warm starts).
+  virtual double loss(const Transitions& t, const std::vector<int>& idx, int set,
+                      std::vector<double>* grad, BatchStats& stats) = 0;
+  virtual nlohmann::json params_json() const = 0;
+  // the solver warm starts (ContactNets: per-transition (λ, y) of the last
+  // solve) so that a resumed run continues bit for bit: rows x width, NaN rows
+  // for transitions never solved. Empty when the method has none.
+  virtual NpyArray warm_starts(int) const { return {}; }
+  virtual void set_warm_starts(int, const NpyArray&) {}
+  virtual double default_lr() const = 0;
+  virtual double default_weight_decay() const = 0;
+};
+
+}  // namespace impulse

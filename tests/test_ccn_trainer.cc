@@ -1,0 +1,161 @@
+// Training the CCN family (ccn, ccn-r, end-to-end on a multibody system) with
+// the trainer: a run lowers its validation loss, resumes bit for bit after an
+// interruption, gives the same result on 1 and 2 threads, and bad
+// combinations of options and data are refused with a message. Data: six real
+// elbow tosses copied into a temporary impulse-multibody file (skipped with a
+// message when ../shared is absent).
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "host/learning/trainer.h"
+#include "io/system_tosses.h"
+#include "solvers/error.h"
+#include "tests/test_util.h"
+
+namespace impulse {
+namespace {
+namespace fs = std::filesystem;
+
+std::string temp_dir(const std::string& name) {
+  const fs::path p = fs::path(::testing::TempDir()) / ("impulse_ccn_trainer_" + std::to_string(::getpid()) + "_" + name);
+  fs::remove_all(p);
+  fs::create_directories(p);
+  return p.string();
+}
+
+std::string elbow_dir() {
+#ifdef IMPULSE_SHARED_DATA_DIR
+  return std::string(IMPULSE_SHARED_DATA_DIR) + "/articulated_elbow";
+#else
+  return "../shared/data/articulated_elbow";
+#endif
+}
+
+// six real tosses (rows 0..59 of each) as an impulse-multibody file; "" when absent
+const std::string& small_elbow_file() {
+  static const std::string path = []() -> std::string {
+    SystemTossSet all;
+    try {
+      all = load_system_tosses(elbow_dir(), 15);
+    } catch (const Error&) {
+      return "";
+    }
+    SystemTossSet s = all;
+    s.tosses.clear();
+    for (int i = 0; i < 6; ++i) {
+      SystemToss t = all.tosses[static_cast<size_t>(i)];
+      t.rows.resize(60 * 15);
+      s.tosses.push_back(t);
+    }
+    const std::string p = temp_dir("data") + "/elbow6.npz";
+    write_system_tosses(p, s);
+    return p;
+  }();
+  return path;
+}
+
+nlohmann::json read_json(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return nlohmann::json::parse(ss.str());
+}
+
+TrainConfig base(const std::string& method, const std::string& out) {
+  TrainConfig c;
+  c.method = method;
+  c.system = "elbow";
+  c.data = small_elbow_file();
+  c.out = out;
+  c.seed = 3;
+  c.max_epochs = 3;
+  c.batch_size = 32;
+  c.progress = false;
+  c.threads = 1;
+  return c;
+}
+
+TEST(CcnTrainer, EachMethodLowersItsValidationLoss) {
+  if (small_elbow_file().empty()) IMPULSE_SKIP_WITHOUT_DATA("real elbow tosses not found at " + elbow_dir());
+  for (const std::string m : {"ccn", "ccn-r", "end-to-end"}) {
+    std::ostringstream log;
+    const TrainResult r = train(base(m, temp_dir("lower_" + m)), log);
+    ASSERT_EQ(r.history.size(), 4u) << m;
+    EXPECT_LT(r.best_valid, r.history[0].valid_loss) << m << "\n" << log.str();
+    EXPECT_GT(r.best_epoch, 0) << m;
+  }
+}
+
+TEST(CcnTrainer, ParamsAreReadableAndPhysical) {
+  if (small_elbow_file().empty()) IMPULSE_SKIP_WITHOUT_DATA("real elbow tosses not found at " + elbow_dir());
+  const std::string out = temp_dir("params");
+  std::ostringstream log;
+  train(base("ccn", out), log);
+  const nlohmann::json p = read_json(out + "/params.json");
+  EXPECT_EQ(p.at("format"), "impulse.ccn");
+  EXPECT_EQ(p.at("system"), "elbow");
+  double mass = 0;
+  for (const auto& l : p.at("links")) {
+    mass += l.at("mass_kg").get<double>();
+    EXPECT_EQ(l.at("vertices_m").size(), 8u);
+  }
+  EXPECT_NEAR(mass, 0.74, 1e-12);  // the total mass is held
+  EXPECT_GT(p.at("mu").get<double>(), 0);
+}
+
+// An interrupted run resumed from its checkpoint ends exactly where the
+// uninterrupted one does (the CCN QPs start cold every step).
+TEST(CcnTrainer, ResumeIsBitExactAndThreadCountsAgree) {
+  if (small_elbow_file().empty()) IMPULSE_SKIP_WITHOUT_DATA("real elbow tosses not found at " + elbow_dir());
+  std::ostringstream log;
+  TrainConfig whole = base("ccn-r", temp_dir("whole"));
+  train(whole, log);
+  TrainConfig part = base("ccn-r", temp_dir("part"));
+  part.max_epochs = 1;
+  train(part, log);
+  part.max_epochs = 3;
+  const TrainResult r = train(part, log);
+  EXPECT_TRUE(r.resumed);
+  EXPECT_EQ(read_json(whole.out + "/checkpoint.json").at("theta"), read_json(part.out + "/checkpoint.json").at("theta"));
+  TrainConfig two = base("ccn-r", temp_dir("two"));
+  two.threads = 2;
+  train(two, log);
+  EXPECT_EQ(read_json(whole.out + "/checkpoint.json").at("theta"), read_json(two.out + "/checkpoint.json").at("theta"));
+}
+
+TEST(CcnTrainer, BadOptionsAndDataAreRefused) {
+  if (small_elbow_file().empty()) IMPULSE_SKIP_WITHOUT_DATA("real elbow tosses not found at " + elbow_dir());
+  std::ostringstream log;
+  const auto message = [&](TrainConfig c) -> std::string {
+    try {
+      train(c, log);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "(accepted)";
+  };
+  TrainConfig c = base("ccn", temp_dir("bad1"));
+  c.system = "";
+  EXPECT_NE(message(c).find("needs --system"), std::string::npos) << message(c);
+  c = base("contactnets-polytope", temp_dir("bad2"));
+  EXPECT_NE(message(c).find("for --system elbow"), std::string::npos);
+  c = base("ccn", temp_dir("bad3"));
+  c.system = "cube";  // 15-wide elbow data for the 13-wide cube
+  const std::string m = message(c);
+  EXPECT_NE(m.find("15"), std::string::npos) << m;
+  EXPECT_NE(m.find("13"), std::string::npos) << m;
+  c = base("ccn", temp_dir("bad4"));
+  c.lr = std::nan("");
+  EXPECT_NE(message(c).find("--lr"), std::string::npos);
+  c = base("ccn", temp_dir("bad5"));
+  c.system = "sphere";
+  EXPECT_NE(message(c).find("sphere"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace impulse
