@@ -1,4 +1,4 @@
-// Training the CCN family (ccn, ccn-r, end-to-end on a multibody system) with
+// Training the CCN family (ccn, ccn-r, diffsim, diffsim-r, end-to-end on a multibody system) with
 // the trainer: a run lowers its validation loss, resumes bit for bit after an
 // interruption, gives the same result on 1 and 2 threads, and bad
 // combinations of options and data are refused with a message. Data: six real
@@ -82,7 +82,7 @@ TrainConfig base(const std::string& method, const std::string& out) {
 
 TEST(CcnTrainer, EachMethodLowersItsValidationLoss) {
   if (small_elbow_file().empty()) IMPULSE_SKIP_WITHOUT_DATA("real elbow tosses not found at " + elbow_dir());
-  for (const std::string m : {"ccn", "ccn-r", "end-to-end"}) {
+  for (const std::string m : {"ccn", "ccn-r", "diffsim", "diffsim-r", "end-to-end"}) {
     std::ostringstream log;
     const TrainResult r = train(base(m, temp_dir("lower_" + m)), log);
     ASSERT_EQ(r.history.size(), 4u) << m;

@@ -35,14 +35,14 @@ void add_learn_commands(CLI::App& app, Commands& out) {
   tc->data = default_data_path();
   auto* tr = app.add_subcommand("train", "learn a contact model from cube tosses (resumes RUN_DIR if it holds a checkpoint)");
   tr->add_option("--method", tc->method,
-                 "contactnets-polytope | contactnets-deep | end-to-end; with --system: ccn | ccn-r | end-to-end")
-      ->check(CLI::IsMember({"contactnets-polytope", "contactnets-deep", "end-to-end", "ccn", "ccn-r"}));
+                 "contactnets-polytope | contactnets-deep | end-to-end; with --system: ccn | ccn-r | diffsim | diffsim-r | end-to-end")
+      ->check(CLI::IsMember({"contactnets-polytope", "contactnets-deep", "end-to-end", "ccn", "ccn-r", "diffsim", "diffsim-r"}));
   tr->add_option("--system", tc->system,
                  "a multibody system for the CCN family: cube | asymmetric | elbow (its data: a CCN folder of "
                  "width 13 + 2 joints, e.g. the real elbow tosses, or an impulse-multibody .npz)")
       ->check(CLI::IsMember({"cube", "asymmetric", "elbow"}));
-  tr->add_option("--w-res", tc->w_res, "CCN-R residual norm weight (< 0: the paper's, 1 real / 0.001 synthetic)");
-  tr->add_option("--w-res-w", tc->w_res_w, "CCN-R residual weight penalty (< 0: the paper's, 0.1 real / 0 synthetic)");
+  tr->add_option("--w-res", tc->w_res, "residual norm weight (< 0: Table 2's: CCN-R 1 real / 0.001 synthetic, DiffSim-R 1000 / 1)");
+  tr->add_option("--w-res-w", tc->w_res_w, "residual weight penalty (< 0: Table 2's: CCN-R 0.1 / 0, DiffSim-R 1 / 0)");
   tr->add_option("--data", tc->data, "data set: a ContactNets or CCN folder, or an impulse .npz (default: the built-in synthetic set)");
   tr->add_option("--tosses", tc->tosses, "training tosses N (0 = the whole 50% training split)");
   tr->add_option("--seed", tc->seed, "seed of the split, initialization and batch order");
@@ -81,6 +81,16 @@ void add_learn_commands(CLI::App& app, Commands& out) {
   out.push_back({ev, [ea] {
                    const nlohmann::json m = evaluate_run(ea->opt);
                    write_text_atomic(ea->out, m.dump(2) + "\n");
+                   if (m.contains("system")) {
+                     std::printf("%s (%s) on %d tosses: position error %.4f m, rotation error %.2f deg, penetration %.5f m",
+                                 m["method"].get<std::string>().c_str(), m["system"].get<std::string>().c_str(),
+                                 m["n_tosses"].get<int>(), m["position_error_m"].get<double>(),
+                                 m["rotation_error_deg"].get<double>(), m["penetration_m"].get<double>());
+                     for (const char* k : {"volume_error", "friction_error", "inertia_error"})
+                       if (m.contains(k)) std::printf(", %s %.4f", k, m[k].get<double>());
+                     std::printf("; wrote %s\n", ea->out.c_str());
+                     return 0;
+                   }
                    std::printf("%s on %d tosses: position error %.4f m (%.1f%% of width), rotation error %.2f deg, "
                                "penetration %.5f m (%.2f%% of width); wrote %s\n",
                                m["method"].get<std::string>().c_str(), m["n_tosses"].get<int>(),

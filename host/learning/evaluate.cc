@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "host/batch/qp_batch.h"
+#include "host/learning/multibody_eval.h"
 #include "solvers/error.h"
 
 namespace impulse {
@@ -97,6 +98,7 @@ void rollouts_of(const Loaded& L, const std::vector<int>& idx, int threads,
 }  // namespace
 
 nlohmann::json evaluate_run(const EvalOptions& opt) {
+  if (is_multibody_run(opt.run_dir)) return evaluate_multibody_run(opt);
   const Loaded L = load(opt);
   const std::vector<int> idx =
       select_tosses(opt.tosses, static_cast<int>(L.data.tosses.size()), L.run.split, L.same_data);
@@ -130,6 +132,7 @@ nlohmann::json evaluate_run(const EvalOptions& opt) {
 }
 
 void rollout_run(const EvalOptions& opt, int toss, const std::string& csv_path) {
+  if (is_multibody_run(opt.run_dir)) return rollout_multibody_run(opt, toss, csv_path);
   const Loaded L = load(opt);
   if (toss < 0 || toss >= static_cast<int>(L.data.tosses.size()))
     throw Error("--toss " + std::to_string(toss) + " is out of range (the data have " +

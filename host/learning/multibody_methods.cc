@@ -3,13 +3,14 @@
 #include <cmath>
 
 #include "host/learning/ccn.h"
+#include "host/learning/diffsim.h"
 #include "host/learning/mlp.h"
 #include "solvers/error.h"
 
 namespace impulse {
 
 bool is_multibody_method(const std::string& m) {
-  return m == "ccn" || m == "ccn-r" || m == "end-to-end";
+  return m == "ccn" || m == "ccn-r" || m == "diffsim" || m == "diffsim-r" || m == "end-to-end";
 }
 
 namespace {
@@ -70,6 +71,62 @@ class CcnMethod : public Method {
  private:
   CcnModel model_;
   CcnLoss loss_{CcnLossConfig{}};
+  Eigen::VectorXd scale_, g_;
+  std::vector<CcnTransition> batch_;
+};
+
+// DiffSim (host/learning/diffsim.h): the CCN model trained on the one-step
+// prediction error through the Anitescu step, with the same initialization.
+class DiffSimMethod : public Method {
+ public:
+  DiffSimMethod(const TrainConfig& c, const MultibodyData& d, bool residual)
+      : model_(d.system, residual, c.seed * 7919 + 3) {
+    model_.randomize(c.seed * 7919 + 1);
+    DiffSimConfig dc;
+    dc.dt = d.dt;
+    dc.w_res = c.w_res >= 0 ? c.w_res : (d.synthetic ? 1.0 : 1000.0);
+    dc.w_res_w = c.w_res_w >= 0 ? c.w_res_w : (d.synthetic ? 0.0 : 1.0);
+    MultibodyStepOptions so;
+    so.qp.eps_abs = std::min(c.eps, 1e-6);  // the implicit gradient needs an accurate λ
+    so.qp.eps_rel = std::min(c.eps, 1e-6);
+    so.batch.threads = c.threads;
+    so.batch.backend = parse_backend(c.backend);
+    loss_ = DiffSimLoss(dc, so);
+    scale_ = model_.parameter_scale();
+  }
+  std::vector<double> variables() const override { return to_std(model_.parameters().cwiseQuotient(scale_)); }
+  void set_variables(const std::vector<double>& v) override {
+    model_.set_parameters(Eigen::Map<const Eigen::VectorXd>(v.data(), Eigen::Index(v.size())).cwiseProduct(scale_));
+  }
+  double loss(const Transitions& t, const std::vector<int>& idx, int, std::vector<double>* grad,
+              BatchStats& stats) override {
+    double total = 0;
+    const size_t chunk = 512;
+    for (size_t b = 0; b < idx.size(); b += chunk) {
+      const size_t e = std::min(idx.size(), b + chunk);
+      batch_.resize(e - b);
+      for (size_t i = b; i < e; ++i) {
+        batch_[i - b].x = t.mx[static_cast<size_t>(idx[i])];
+        batch_[i - b].x_next = t.mxn[static_cast<size_t>(idx[i])];
+      }
+      const DiffSimResult r = loss_.evaluate(model_, batch_, grad ? &g_ : nullptr);
+      const double n = static_cast<double>(e - b);
+      total += r.loss * n;
+      stats.qp_iterations += r.iterations;
+      stats.qp_count += static_cast<int>(e - b);
+      stats.not_solved += r.not_solved;
+      if (grad)
+        for (Eigen::Index i = 0; i < g_.size(); ++i) (*grad)[static_cast<size_t>(i)] += g_(i) * scale_(i) * n;
+    }
+    return total;
+  }
+  nlohmann::json params_json() const override { return model_.to_json(); }
+  double default_lr() const override { return 3e-3; }
+  double default_weight_decay() const override { return 0; }
+
+ private:
+  CcnModel model_;
+  DiffSimLoss loss_{DiffSimConfig{}};
   Eigen::VectorXd scale_, g_;
   std::vector<CcnTransition> batch_;
 };
@@ -147,8 +204,11 @@ class EndToEndMbMethod : public Method {
 std::unique_ptr<Method> make_multibody_method(const TrainConfig& c, const MultibodyData& d, const Transitions& train) {
   if (c.method == "ccn") return std::make_unique<CcnMethod>(c, d, false);
   if (c.method == "ccn-r") return std::make_unique<CcnMethod>(c, d, true);
+  if (c.method == "diffsim") return std::make_unique<DiffSimMethod>(c, d, false);
+  if (c.method == "diffsim-r") return std::make_unique<DiffSimMethod>(c, d, true);
   if (c.method == "end-to-end") return std::make_unique<EndToEndMbMethod>(c, d, train);
-  throw Error("method '" + c.method + "' is not available for multibody systems (ccn | ccn-r | end-to-end)");
+  throw Error("method '" + c.method +
+              "' is not available for multibody systems (ccn | ccn-r | diffsim | diffsim-r | end-to-end)");
 }
 
 }  // namespace impulse

@@ -1,6 +1,9 @@
 // The learning methods on multibody systems (CCN's family), for the trainer:
 //   ccn, ccn-r      the CCN violation-implicit loss (host/learning/ccn.h), without
 //                   and with the residual network;
+//   diffsim, diffsim-r  the DiffSim baseline (host/learning/diffsim.h): the
+//                   same model on the one-step prediction error through the
+//                   Anitescu step, implicit gradients;
 //   end-to-end      the End-to-end baseline of the CCN paper (App. A.3): an MLP
 //                   4x256 tanh from the state (rotation as 9 entries) to the next
 //                   velocity, trained on the squared velocity error, inputs and

@@ -87,8 +87,8 @@ void validate(const TrainConfig& c) {
   if (!c.system.empty()) {
     system_by_name(c.system);  // throws for an unknown system
     if (!is_multibody_method(c.method))
-      throw Error("unknown method '" + c.method + "' for --system " + c.system + ": expected ccn, ccn-r or end-to-end");
-  } else if (c.method == "ccn" || c.method == "ccn-r") {
+      throw Error("unknown method '" + c.method + "' for --system " + c.system + ": expected ccn, ccn-r, diffsim, diffsim-r or end-to-end");
+  } else if (c.method == "ccn" || c.method == "ccn-r" || c.method == "diffsim" || c.method == "diffsim-r") {
     throw Error("method '" + c.method + "' needs --system (cube | asymmetric | elbow)");
   } else if (c.method != "contactnets-polytope" && c.method != "contactnets-deep" && c.method != "end-to-end") {
     throw Error("unknown method '" + c.method +
