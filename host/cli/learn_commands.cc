@@ -11,6 +11,8 @@
 #include "host/cli/commands.h"
 #include "host/dynamics/synthetic.h"
 #include "host/learning/evaluate.h"
+#include "host/dynamics/multibody_sim.h"
+#include "io/system_tosses.h"
 #include "host/learning/trainer.h"
 #include "io/toss_data.h"
 #include "io/zip.h"
@@ -121,6 +123,9 @@ void add_learn_commands(CLI::App& app, Commands& out) {
   struct TossArgs {
     SyntheticConfig config;
     std::string out;
+    std::string system, gap = "none";
+    double gravity_factor = 1.0;
+    int states = 121;
   };
   auto ta = std::make_shared<TossArgs>();
   auto* gt = app.add_subcommand("generate-tosses", "simulate synthetic cube tosses with known geometry, friction and inertia");
@@ -131,7 +136,31 @@ void add_learn_commands(CLI::App& app, Commands& out) {
   gt->add_option("--noise", ta->config.position_noise_std, "std of position noise added after simulating (m)");
   gt->add_option("--threads", ta->config.threads, "CPU threads (0 = all cores)");
   gt->add_option("--out", ta->out, "file to write (.npz)")->required();
+  gt->add_option("--system", ta->system,
+                 "a multibody system (CCN's): cube | asymmetric | elbow; writes an impulse-multibody .npz")
+      ->check(CLI::IsMember({"cube", "asymmetric", "elbow"}));
+  gt->add_option("--gap", ta->gap, "with --system: the model gap none | vortex | gravity (CCN's scenarios)")
+      ->check(CLI::IsMember({"none", "vortex", "gravity"}));
+  gt->add_option("--gravity-factor", ta->gravity_factor, "with --gap gravity: the simulated gravity is f * 9.81, f in [0, 2]");
+  gt->add_option("--states", ta->states, "with --system: rows per toss (121 as the real elbow files)");
   out.push_back({gt, [ta] {
+                   if (!ta->system.empty()) {
+                     SyntheticSystemOptions o;
+                     o.system = ta->system;
+                     o.tosses = ta->config.n_tosses;
+                     o.seed = ta->config.seed;
+                     o.states = ta->states;
+                     o.gap = parse_model_gap(ta->gap);
+                     o.gravity_factor = ta->gravity_factor;
+                     o.step.batch.threads = ta->config.threads;
+                     SyntheticSystemReport rep;
+                     const SystemTossSet set = generate_system_tosses(o, &rep);
+                     write_system_tosses(ta->out, set);
+                     std::printf("wrote %zu %s tosses (%d rows each, gap %s) to %s in %.1f s\n", set.tosses.size(),
+                                 ta->system.c_str(), o.states, ta->gap.c_str(), ta->out.c_str(), rep.seconds);
+                     return 0;
+                   }
+                   if (ta->gap != "none") throw Error("--gap needs --system");
                    const TossSet set = generate_synthetic_tosses(ta->config);
                    write_tosses(ta->out, set);
                    std::printf("wrote %zu tosses (%zu rows, mu %.3g, half-width %.4g m) to %s\n",

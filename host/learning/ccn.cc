@@ -288,7 +288,7 @@ void build_terms(const CcnModel& model, const CcnLossConfig& cfg, const CcnTrans
     const double neg = std::min(0.0, phin);
     pen += neg * neg;
   }
-  T.constant = T.f0.dot(T.Minvf0) + W.pen * pen + W.res * delta.squaredNorm();
+  T.constant = T.f0.dot(T.Minvf0) + W.pen * pen + W.res * dt * dt * delta.dot(T.M * delta);
 }
 
 double objective(const Terms& T, const Eigen::VectorXd& lambda) {
@@ -309,7 +309,12 @@ Eigen::VectorXd gradient(const CcnModel& model, const CcnLossConfig& cfg, const 
   Eigen::VectorXd gpi, gq;
   inertial_gradient(T.kin, 2 * u, T.w, dt, sys.gravity, gpi);
   mass_quadratic_gradient(T.kin, u, gq);
-  Eigen::Map<Eigen::VectorXd>(g + model.inertia_offset(), dpi.cols()) += dpi.transpose() * (gpi - gq);
+  gpi -= gq;
+  if (W.res != 0 && T.delta.squaredNorm() > 0) {  // the residual's penalty W.res Δt² δᵀMδ
+    mass_quadratic_gradient(T.kin, T.delta, gq);
+    gpi += W.res * dt * dt * gq;
+  }
+  Eigen::Map<Eigen::VectorXd>(g + model.inertia_offset(), dpi.cols()) += dpi.transpose() * gpi;
   // ∂/∂Jtil = 2 λ uᵀ; dissipation through J_t; μ
   Eigen::MatrixXd GJ(3 * k, sys.nv());  // rows x, y, z of J_p per contact
   double gmu = 0;
@@ -331,7 +336,7 @@ Eigen::VectorXd gradient(const CcnModel& model, const CcnLossConfig& cfg, const 
   phi_vertex_gradient(sys, T.kin_next, model.vertices(), gphi, g);
   g[model.mu_offset()] += gmu;
   // ∂/∂δ: ∂f/∂δ = dt M, so 2 dt M M⁻¹ f = 2 dt f; plus the norm penalty
-  return 2 * dt * f + 2 * W.res * T.delta;
+  return 2 * dt * f + 2 * W.res * dt * dt * (T.M * T.delta);
 }
 
 // the residual δ of each state (zeros without a network)

@@ -89,7 +89,7 @@ DiffSimResult DiffSimLoss::evaluate(const CcnModel& model, const std::vector<Ccn
       const Eigen::LLT<Eigen::MatrixXd> llt(M);
       const Eigen::VectorXd vhat = Xn.col(b).tail(nv);
       const Eigen::VectorXd e = vhat - vn;
-      res.per_transition[static_cast<size_t>(b)] = e.dot(M * e) + cfg_.w_res * delta.squaredNorm();
+      res.per_transition[static_cast<size_t>(b)] = e.dot(M * e) + cfg_.w_res * dt * dt * delta.dot(M * delta);
       if (!grad) continue;
       bias_force(kin, params.pi, sys.gravity, h);
       contact_frame(sys, kin, params.vertices, c);
@@ -124,7 +124,11 @@ DiffSimResult DiffSimLoss::evaluate(const CcnModel& model, const std::vector<Ccn
       inertial_gradient(kin, 2 * e, v + dt * delta - vhat, dt, sys.gravity, gpi);
       mass_quadratic_gradient(kin, e, gq);
       inertial_gradient(kin, a, llt.solve(h), 1.0, sys.gravity, gh);
-      const Eigen::VectorXd gtot = gpi + gq - bilinear_mass_gradient(kin, a, bl) + dt * gh;
+      Eigen::VectorXd gtot = gpi + gq - bilinear_mass_gradient(kin, a, bl) + dt * gh;
+      if (cfg_.w_res != 0 && delta.squaredNorm() > 0) {  // the residual's penalty w_res Δt² δᵀMδ
+        mass_quadratic_gradient(kin, delta, gq);
+        gtot += cfg_.w_res * dt * dt * gq;
+      }
       gt.segment(model.inertia_offset(), dpi.cols()) += dpi.transpose() * gtot;
       // J̃: 2λeᵀ + r bᵀ + λ aᵀ + r v*ᵀ
       const Eigen::MatrixXd GJt = 2 * lam * e.transpose() + r * bl.transpose() + lam * a.transpose() +
@@ -142,7 +146,7 @@ DiffSimResult DiffSimLoss::evaluate(const CcnModel& model, const std::vector<Ccn
       jacobian_vertex_gradient(sys, kin, params.vertices, GJ, gt.data());
       phi_vertex_gradient(sys, kin, params.vertices, gphi, gt.data());
       gt(model.mu_offset()) += gmu;
-      dY.col(b) = (2 * dt * (M * e) + 2 * cfg_.w_res * delta + dt * Jtil.transpose() * r) / B;
+      dY.col(b) = (2 * dt * (M * e) + 2 * cfg_.w_res * dt * dt * (M * delta) + dt * Jtil.transpose() * r) / B;
     }
   });
   double sum = 0;

@@ -5,7 +5,8 @@
 //   v̂'(θ) = v* + M⁻¹ J̃ᵀ λ*(θ),  v* = v + Δt (−M⁻¹h + δ(x)),
 //   λ*(θ) = argmin_{λ ∈ K} ½ λᵀ P λ + qᵀ λ,  P = J̃ M⁻¹ J̃ᵀ, q = J̃ v* + b̃, b̃_i = [φ_i/Δt, 0, 0],
 //   loss = (v̂' − v')ᵀ M (v̂' − v')   (the prediction error in the energy norm,
-//          the units of CCN's prediction term) + w_res ‖δ‖²; per batch the mean
+//          the units of CCN's prediction term) + w_res ‖δ Δt‖²_M (ccn.h says
+//          why this norm); per batch the mean
 //          plus w_res_w ‖W‖² (Table 2: 1000 / 1 real, 1 / 0 simulated).
 // Gradient: implicit differentiation of the conic QP at its solution. With
 // Π the projection onto K and γ > 0, λ* solves F(λ) = λ − Π(λ − γ(Pλ + q)) = 0;
