@@ -12,8 +12,12 @@
 #include <fstream>
 #include <sstream>
 
+#include "host/dynamics/multibody_sim.h"
+#include "host/learning/ccn.h"
+#include "host/learning/evaluate.h"
 #include "host/learning/trainer.h"
 #include "io/system_tosses.h"
+#include "io/zip.h"
 #include "solvers/error.h"
 #include "tests/test_util.h"
 
@@ -155,6 +159,54 @@ TEST(CcnTrainer, BadOptionsAndDataAreRefused) {
   c = base("ccn", temp_dir("bad5"));
   c.system = "sphere";
   EXPECT_NE(message(c).find("sphere"), std::string::npos);
+}
+
+// The true model evaluated on tosses of the same simulator: rollouts follow the
+// data (to the rollout's solver tolerance) and every parameter error is zero.
+TEST(CcnTrainer, EvaluatingTheTruthOnItsOwnTossesGivesZeroErrors) {
+  SyntheticSystemOptions o;
+  o.system = "cube";
+  o.tosses = 10;
+  o.seed = 4;
+  const std::string dir = temp_dir("truth");
+  write_system_tosses(dir + "/tosses.npz", generate_system_tosses(o));
+  TrainConfig c;
+  c.method = "ccn";
+  c.system = "cube";
+  c.data = dir + "/tosses.npz";
+  c.out = dir + "/run";
+  c.max_epochs = 1;
+  c.progress = false;
+  std::ostringstream log;
+  train(c, log);
+  nlohmann::json truth = CcnModel(cube_system(), false).to_json();
+  truth["method"] = "ccn";
+  write_text_atomic(c.out + "/truth.json", truth.dump());
+  EvalOptions e;
+  e.run_dir = c.out;
+  e.params = "truth.json";
+  e.tosses = "all";
+  const nlohmann::json m = evaluate_run(e);
+  EXPECT_EQ(m["n_tosses"].get<int>(), 10);
+  EXPECT_LT(m["position_error_m"].get<double>(), 1e-4);
+  EXPECT_LT(m["rotation_error_deg"].get<double>(), 1e-2);
+  EXPECT_LT(m["volume_error"].get<double>(), 1e-12);
+  EXPECT_EQ(m["friction_error"].get<double>(), 0.0);
+  EXPECT_LT(m["inertia_error"].get<double>(), 1e-9);
+  // and a random model is far off
+  e.params = "init_params.json";
+  const nlohmann::json r = evaluate_run(e);
+  EXPECT_GT(r["position_error_m"].get<double>(), 100 * m["position_error_m"].get<double>() + 1e-3);
+  EXPECT_GT(r["volume_error"].get<double>(), 0.05);
+  // the rollout CSV: a header and one row per state
+  rollout_run(e, 3, dir + "/toss3.csv");
+  std::ifstream f(dir + "/toss3.csv");
+  std::string line;
+  int rows = 0;
+  std::getline(f, line);
+  EXPECT_NE(line.find("position_error_m"), std::string::npos);
+  while (std::getline(f, line)) ++rows;
+  EXPECT_EQ(rows, o.states);
 }
 
 }  // namespace
