@@ -58,6 +58,12 @@ IMPULSE_HD float sqrt_of(float v) { return ::sqrtf(v); }
 IMPULSE_HD double sqrt_of(double v) { return ::sqrt(v); }
 IMPULSE_HD float log_of(float v) { return ::logf(v); }
 IMPULSE_HD double log_of(double v) { return ::log(v); }
+IMPULSE_HD float exp_of(float v) { return ::expf(v); }
+IMPULSE_HD double exp_of(double v) { return ::exp(v); }
+IMPULSE_HD float sin_of(float v) { return ::sinf(v); }
+IMPULSE_HD double sin_of(double v) { return ::sin(v); }
+IMPULSE_HD float cos_of(float v) { return ::cosf(v); }
+IMPULSE_HD double cos_of(double v) { return ::cos(v); }
 IMPULSE_HD bool is_finite(float v) { return ::isfinite(v); }
 IMPULSE_HD bool is_finite(double v) { return ::isfinite(v); }
 }  // namespace impulse
@@ -68,6 +74,12 @@ inline float sqrt_of(float v) { return std::sqrt(v); }
 inline double sqrt_of(double v) { return std::sqrt(v); }
 inline float log_of(float v) { return std::log(v); }
 inline double log_of(double v) { return std::log(v); }
+inline float exp_of(float v) { return std::exp(v); }
+inline double exp_of(double v) { return std::exp(v); }
+inline float sin_of(float v) { return std::sin(v); }
+inline double sin_of(double v) { return std::sin(v); }
+inline float cos_of(float v) { return std::cos(v); }
+inline double cos_of(double v) { return std::cos(v); }
 inline bool is_finite(float v) { return std::isfinite(v); }
 inline bool is_finite(double v) { return std::isfinite(v); }
 }  // namespace impulse

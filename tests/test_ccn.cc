@@ -104,6 +104,52 @@ TEST_P(CcnSystems, ObjectiveGradientAtFixedImpulsesMatchesFiniteDifferences) {
   }
 }
 
+// The host-device code (solvers/ccn_qp.h) the loss and the device run, held
+// to the Eigen reference on host/dynamics/multibody.h: value and gradient at
+// the same impulses, and its QP's objective at λ.
+TEST_P(CcnSystems, HostDeviceCodeMatchesTheEigenReference) {
+  const MultibodySystem sys = system_by_name(GetParam());
+  CcnModel model(sys, true, 4);
+  model.randomize(13);
+  CcnLossConfig cfg;
+  cfg.weights.res = 0.7;
+  std::mt19937_64 rng(5);
+  std::uniform_real_distribution<double> u(0, 1);
+  const ccnqp::System<double> qs = ccn_qp_system(model, cfg);
+  const Eigen::VectorXd theta = model.parameters();
+  for (int trial = 0; trial < 4; ++trial) {
+    const CcnTransition t = contact_transition(model, rng, -0.003 * trial, cfg.dt);
+    const int k = sys.contacts(), n = 3 * k;
+    Eigen::VectorXd lam(n);
+    for (int i = 0; i < k; ++i) {
+      lam(3 * i) = u(rng);
+      lam(3 * i + 1) = 0.5 * lam(3 * i) * (2 * u(rng) - 1);
+      lam(3 * i + 2) = 0.5 * lam(3 * i) * (2 * u(rng) - 1);
+    }
+    Eigen::VectorXd g_ref;
+    const double v_ref = ccn_objective_at(model, cfg, t, lam, &g_ref);
+    Eigen::VectorXd feat(model.network().input_size());
+    model.residual_features(t.x, feat);
+    const Eigen::VectorXd delta = model.network()(feat);
+    ccnqp::Terms<double> T;
+    Eigen::VectorXd g = Eigen::VectorXd::Zero(model.net_offset()), gd(sys.nv());
+    const double v = ccnqp::gradient(qs, theta.data(), t.x.data(), t.x_next.data(), delta.data(),
+                                     unit_view(static_cast<const double*>(lam.data())), T, g.data(), gd.data());
+    EXPECT_NEAR(v, v_ref, 1e-12 * (1 + std::abs(v_ref)));
+    EXPECT_LT((g - g_ref.head(model.net_offset())).cwiseAbs().maxCoeff(), 1e-10 * (1 + g_ref.cwiseAbs().maxCoeff()))
+        << GetParam() << " trial " << trial;
+    // the QP at λ: ½λᵀPλ + qᵀλ + constant is the same value
+    std::vector<double> P(static_cast<size_t>(n * n)), q(static_cast<size_t>(n)), A(static_cast<size_t>(n)),
+        b(static_cast<size_t>(n));
+    double constant = 0;
+    ASSERT_TRUE(ccnqp::assemble(qs, theta.data(), t.x.data(), t.x_next.data(), delta.data(), T, unit_view(P.data()),
+                                unit_view(q.data()), unit_view(A.data()), unit_view(b.data()), &constant));
+    const Eigen::Map<const Eigen::MatrixXd> Pm(P.data(), n, n);
+    const double qp_value = 0.5 * lam.dot(Pm * lam) + Eigen::Map<const Eigen::VectorXd>(q.data(), n).dot(lam) + constant;
+    EXPECT_NEAR(qp_value, v_ref, 1e-10 * (1 + std::abs(v_ref)));
+  }
+}
+
 // The solved loss's gradient (envelope theorem) against central differences of
 // the solved loss itself, on transitions in contact.
 TEST_P(CcnSystems, SolvedLossGradientMatchesFiniteDifferences) {

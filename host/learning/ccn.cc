@@ -392,6 +392,30 @@ double ccn_objective_at(const CcnModel& model, const CcnLossConfig& cfg, const C
   return value;
 }
 
+ccnqp::System<double> ccn_qp_system(const CcnModel& model, const CcnLossConfig& cfg) {
+  const MultibodySystem& sys = model.system();
+  if (sys.num_links() > ccnqp::kMaxLinks || sys.contacts() > ccnqp::kMaxK)
+    throw Error("CCN loss: system '" + sys.name + "' has " + std::to_string(sys.num_links()) + " links and " +
+                std::to_string(sys.contacts()) + " vertices; the loss handles up to " +
+                std::to_string(ccnqp::kMaxLinks) + " and " + std::to_string(ccnqp::kMaxK));
+  ccnqp::System<double> s;
+  s.links = sys.num_links();
+  for (int l = 0; l < s.links; ++l) {
+    const LinkSpec& L = sys.links[static_cast<size_t>(l)];
+    s.parent[l] = L.parent;
+    for (int i = 0; i < 3; ++i) s.origin[l][i] = L.joint_origin(i), s.axis[l][i] = L.axis(i);
+    s.nvert[l] = static_cast<int>(model.vertices()[static_cast<size_t>(l)].size());
+  }
+  s.total_mass = sys.total_mass();
+  s.gravity = sys.gravity;
+  s.dt = cfg.dt;
+  s.w_comp = cfg.weights.comp;
+  s.w_diss = cfg.weights.diss;
+  s.w_pen = cfg.weights.pen;
+  s.w_res = cfg.weights.res;
+  return s;
+}
+
 CcnLoss::CcnLoss(CcnLossConfig cfg, QpSettings<double> settings, BatchOptions options)
     : cfg_(cfg), settings_(settings), options_(options) {}
 
@@ -401,50 +425,57 @@ CcnLossResult CcnLoss::evaluate(const CcnModel& model, const std::vector<CcnTran
   const int B = static_cast<int>(batch.size());
   if (B == 0) throw Error("CCN loss: empty batch");
   const int k = sys.contacts(), n = 3 * k, nv = sys.nv();
+  const ccnqp::System<double> qs = ccn_qp_system(model, cfg_);
   MlpWorkspace ws;
   std::vector<const Eigen::VectorXd*> xs;
-  for (const CcnTransition& t : batch) xs.push_back(&t.x);
+  for (const CcnTransition& t : batch) {
+    check_transition(sys, t);
+    xs.push_back(&t.x);
+  }
   const Eigen::MatrixXd D = residuals(model, xs, ws);
-  Eigen::MatrixXd dpi;
-  const Eigen::VectorXd pi = model.inertial(&dpi);
+  const Eigen::VectorXd theta = model.parameters();
 
-  // assemble: min ½λᵀPλ + qᵀλ, P = 2 J̃M⁻¹J̃ᵀ, q = 2 J̃M⁻¹f0 + lin; λ = s ∈ K (A = −I, b = 0)
+  // assemble (solvers/ccn_qp.h): min ½λᵀPλ + qᵀλ, λ = s ∈ K (A = −I, b = 0)
   ConeSpec cones;
   cones.n_soc = k;
   std::vector<int> row_ptr(static_cast<size_t>(n + 1)), col(static_cast<size_t>(n));
   for (int r = 0; r <= n; ++r) row_ptr[static_cast<size_t>(r)] = r;
   for (int r = 0; r < n; ++r) col[static_cast<size_t>(r)] = r;
   QpBatch<double> qp = QpBatch<double>::with_pattern(B, n, cones, row_ptr, col);
-  std::vector<Terms> terms(static_cast<size_t>(B));
-  parallel_for(B, options_.threads, [&](int, int begin, int end) {
+  const int workers = resolve_threads(options_.threads);
+  std::vector<ccnqp::Terms<double>> scratch(static_cast<size_t>(workers));
+  std::vector<char> bad(static_cast<size_t>(B), 0);
+  parallel_for(B, options_.threads, [&](int worker, int begin, int end) {
+    ccnqp::Terms<double>& T = scratch[static_cast<size_t>(worker)];
     for (int b = begin; b < end; ++b) {
-      Terms& T = terms[static_cast<size_t>(b)];
-      build_terms(model, cfg_, batch[static_cast<size_t>(b)], pi, D.col(b), T);
-      Eigen::Map<Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>> P(
-          qp.P.data() + static_cast<size_t>(b) * n * n, n, n);
-      P.noalias() = 2 * T.Jtil * T.MinvJt;
-      P = 0.5 * (P + P.transpose()).eval();
-      Eigen::Map<Eigen::VectorXd>(qp.q.data() + static_cast<size_t>(b) * n, n) = 2 * T.Jtil * T.Minvf0 + T.lin;
-      for (int r = 0; r < n; ++r) qp.A[static_cast<size_t>(b) * n + r] = -1.0;
+      double constant = 0;
+      const size_t o = static_cast<size_t>(b);
+      bad[o] = !ccnqp::assemble(qs, theta.data(), batch[o].x.data(), batch[o].x_next.data(),
+                                model.has_residual() ? D.col(b).data() : nullptr, T,
+                                unit_view(qp.P.data() + o * n * n), unit_view(qp.q.data() + o * n),
+                                unit_view(qp.A.data() + o * n), unit_view(qp.b.data() + o * n), &constant);
     }
   });
+  for (int b = 0; b < B; ++b)
+    if (bad[static_cast<size_t>(b)])
+      throw Error("CCN loss: transition " + std::to_string(b) + ": the mass matrix is not positive definite");
   QpSolutions<double> sol;
   solve_batch(qp, settings_, options_, sol);
 
   CcnLossResult res;
   res.per_transition.resize(static_cast<size_t>(B));
-  std::vector<Eigen::VectorXd> g_each(grad ? static_cast<size_t>(B) : 0);
-  Eigen::MatrixXd dY(nv, grad ? B : 0);
-  parallel_for(B, options_.threads, [&](int, int begin, int end) {
+  const int nth = model.net_offset();
+  std::vector<double> g_each(static_cast<size_t>(B) * nth, 0.0);
+  Eigen::MatrixXd dY(nv, B);
+  parallel_for(B, options_.threads, [&](int worker, int begin, int end) {
+    ccnqp::Terms<double>& T = scratch[static_cast<size_t>(worker)];
     for (int b = begin; b < end; ++b) {
-      const Terms& T = terms[static_cast<size_t>(b)];
-      const Eigen::Map<const Eigen::VectorXd> lam(sol.x.data() + static_cast<size_t>(b) * n, n);
-      res.per_transition[static_cast<size_t>(b)] = objective(T, lam);
-      if (grad) {
-        Eigen::VectorXd& g = g_each[static_cast<size_t>(b)];
-        g.setZero(model.net_offset());
-        dY.col(b) = gradient(model, cfg_, dpi, T, lam, g.data()) / B;
-      }
+      const size_t o = static_cast<size_t>(b);
+      res.per_transition[o] = ccnqp::gradient(
+          qs, theta.data(), batch[o].x.data(), batch[o].x_next.data(),
+          model.has_residual() ? D.col(b).data() : nullptr, unit_view(sol.x.data() + o * n).as_const(), T,
+          g_each.data() + o * nth, dY.col(b).data());
+      dY.col(b) /= B;
     }
   });
   double sum = 0;
@@ -455,7 +486,8 @@ CcnLossResult CcnLoss::evaluate(const CcnModel& model, const std::vector<CcnTran
   }
   if (grad) {
     grad->setZero(model.parameter_count());
-    for (int b = 0; b < B; ++b) grad->head(model.net_offset()) += g_each[static_cast<size_t>(b)] / B;
+    for (int b = 0; b < B; ++b)
+      grad->head(nth) += Eigen::Map<const Eigen::VectorXd>(g_each.data() + static_cast<size_t>(b) * nth, nth) / B;
     if (model.has_residual()) model.network().backward(ws, dY, grad->tail(model.network().num_params()));
   }
   res.loss = sum / B + weight_penalty(model, cfg_.weights.res_w, grad ? grad->data() : nullptr);

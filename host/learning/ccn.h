@@ -42,6 +42,7 @@
 #include "host/batch/qp_batch.h"
 #include "host/dynamics/multibody.h"
 #include "host/learning/mlp.h"
+#include "solvers/ccn_qp.h"
 
 namespace impulse {
 
@@ -135,9 +136,15 @@ class CcnLoss {
   BatchOptions options_;
 };
 
+// The host-device description of the model's system and the loss's constants
+// (solvers/ccn_qp.h), which CcnLoss and the device loss evaluate; throws Error
+// when the system exceeds that code's capacity (links, vertices).
+ccnqp::System<double> ccn_qp_system(const CcnModel& model, const CcnLossConfig& cfg);
+
 // The loss of one transition at given impulses λ (3 per contact: λ_n and
 // λ_t/μ, the QP's variables) and its gradient in θ at fixed λ (the
-// envelope theorem's function); for tests and for the QP's assembly.
+// envelope theorem's function), computed with Eigen on host/dynamics/multibody.h:
+// the independent reference the tests hold the host-device code to.
 double ccn_objective_at(const CcnModel& model, const CcnLossConfig& cfg, const CcnTransition& t,
                         const Eigen::VectorXd& lambda, Eigen::VectorXd* grad);
 
