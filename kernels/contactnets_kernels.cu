@@ -55,22 +55,6 @@ __global__ void loss_kernel(int B, QpShape shape, cn::LossConsts<T> c, QpSetting
     for (int i = 0; i < cn::kTheta; ++i) grad[size_t(i) * B + k] = g[i];
 }
 
-// out[p] = Σ_k grad[p * B + k], one block per parameter.
-template <class T>
-__global__ void sum_kernel(int B, const T* __restrict__ grad, T* out) {
-  __shared__ double part[256];
-  const int p = blockIdx.x;
-  double acc = 0.0;
-  for (int k = threadIdx.x; k < B; k += blockDim.x) acc += double(grad[size_t(p) * B + k]);
-  part[threadIdx.x] = acc;
-  __syncthreads();
-  for (int h = blockDim.x / 2; h > 0; h /= 2) {
-    if (int(threadIdx.x) < h) part[threadIdx.x] += part[threadIdx.x + h];
-    __syncthreads();
-  }
-  if (threadIdx.x == 0) out[p] = T(part[0]);
-}
-
 }  // namespace
 
 template <class T>
@@ -179,7 +163,7 @@ DeviceLossStats DeviceContactNets<T>::evaluate(int set, const double* theta, con
                                       grad ? 1 : 0);
   check(cudaGetLastError(), "loss kernel launch");
   if (grad) {
-    sum_kernel<T><<<cn::kTheta, 256>>>(count, d.grad.p, d.grad_sum.p);
+    detail::sum_rows_kernel<T><<<cn::kTheta, 256>>>(count, d.grad.p, d.grad_sum.p);
     check(cudaGetLastError(), "gradient sum launch");
   }
   check(cudaEventRecord(d.stop), "event");

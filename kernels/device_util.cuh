@@ -48,6 +48,23 @@ struct DevBuf {
   }
 };
 
+// out[p] = Σ_k grad[p * B + k], one block of 256 threads per parameter
+// (a fixed reduction order: deterministic).
+template <class T>
+__global__ void sum_rows_kernel(int B, const T* __restrict__ grad, T* out) {
+  __shared__ double part[256];
+  const int p = blockIdx.x;
+  double acc = 0.0;
+  for (int k = threadIdx.x; k < B; k += blockDim.x) acc += double(grad[size_t(p) * B + k]);
+  part[threadIdx.x] = acc;
+  __syncthreads();
+  for (int h = blockDim.x / 2; h > 0; h /= 2) {
+    if (int(threadIdx.x) < h) part[threadIdx.x] += part[threadIdx.x + h];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) out[p] = T(part[0]);
+}
+
 // problem-contiguous (batch x len) -> batch-fastest (len x batch).
 template <class T>
 void to_batch_fastest(const T* src, int batch, int len, std::vector<T>& dst) {

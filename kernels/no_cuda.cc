@@ -1,6 +1,7 @@
 // The twin of kernels/*.cu for builds without the CUDA toolkit: the same API,
 // reporting "CUDA not available" (Drake's no_osqp.cc habit).
 #include "solvers/error.h"
+#include "kernels/ccn_device.h"
 #include "kernels/contactnets_device.h"
 #include "kernels/qp_kernels.h"
 
@@ -74,6 +75,26 @@ DeviceLossStats DeviceContactNets<T>::evaluate(int, const double*, const int*, i
 }
 template class DeviceContactNets<float>;
 template class DeviceContactNets<double>;
+
+template <class T>
+struct DeviceCcn<T>::Impl {};
+template <class T>
+DeviceCcn<T>::DeviceCcn(const ccnqp::System<double>&, const QpSettings<T>&) {
+  throw Error("CUDA not available: " + device_info().reason);
+}
+template <class T>
+DeviceCcn<T>::~DeviceCcn() = default;
+template <class T>
+void DeviceCcn<T>::upload_transitions(int, const double*, const double*, int) {
+  throw Error("CUDA not available");
+}
+template <class T>
+DeviceLossStats DeviceCcn<T>::evaluate(int, const double*, const double*, const int*, int, double*, double*,
+                                       double*) {
+  throw Error("CUDA not available");
+}
+template class DeviceCcn<float>;
+template class DeviceCcn<double>;
 
 }  // namespace cuda
 }  // namespace impulse

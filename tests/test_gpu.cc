@@ -1,7 +1,8 @@
 // Every device path against the CPU running the same algorithm: QP batches in
 // float and double, cold and warm; per-problem faults on the device; PGS LCPs
 // with and without the friction-cone block; the ContactNets device loss, its
-// gradient and a few Adam steps; the Deep model's loss QPs solved on the device.
+// gradient and a few Adam steps; the Deep model's loss QPs solved on the device;
+// the CCN device loss with its θ and residual gradients.
 //
 // Each test asserts status, iterations and values problem by problem, so a
 // device that stops early, skips iterations or computes wrong numbers fails.
@@ -11,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <random>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -23,6 +25,8 @@
 #include "host/learning/contactnets_loss.h"
 #include "host/learning/contactnets_model.h"
 #include "host/optim/adam.h"
+#include "host/learning/ccn.h"
+#include "kernels/ccn_device.h"
 #include "kernels/contactnets_device.h"
 #include "tests/contact_util.h"
 #include "tests/test_util.h"
@@ -458,6 +462,89 @@ TEST_F(GpuContactNets, DeepModelSolvesOnDevice) {
     gnorm += std::abs(cg[j]);
   }
   EXPECT_GT(gnorm, 0);
+}
+
+// CCN on the device: the elbow's loss, θ gradient and residual gradient per
+// transition against the CPU loss (the same host-device code and solver).
+class GpuCcn : public GpuQp {};
+
+TEST_F(GpuCcn, DeviceLossAndGradientsMatchCpu) {
+  const MultibodySystem sys = elbow_system();
+  CcnModel model(sys, true, 3);
+  model.randomize(6);
+  CcnLossConfig cfg;
+  const int count = batch_size(64, 4);  // the simulator: ~35 s per transition
+  // transitions: random states dropped onto the ground with an upward jump
+  std::mt19937_64 rng(17);
+  std::normal_distribution<double> nd(0, 1);
+  std::vector<CcnTransition> batch;
+  std::vector<double> xs, xns;
+  for (int i = 0; i < count; ++i) {
+    CcnTransition t;
+    t.x.resize(sys.width());
+    t.x.head<4>() = Eigen::Vector4d(nd(rng), nd(rng), nd(rng), nd(rng)).normalized();
+    t.x.segment<3>(4) = Eigen::Vector3d(0, 0, 0);
+    t.x(7) = 0.5 * nd(rng);
+    for (int j = 0; j < sys.nv(); ++j) t.x(sys.nq() + j) = nd(rng);
+    t.x_next = t.x;
+    t.x_next(sys.nq() + 5) += 0.6;
+    Eigen::VectorXd qn(sys.nq());
+    integrate_configuration(sys, t.x.head(sys.nq()), t.x_next.tail(sys.nv()), cfg.dt, qn);
+    t.x_next.head(sys.nq()) = qn;
+    Kinematics k;
+    kinematics(sys, t.x_next.head(sys.nq()), k);
+    MultibodyContacts c;
+    contact_frame(sys, k, model.vertices(), c);
+    const double lift = -0.002 * (i % 3) - c.phi.minCoeff();
+    t.x(6) += lift;
+    t.x_next(6) += lift;
+    batch.push_back(t);
+    xs.insert(xs.end(), t.x.data(), t.x.data() + t.x.size());
+    xns.insert(xns.end(), t.x_next.data(), t.x_next.data() + t.x_next.size());
+  }
+  BatchOptions opt = cpu_reference();
+  CcnLoss cpu(cfg, as_on_device(tight()), opt);
+  Eigen::VectorXd cg;
+  const CcnLossResult cr = cpu.evaluate(model, batch, &cg);
+  EXPECT_EQ(cr.not_solved, 0);
+  // the residuals and their gradient as the trainer would pass them
+  Eigen::MatrixXd delta(sys.nv(), count);
+  for (int i = 0; i < count; ++i) {
+    Eigen::VectorXd f(model.network().input_size());
+    model.residual_features(batch[static_cast<size_t>(i)].x, f);
+    delta.col(i) = model.network()(f);
+  }
+  cuda::DeviceCcn<double> dev(ccn_qp_system(model, cfg), tight());
+  dev.upload_transitions(0, xs.data(), xns.data(), count);
+  std::vector<int> idx(static_cast<size_t>(count));
+  for (int i = 0; i < count; ++i) idx[static_cast<size_t>(i)] = i;
+  const Eigen::VectorXd theta = model.parameters();
+  std::vector<double> dl(static_cast<size_t>(count)), dg(static_cast<size_t>(model.net_offset()));
+  Eigen::MatrixXd gdelta(sys.nv(), count);
+  const cuda::DeviceLossStats st =
+      dev.evaluate(0, theta.data(), delta.data(), idx.data(), count, dl.data(), dg.data(), gdelta.data());
+  EXPECT_EQ(st.not_solved, 0);
+  EXPECT_GT(st.iterations, long(5 * count));
+  for (int i = 0; i < count; ++i)
+    EXPECT_NEAR(dl[static_cast<size_t>(i)], cr.per_transition[static_cast<size_t>(i)],
+                1e-6 * (1 + std::abs(cr.per_transition[static_cast<size_t>(i)])))
+        << "transition " << i;
+  // θ: the device sums, the CPU averages
+  for (int j = 0; j < model.net_offset(); ++j)
+    EXPECT_NEAR(dg[static_cast<size_t>(j)] / count, cg(j), 1e-5 * (1 + std::abs(cg(j)))) << "parameter " << j;
+  // the network's gradient from the device's ∂loss/∂δ equals the CPU's
+  MlpWorkspace ws;
+  Eigen::MatrixXd F(model.network().input_size(), count), Y(sys.nv(), count);
+  for (int i = 0; i < count; ++i) model.residual_features(batch[static_cast<size_t>(i)].x, F.col(i));
+  model.network().forward(F, Y, ws);
+  Eigen::VectorXd gnet = Eigen::VectorXd::Zero(model.network().num_params());
+  model.network().backward(ws, gdelta / count, gnet);
+  for (int L = 0; L < model.network().num_layers(); ++L)  // the weight penalty (host side in both)
+    Eigen::Map<Eigen::MatrixXd>(gnet.data() + model.network().weight_offset(L), model.network().weight(L).rows(),
+                                model.network().weight(L).cols()) += 2 * cfg.weights.res_w * model.network().weight(L);
+  const Eigen::VectorXd cnet = cg.tail(model.network().num_params());
+  EXPECT_LT((gnet - cnet).cwiseAbs().maxCoeff(), 1e-5 * (1 + cnet.cwiseAbs().maxCoeff()));
+  EXPECT_GT(cnet.cwiseAbs().maxCoeff(), 0);
 }
 
 }  // namespace

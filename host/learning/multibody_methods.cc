@@ -5,6 +5,7 @@
 #include "host/learning/ccn.h"
 #include "host/learning/diffsim.h"
 #include "host/learning/mlp.h"
+#include "kernels/ccn_device.h"
 #include "solvers/error.h"
 
 namespace impulse {
@@ -34,14 +35,20 @@ class CcnMethod : public Method {
     opt.threads = c.threads;
     opt.backend = parse_backend(c.backend);
     loss_ = CcnLoss(lc, st, opt);
+    lc_ = lc;
     scale_ = model_.parameter_scale();
+    // the GPU backend: transitions resident on the device, the loss assembled,
+    // solved and differentiated there (kernels/ccn_device.h); the residual
+    // network stays on the host (δ up, ∂loss/∂δ down, per batch)
+    if (opt.backend == Backend::kCuda) device_ = std::make_unique<cuda::DeviceCcn<double>>(ccn_qp_system(model_, lc), st);
   }
   std::vector<double> variables() const override { return to_std(model_.parameters().cwiseQuotient(scale_)); }
   void set_variables(const std::vector<double>& v) override {
     model_.set_parameters(Eigen::Map<const Eigen::VectorXd>(v.data(), Eigen::Index(v.size())).cwiseProduct(scale_));
   }
-  double loss(const Transitions& t, const std::vector<int>& idx, int, std::vector<double>* grad,
+  double loss(const Transitions& t, const std::vector<int>& idx, int set, std::vector<double>* grad,
               BatchStats& stats) override {
+    if (device_) return device_loss(t, idx, set, grad, stats);
     double total = 0;
     // in chunks, so that validation over thousands of transitions keeps memory small
     const size_t chunk = 512;
@@ -69,10 +76,71 @@ class CcnMethod : public Method {
   double default_weight_decay() const override { return 0; }
 
  private:
+  double device_loss(const Transitions& t, const std::vector<int>& idx, int set, std::vector<double>* grad,
+                     BatchStats& stats) {
+    const MultibodySystem& sys = model_.system();
+    const int W = sys.width(), nv = sys.nv(), nth = model_.net_offset();
+    if (uploaded_[set] != &t) {  // first use of this set: upload its transitions once
+      std::vector<double> xs, xns;
+      xs.reserve(static_cast<size_t>(t.size()) * W);
+      xns.reserve(xs.capacity());
+      for (int i = 0; i < t.size(); ++i) {
+        xs.insert(xs.end(), t.mx[static_cast<size_t>(i)].data(), t.mx[static_cast<size_t>(i)].data() + W);
+        xns.insert(xns.end(), t.mxn[static_cast<size_t>(i)].data(), t.mxn[static_cast<size_t>(i)].data() + W);
+      }
+      device_->upload_transitions(set, xs.data(), xns.data(), t.size());
+      uploaded_[set] = &t;
+    }
+    const Eigen::VectorXd theta = model_.parameters();
+    double total = 0;
+    const size_t chunk = 2048;  // device memory: QP work per transition
+    for (size_t b = 0; b < idx.size(); b += chunk) {
+      const int B = static_cast<int>(std::min(idx.size(), b + chunk) - b);
+      Eigen::MatrixXd D, gD(nv, B);
+      MlpWorkspace ws;
+      if (model_.has_residual()) {
+        Eigen::MatrixXd F(model_.network().input_size(), B);
+        D.resize(nv, B);
+        for (int i = 0; i < B; ++i) model_.residual_features(t.mx[static_cast<size_t>(idx[b + i])], F.col(i));
+        model_.network().forward(F, D, ws);
+      }
+      std::vector<double> l(static_cast<size_t>(B)), g(static_cast<size_t>(nth));
+      const cuda::DeviceLossStats st =
+          device_->evaluate(set, theta.data(), model_.has_residual() ? D.data() : nullptr, idx.data() + b, B, l.data(),
+                            grad ? g.data() : nullptr, grad && model_.has_residual() ? gD.data() : nullptr);
+      stats.qp_iterations += st.iterations;
+      stats.qp_count += B;
+      stats.not_solved += st.not_solved;
+      for (double v : l) total += v;
+      // the residual's weight penalty, once per transition as on the CPU
+      double pen = 0;
+      Eigen::VectorXd gnet;
+      if (model_.has_residual()) {
+        const Mlp& net = model_.network();
+        gnet = Eigen::VectorXd::Zero(net.num_params());
+        for (int L = 0; L < net.num_layers(); ++L) {
+          pen += lc_.weights.res_w * net.weight(L).squaredNorm();
+          Eigen::Map<Eigen::MatrixXd>(gnet.data() + net.weight_offset(L), net.weight(L).rows(), net.weight(L).cols()) +=
+              2 * lc_.weights.res_w * B * net.weight(L);
+        }
+        if (grad) net.backward(ws, gD, gnet);
+      }
+      total += pen * B;
+      if (grad) {
+        for (int i = 0; i < nth; ++i) (*grad)[static_cast<size_t>(i)] += g[static_cast<size_t>(i)] * scale_(i);
+        for (Eigen::Index i = 0; i < gnet.size(); ++i) (*grad)[static_cast<size_t>(nth + i)] += gnet(i);
+      }
+    }
+    return total;
+  }
+
   CcnModel model_;
   CcnLoss loss_{CcnLossConfig{}};
+  CcnLossConfig lc_;
   Eigen::VectorXd scale_, g_;
   std::vector<CcnTransition> batch_;
+  std::unique_ptr<cuda::DeviceCcn<double>> device_;
+  const Transitions* uploaded_[2] = {nullptr, nullptr};
 };
 
 // DiffSim (host/learning/diffsim.h): the CCN model trained on the one-step

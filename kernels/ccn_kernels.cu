@@ -1,0 +1,227 @@
+// The CCN loss and gradient on the device, one thread per transition
+// (see kernels/ccn_device.h).
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "kernels/ccn_device.h"
+#include "kernels/device_util.cuh"
+#include "kernels/qp_kernels.h"
+
+namespace impulse {
+namespace cuda {
+
+namespace {
+
+using detail::check;
+using detail::DevBuf;
+
+template <class T>
+ccnqp::System<T> cast_system(const ccnqp::System<double>& s) {
+  ccnqp::System<T> o;
+  o.links = s.links;
+  for (int l = 0; l < ccnqp::kMaxLinks; ++l) {
+    o.parent[l] = s.parent[l];
+    o.nvert[l] = s.nvert[l];
+    for (int i = 0; i < 3; ++i) o.origin[l][i] = T(s.origin[l][i]), o.axis[l][i] = T(s.axis[l][i]);
+  }
+  o.total_mass = T(s.total_mass), o.gravity = T(s.gravity), o.dt = T(s.dt);
+  o.w_comp = T(s.w_comp), o.w_diss = T(s.w_diss), o.w_pen = T(s.w_pen), o.w_res = T(s.w_res);
+  return o;
+}
+
+template <class T>
+__global__ void ccn_kernel(int B, QpShape shape, ccnqp::System<T> sys, QpSettings<T> st,
+                           const T* __restrict__ theta, const T* __restrict__ delta, const int* __restrict__ idx,
+                           const T* __restrict__ xs, const T* __restrict__ xns, T* warm, int* warm_ok, T* P,
+                           T* q, T* A, T* b, T* x, T* y, T* work, T* loss, T* grad, T* gdelta, int* iters,
+                           int* solved, int want_grad) {
+  const int k = blockIdx.x * blockDim.x + threadIdx.x;
+  if (k >= B) return;
+  const int n = shape.n, m = shape.m(), W = sys.width(), nv = sys.nv(), nt = sys.theta_size();
+  const RunStride s{B};
+  const int t = idx[k];
+  T th[ccnqp::kMaxTheta], x0[13 + 2 * (ccnqp::kMaxLinks - 1)], x1[13 + 2 * (ccnqp::kMaxLinks - 1)];
+  T dl[ccnqp::kMaxNv];
+  for (int i = 0; i < nt; ++i) th[i] = theta[i];
+  for (int i = 0; i < W; ++i) x0[i] = xs[size_t(t) * W + i], x1[i] = xns[size_t(t) * W + i];
+  if (delta)
+    for (int i = 0; i < nv; ++i) dl[i] = delta[size_t(k) * nv + i];
+  View<T, RunStride> Pv{P + k, s}, qv{q + k, s}, Av{A + k, s}, bv{b + k, s}, xv{x + k, s}, yv{y + k, s};
+  ccnqp::Terms<T> terms;
+  T constant = T(0);
+  const bool ok = ccnqp::assemble(sys, th, x0, x1, delta ? dl : nullptr, terms, Pv, qv, Av, bv, &constant);
+  const bool have_warm = warm_ok[t] != 0;
+  if (have_warm)
+    for (int i = 0; i < n + m; ++i) (i < n ? xv[i] : yv[i - n]) = warm[size_t(t) * (n + m) + i];
+  QpData<T, RunStride> d{Pv.as_const(), qv.as_const(), Av.as_const(), bv.as_const()};
+  auto w = QpWork<T, RunStride>::carve(View<T, RunStride>{work + k, s}, n, m);
+  const QpInfo<T> info = qp_admm_solve(shape, d, xv, yv, w, st, have_warm);
+  for (int i = 0; i < n + m; ++i) warm[size_t(t) * (n + m) + i] = i < n ? xv[i] : yv[i - n];
+  warm_ok[t] = 1;
+  iters[k] = info.iterations;
+  solved[k] = ok && is_solved(info.status) ? 1 : 0;
+  T g[ccnqp::kMaxTheta], gd[ccnqp::kMaxNv];
+  for (int i = 0; i < nt; ++i) g[i] = T(0);
+  const T value = ccnqp::gradient(sys, th, x0, x1, delta ? dl : nullptr, xv.as_const(), terms, g, gd);
+  loss[k] = value;
+  if (want_grad) {
+    for (int i = 0; i < nt; ++i) grad[size_t(i) * B + k] = g[i];
+    if (gdelta)
+      for (int i = 0; i < nv; ++i) gdelta[size_t(k) * nv + i] = gd[i];
+  }
+}
+
+}  // namespace
+
+template <class T>
+struct DeviceCcn<T>::Impl {
+  ccnqp::System<T> sys;
+  QpSettings<T> settings;
+  int n = 0, m = 0, width = 0, nv = 0, nt = 0;
+  DevBuf<int> row_ptr, col;
+  QpShape shape;
+  struct Set {
+    int count = 0;
+    DevBuf<T> x, xn, warm;
+    DevBuf<int> warm_ok;
+  } sets[2];
+  DevBuf<T> theta, delta, gdelta, P, q, A, b, x, y, work, loss, grad, grad_sum;
+  DevBuf<int> idx, iters, solved;
+  cudaEvent_t start = nullptr, stop = nullptr;
+};
+
+template <class T>
+DeviceCcn<T>::DeviceCcn(const ccnqp::System<double>& system, const QpSettings<T>& st) : impl_(new Impl) {
+  if (!available()) throw Error("CUDA not available: " + device_info().reason);
+  if (const char* bad = st.validate()) throw Error(std::string("QP settings: ") + bad);
+  Impl& d = *impl_;
+  d.sys = cast_system<T>(system);
+  d.settings = detail::device_settings(st);
+  d.n = d.m = 3 * system.contacts();
+  d.width = system.width();
+  d.nv = system.nv();
+  d.nt = system.theta_size();
+  std::vector<int> rp(size_t(d.m) + 1), cl(size_t(d.m));
+  for (int r = 0; r <= d.m; ++r) rp[size_t(r)] = r;
+  for (int r = 0; r < d.m; ++r) cl[size_t(r)] = r;
+  d.row_ptr.ensure(rp.size());
+  d.col.ensure(cl.size());
+  check(cudaMemcpy(d.row_ptr.p, rp.data(), sizeof(int) * rp.size(), cudaMemcpyHostToDevice), "pattern");
+  check(cudaMemcpy(d.col.p, cl.data(), sizeof(int) * cl.size(), cudaMemcpyHostToDevice), "pattern");
+  ConeSpec cones;
+  cones.n_soc = system.contacts();
+  d.shape.n = d.n;
+  d.shape.cones = cones;
+  d.shape.a = CsrPattern{d.m, d.n, d.m, d.row_ptr.p, d.col.p};
+  d.theta.ensure(size_t(d.nt));
+  d.grad_sum.ensure(size_t(d.nt));
+  check(cudaEventCreate(&d.start), "cudaEventCreate");
+  check(cudaEventCreate(&d.stop), "cudaEventCreate");
+}
+
+template <class T>
+DeviceCcn<T>::~DeviceCcn() {
+  if (impl_->start) cudaEventDestroy(impl_->start);
+  if (impl_->stop) cudaEventDestroy(impl_->stop);
+}
+
+template <class T>
+void DeviceCcn<T>::upload_transitions(int set, const double* x, const double* xn, int count) {
+  if (set < 0 || set > 1) throw Error("device CCN transitions: set must be 0 (train) or 1 (valid)");
+  if (count < 0) throw Error("device CCN transitions: negative count");
+  Impl& d = *impl_;
+  auto& S = d.sets[set];
+  S.count = count;
+  std::vector<T> tmp(size_t(count) * d.width);
+  S.x.ensure(tmp.size());
+  S.xn.ensure(tmp.size());
+  for (size_t i = 0; i < tmp.size(); ++i) tmp[i] = T(x[i]);
+  check(cudaMemcpy(S.x.p, tmp.data(), sizeof(T) * tmp.size(), cudaMemcpyHostToDevice), "upload transitions");
+  for (size_t i = 0; i < tmp.size(); ++i) tmp[i] = T(xn[i]);
+  check(cudaMemcpy(S.xn.p, tmp.data(), sizeof(T) * tmp.size(), cudaMemcpyHostToDevice), "upload transitions");
+  S.warm.ensure(size_t(count) * (d.n + d.m));
+  S.warm_ok.ensure(size_t(std::max(count, 1)));
+  check(cudaMemset(S.warm_ok.p, 0, sizeof(int) * std::max(count, 1)), "reset warm starts");
+}
+
+template <class T>
+DeviceLossStats DeviceCcn<T>::evaluate(int set, const double* theta, const double* delta, const int* idx,
+                                       int count, double* loss, double* grad, double* grad_delta) {
+  if (set < 0 || set > 1) throw Error("device CCN loss: set must be 0 (train) or 1 (valid)");
+  Impl& d = *impl_;
+  auto& S = d.sets[set];
+  if (count <= 0) throw Error("device CCN loss: empty batch");
+  for (int i = 0; i < count; ++i)
+    if (idx[i] < 0 || idx[i] >= S.count)
+      throw Error("device CCN loss: transition index " + std::to_string(idx[i]) + " out of range (set has " +
+                  std::to_string(S.count) + ")");
+  const size_t B = size_t(count);
+  std::vector<T> th(size_t(d.nt));
+  for (int i = 0; i < d.nt; ++i) th[size_t(i)] = T(theta[i]);
+  check(cudaMemcpy(d.theta.p, th.data(), sizeof(T) * th.size(), cudaMemcpyHostToDevice), "upload theta");
+  d.idx.ensure(B);
+  check(cudaMemcpy(d.idx.p, idx, sizeof(int) * B, cudaMemcpyHostToDevice), "upload indices");
+  if (delta) {
+    std::vector<T> dl(B * d.nv);
+    for (size_t i = 0; i < dl.size(); ++i) dl[i] = T(delta[i]);
+    d.delta.ensure(dl.size());
+    check(cudaMemcpy(d.delta.p, dl.data(), sizeof(T) * dl.size(), cudaMemcpyHostToDevice), "upload residuals");
+  }
+  if (grad_delta) d.gdelta.ensure(B * d.nv);
+  d.P.ensure(B * d.n * d.n);
+  d.q.ensure(B * d.n);
+  d.A.ensure(B * d.m);
+  d.b.ensure(B * d.m);
+  d.x.ensure(B * d.n);
+  d.y.ensure(B * d.m);
+  d.work.ensure(B * qp_work_size(d.n, d.m));
+  d.loss.ensure(B);
+  d.grad.ensure(B * d.nt);
+  d.iters.ensure(B);
+  d.solved.ensure(B);
+  const int threads = 64, blocks = int((B + threads - 1) / threads);
+  check(cudaEventRecord(d.start), "event");
+  ccn_kernel<T><<<blocks, threads>>>(count, d.shape, d.sys, d.settings, d.theta.p, delta ? d.delta.p : nullptr,
+                                     d.idx.p, S.x.p, S.xn.p, S.warm.p, S.warm_ok.p, d.P.p, d.q.p, d.A.p, d.b.p,
+                                     d.x.p, d.y.p, d.work.p, d.loss.p, d.grad.p,
+                                     grad_delta ? d.gdelta.p : nullptr, d.iters.p, d.solved.p,
+                                     (grad || grad_delta) ? 1 : 0);
+  check(cudaGetLastError(), "CCN loss kernel launch");
+  if (grad) {
+    detail::sum_rows_kernel<T><<<d.nt, 256>>>(count, d.grad.p, d.grad_sum.p);
+    check(cudaGetLastError(), "gradient sum launch");
+  }
+  check(cudaEventRecord(d.stop), "event");
+  check(cudaEventSynchronize(d.stop), "CCN loss kernel");
+  DeviceLossStats st;
+  float ms = 0;
+  cudaEventElapsedTime(&ms, d.start, d.stop);
+  st.kernel_ms = ms;
+  std::vector<T> lt(B);
+  check(cudaMemcpy(lt.data(), d.loss.p, sizeof(T) * B, cudaMemcpyDeviceToHost), "download losses");
+  for (size_t i = 0; i < B; ++i) loss[i] = double(lt[i]);
+  std::vector<int> it(B), ok(B);
+  check(cudaMemcpy(it.data(), d.iters.p, sizeof(int) * B, cudaMemcpyDeviceToHost), "download stats");
+  check(cudaMemcpy(ok.data(), d.solved.p, sizeof(int) * B, cudaMemcpyDeviceToHost), "download stats");
+  for (size_t i = 0; i < B; ++i) st.iterations += it[i], st.not_solved += ok[i] ? 0 : 1;
+  if (grad) {
+    std::vector<T> g(size_t(d.nt));
+    check(cudaMemcpy(g.data(), d.grad_sum.p, sizeof(T) * g.size(), cudaMemcpyDeviceToHost), "download gradient");
+    for (int i = 0; i < d.nt; ++i) grad[i] = double(g[size_t(i)]);
+  }
+  if (grad_delta) {
+    std::vector<T> g(B * d.nv);
+    check(cudaMemcpy(g.data(), d.gdelta.p, sizeof(T) * g.size(), cudaMemcpyDeviceToHost), "download residual gradient");
+    for (size_t i = 0; i < g.size(); ++i) grad_delta[i] = double(g[i]);
+  }
+  return st;
+}
+
+template class DeviceCcn<float>;
+template class DeviceCcn<double>;
+
+}  // namespace cuda
+}  // namespace impulse
