@@ -61,5 +61,8 @@ int main(int argc, char** argv) {
   } catch (const Error& e) {
     std::fprintf(stderr, "impulse: error: %s\n", e.what());
     return 2;
+  } catch (const std::exception& e) {  // a file system or allocation failure: still a message, not an abort
+    std::fprintf(stderr, "impulse: error: %s\n", e.what());
+    return 2;
   }
 }

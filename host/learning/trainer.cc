@@ -4,7 +4,12 @@
 #pragma GCC diagnostic ignored "-Wstringop-overflow"
 #include "host/learning/trainer.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include <algorithm>
 #include <chrono>
@@ -83,6 +88,53 @@ TrainConfig TrainConfig::from_json(const nlohmann::json& j) {
 
 namespace {
 
+std::string canonical_path(const std::string& p) {
+  std::error_code ec;
+  const fs::path c = fs::weakly_canonical(fs::path(p), ec);
+  return ec ? p : c.lexically_normal().string();
+}
+
+// An exclusive lock on RUN_DIR/.lock for the life of a training (flock: the
+// kernel releases it when the process ends, however it ends).
+class RunLock {
+ public:
+  explicit RunLock(const std::string& dir) {
+    const std::string path = (fs::path(dir) / ".lock").string();
+    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    if (fd_ < 0) throw Error("--out " + dir + ": cannot create its lock file (" + std::strerror(errno) + ")");
+    if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+      char buf[32] = {0};
+      const ssize_t n = ::pread(fd_, buf, sizeof buf - 1, 0);
+      ::close(fd_);
+      throw Error(dir + " is in use by another training" +
+                  (n > 0 ? std::string(" (process ") + std::string(buf, static_cast<size_t>(n)) + ")" : std::string()) +
+                  "; wait for it to finish or choose another --out");
+    }
+    const std::string pid = std::to_string(::getpid());
+    if (::ftruncate(fd_, 0) == 0 && ::pwrite(fd_, pid.data(), pid.size(), 0) < 0) {
+      // the pid is only for the message above
+    }
+  }
+  ~RunLock() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  RunLock(const RunLock&) = delete;
+  RunLock& operator=(const RunLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+
+// temporaries of atomic writes (NAME.tmp.PID) left by a killed process: with
+// the run's lock held nobody else writes here
+void remove_stale_temporaries(const std::string& dir) {
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.find(".tmp.") != std::string::npos) fs::remove(e.path(), ec);
+  }
+}
+
 void validate(const TrainConfig& c) {
   if (!c.system.empty()) {
     system_by_name(c.system);  // throws for an unknown system
@@ -104,8 +156,11 @@ void validate(const TrainConfig& c) {
   if (c.batch_size < 1) throw Error("train: batch_size must be >= 1");
   if (c.friction != "cone" && c.friction != "octagon")
     throw Error("unknown friction model '" + c.friction + "': expected cone or octagon");
-  if (!(c.eps > 0)) throw Error("train: eps must be > 0");
-  if (c.init_noise < 0) throw Error("train: init_noise must be >= 0");
+  if (!(c.eps > 0) || !std::isfinite(c.eps)) throw Error("train: --eps must be a finite number > 0");
+  if (!(c.init_noise >= 0) || !std::isfinite(c.init_noise))
+    throw Error("train: --init-noise must be a finite number >= 0");
+  if (!(c.max_seconds >= 0) || std::isnan(c.max_seconds)) throw Error("train: --max-seconds must be >= 0 (0 = no limit)");
+  if (c.threads < 0) throw Error("train: --threads must be >= 0 (0 = all cores)");
 }
 
 
@@ -408,8 +463,16 @@ Vec6 TrainedModel::contact_impulse(const State&) const { return Vec6::Zero(); }
 
 TrainResult train(const TrainConfig& cfg, std::ostream& log_out) {
   validate(cfg);
-  fs::create_directories(cfg.out);
+  {
+    std::error_code ec;
+    fs::create_directories(cfg.out, ec);
+    if (ec) throw Error("--out " + cfg.out + ": cannot create the run directory (" + ec.message() + ")");
+  }
+  // one writer per run directory: a second training into it is refused
+  const RunLock lock(cfg.out);
+  remove_stale_temporaries(cfg.out);
   std::ofstream logf(fs::path(cfg.out) / "log.txt", std::ios::app);
+  if (!logf) throw Error("--out " + cfg.out + ": cannot write log.txt there");
   auto log = [&](const std::string& line) {
     log_out << line << std::endl;
     logf << line << std::endl;
@@ -481,13 +544,25 @@ TrainResult train(const TrainConfig& cfg, std::ostream& log_out) {
   TrainResult res;
   int start_epoch = 0, since_best = 0;
   nlohmann::json best_params;
-  if (fs::exists(ckpt_path)) {
-    // the same run may be continued for more epochs or with more patience
+  // a run directory with results but no checkpoint cannot be continued, and is
+  // never trained over (its results would be lost)
+  if (!fs::exists(ckpt_path)) {
+    for (const char* f : {"params.json", "history.csv"})
+      if (fs::exists(fs::path(cfg.out) / f))
+        throw Error(cfg.out + " holds results (" + f + ") but no checkpoint.json, so it cannot be resumed; "
+                    "choose another --out, or remove the directory to start over");
+  }
+  if (fs::exists(config_path)) {
+    // the same run may be continued for more epochs or with more patience; the
+    // data path is compared as the same folder, however it is written
     nlohmann::json old_cfg = parse_json_file(config_path.string()), now = config_json;
-    for (const char* key : {"max_epochs", "patience"}) {
+    for (const char* key : {"max_epochs", "patience", "max_seconds"}) {
       old_cfg.erase(key);
       now.erase(key);
     }
+    for (nlohmann::json* j : {&old_cfg, &now})
+      if (j->contains("data") && (*j)["data"].is_string())
+        (*j)["data"] = canonical_path((*j)["data"].get<std::string>());
     if (old_cfg != now) {
       std::string diff;
       for (auto it = now.begin(); it != now.end(); ++it)
@@ -496,6 +571,8 @@ TrainResult train(const TrainConfig& cfg, std::ostream& log_out) {
                   (diff.empty() ? std::string(" fields differ") : diff) +
                   " ); choose another --out or the same settings to resume");
     }
+  }
+  if (fs::exists(ckpt_path)) {
     write_text_atomic(config_path.string(), config_json.dump(2) + "\n");
     const nlohmann::json ck = parse_json_file(ckpt_path.string());
     try {
@@ -572,6 +649,11 @@ TrainResult train(const TrainConfig& cfg, std::ostream& log_out) {
     write_text_atomic((fs::path(cfg.out) / "params.json").string(), pj.dump(2) + "\n");
     write_history();
   };
+
+  // a resumed run's readable outputs are derived from its checkpoint: written
+  // again, so that a kill between checkpoint and outputs, or a damaged file,
+  // leaves nothing stale
+  if (res.resumed) write_outputs();
 
   // epoch 0 is the initial model's validation loss (no training step)
   if (start_epoch == 0 && res.history.empty()) {

@@ -1,0 +1,188 @@
+// A run directory is a small database (issue 17's prerequisite): each test
+// below reproduces a defect a user met, and failed before the fix.
+//  - killed between the last checkpoint and the readable outputs, or with a
+//    damaged params.json / history.csv: a rerun rewrites them from the checkpoint;
+//  - checkpoint.json deleted: a rerun is refused instead of training over the results;
+//  - a second training into a directory in use is refused (a lock);
+//  - non-finite numeric options are refused with the option's name;
+//  - an --out that cannot be created is an error message, not an abort;
+//  - temporaries of a killed write are removed;
+//  - the same data folder written differently is the same configuration.
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "host/dynamics/synthetic.h"
+#include "host/learning/trainer.h"
+#include "io/toss_data.h"
+#include "solvers/error.h"
+
+namespace impulse {
+namespace {
+namespace fs = std::filesystem;
+
+std::string temp_dir(const std::string& name) {
+  const fs::path p = fs::path(::testing::TempDir()) / ("impulse_rundir_" + std::to_string(::getpid()) + "_" + name);
+  fs::remove_all(p);
+  fs::create_directories(p);
+  return p.string();
+}
+
+const std::string& data_file() {
+  static const std::string path = [] {
+    SyntheticConfig sc;
+    sc.n_tosses = 8;
+    sc.seed = 3;
+    const std::string p = temp_dir("data") + "/syn8.npz";
+    write_tosses(p, generate_synthetic_tosses(sc));
+    return p;
+  }();
+  return path;
+}
+
+std::string read(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+TrainConfig config(const std::string& out) {
+  TrainConfig c;
+  c.data = data_file();
+  c.out = out;
+  c.max_epochs = 2;
+  c.batch_size = 32;
+  c.progress = false;
+  c.threads = 1;
+  return c;
+}
+
+std::string error_of(const TrainConfig& c) {
+  std::ostringstream log;
+  try {
+    train(c, log);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(accepted)";
+}
+
+TEST(RunDir, OutputsAreRewrittenFromTheCheckpoint) {
+  const TrainConfig c = config(temp_dir("outputs"));
+  std::ostringstream log;
+  train(c, log);
+  const std::string params = read(c.out + "/params.json"), history = read(c.out + "/history.csv");
+  // killed after the checkpoint, before the outputs: params.json missing; history.csv cut short
+  fs::remove(c.out + "/params.json");
+  {
+    std::ofstream h(c.out + "/history.csv", std::ios::trunc);
+    h << history.substr(0, history.size() / 2);
+  }
+  train(c, log);
+  EXPECT_EQ(read(c.out + "/params.json"), params);
+  EXPECT_EQ(read(c.out + "/history.csv"), history);
+  // a damaged params.json too
+  {
+    std::ofstream p(c.out + "/params.json", std::ios::trunc);
+    p << params.substr(0, 20);
+  }
+  train(c, log);
+  EXPECT_EQ(read(c.out + "/params.json"), params);
+}
+
+TEST(RunDir, ResultsWithoutCheckpointAreNotTrainedOver) {
+  TrainConfig c = config(temp_dir("nockpt"));
+  std::ostringstream log;
+  train(c, log);
+  const std::string params = read(c.out + "/params.json");
+  fs::remove(c.out + "/checkpoint.json");
+  c.seed = 9;  // even another seed or method
+  const std::string e = error_of(c);
+  EXPECT_NE(e.find("no checkpoint.json"), std::string::npos) << e;
+  EXPECT_EQ(read(c.out + "/params.json"), params);
+}
+
+TEST(RunDir, ADifferentConfigurationIsRefusedBeforeTheFirstCheckpoint) {
+  TrainConfig c = config(temp_dir("cfg"));
+  std::ostringstream log;
+  train(c, log);
+  c.method = "end-to-end";
+  const std::string e = error_of(c);
+  EXPECT_NE(e.find("different configuration"), std::string::npos) << e;
+  EXPECT_NE(e.find("method"), std::string::npos) << e;
+}
+
+TEST(RunDir, ASecondWriterIsRefused) {
+  const TrainConfig c = config(temp_dir("lock"));
+  // another process holds the run: its lock
+  const int fd = ::open((c.out + "/.lock").c_str(), O_RDWR | O_CREAT, 0666);
+  ASSERT_GE(fd, 0);
+  // flock locks belong to the open file description: a second open() in this
+  // process conflicts with it just as another process would
+  ASSERT_EQ(::flock(fd, LOCK_EX | LOCK_NB), 0);
+  const std::string e = error_of(c);
+  EXPECT_NE(e.find("in use by another training"), std::string::npos) << e;
+  ::close(fd);
+  EXPECT_EQ(error_of(c), "(accepted)");
+}
+
+TEST(RunDir, NonFiniteOptionsAreRefusedByName) {
+  const std::string out = temp_dir("nan");
+  const double nan = std::nan("");
+  struct Case {
+    const char* name;
+    void (*set)(TrainConfig&, double);
+  };
+  const Case cases[] = {
+      {"--lr", [](TrainConfig& c, double v) { c.lr = v; }},
+      {"--eps", [](TrainConfig& c, double v) { c.eps = v; }},
+      {"--init-noise", [](TrainConfig& c, double v) { c.init_noise = v; }},
+      {"--max-seconds", [](TrainConfig& c, double v) { c.max_seconds = v; }},
+      {"--weight-decay", [](TrainConfig& c, double v) { c.weight_decay = v; }},
+  };
+  for (const Case& k : cases) {
+    TrainConfig c = config(out);
+    k.set(c, nan);
+    const std::string e = error_of(c);
+    EXPECT_NE(e.find(k.name), std::string::npos) << k.name << ": " << e;
+  }
+  TrainConfig c = config(out);
+  c.eps = INFINITY;
+  EXPECT_NE(error_of(c).find("--eps"), std::string::npos);
+  c = config(out);
+  c.threads = -1;
+  EXPECT_NE(error_of(c).find("--threads"), std::string::npos);
+  EXPECT_FALSE(fs::exists(out + "/checkpoint.json"));
+}
+
+TEST(RunDir, AnOutThatCannotBeCreatedIsAnError) {
+  const std::string dir = temp_dir("blocked");
+  { std::ofstream f(dir + "/a_file"); f << "x"; }
+  const std::string e = error_of(config(dir + "/a_file/run"));
+  EXPECT_NE(e.find("cannot create the run directory"), std::string::npos) << e;
+}
+
+TEST(RunDir, StaleTemporariesAreRemovedAndTheDataPathIsCompared) {
+  TrainConfig c = config(temp_dir("tmp"));
+  std::ostringstream log;
+  train(c, log);
+  { std::ofstream f(c.out + "/params.json.tmp.99999"); f << "half a file"; }
+  // the same file written another way (a redundant ./ and ..) is the same run
+  const fs::path d = fs::path(data_file());
+  c.data = (d.parent_path() / "." / ".." / d.parent_path().filename() / d.filename()).string();
+  c.max_epochs = 3;
+  const TrainResult r = train(c, log);
+  EXPECT_TRUE(r.resumed);
+  EXPECT_FALSE(fs::exists(c.out + "/params.json.tmp.99999"));
+}
+
+}  // namespace
+}  // namespace impulse
