@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -182,6 +183,28 @@ TEST(RunDir, StaleTemporariesAreRemovedAndTheDataPathIsCompared) {
   const TrainResult r = train(c, log);
   EXPECT_TRUE(r.resumed);
   EXPECT_FALSE(fs::exists(c.out + "/params.json.tmp.99999"));
+}
+
+}  // namespace
+}  // namespace impulse
+
+namespace impulse {
+namespace {
+
+// The Deep model's runs are reproducible from process to process, whatever
+// OpenMP team Eigen would get (OMP_NUM_THREADS 1 and 2, dynamic teams): the
+// reported defect was Deep differing from run to run with --threads 1.
+TEST(RunDir, DeepIsReproducibleAcrossProcessesAndOpenMpTeams) {
+  std::string theta[2];
+  for (int k = 0; k < 2; ++k) {
+    const std::string out = temp_dir("deepcli" + std::to_string(k));
+    const std::string cmd = std::string("OMP_DYNAMIC=true OMP_NUM_THREADS=") + std::to_string(k + 1) + " " +
+                            IMPULSE_BINARY + " train --method contactnets-deep --data " + data_file() +
+                            " --epochs 1 --threads 1 --batch 32 --out " + out + " > /dev/null 2>&1";
+    ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    theta[k] = nlohmann::json::parse(read(out + "/checkpoint.json")).at("theta").dump();
+  }
+  EXPECT_EQ(theta[0], theta[1]);
 }
 
 }  // namespace

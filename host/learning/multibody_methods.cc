@@ -46,7 +46,7 @@ class CcnMethod : public Method {
   void set_variables(const std::vector<double>& v) override {
     model_.set_parameters(Eigen::Map<const Eigen::VectorXd>(v.data(), Eigen::Index(v.size())).cwiseProduct(scale_));
   }
-  double loss(const Transitions& t, const std::vector<int>& idx, int set, std::vector<double>* grad,
+  double loss(const Transitions& t, const std::vector<int>& idx, int set, GradVector* grad,
               BatchStats& stats) override {
     if (device_) return device_loss(t, idx, set, grad, stats);
     double total = 0;
@@ -76,7 +76,7 @@ class CcnMethod : public Method {
   double default_weight_decay() const override { return 0; }
 
  private:
-  double device_loss(const Transitions& t, const std::vector<int>& idx, int set, std::vector<double>* grad,
+  double device_loss(const Transitions& t, const std::vector<int>& idx, int set, GradVector* grad,
                      BatchStats& stats) {
     const MultibodySystem& sys = model_.system();
     const int W = sys.width(), nv = sys.nv(), nth = model_.net_offset();
@@ -166,7 +166,7 @@ class DiffSimMethod : public Method {
   void set_variables(const std::vector<double>& v) override {
     model_.set_parameters(Eigen::Map<const Eigen::VectorXd>(v.data(), Eigen::Index(v.size())).cwiseProduct(scale_));
   }
-  double loss(const Transitions& t, const std::vector<int>& idx, int, std::vector<double>* grad,
+  double loss(const Transitions& t, const std::vector<int>& idx, int, GradVector* grad,
               BatchStats& stats) override {
     double total = 0;
     const size_t chunk = 512;
@@ -232,7 +232,7 @@ class EndToEndMbMethod : public Method {
   void set_variables(const std::vector<double>& v) override {
     net_.params() = Eigen::Map<const Eigen::VectorXd>(v.data(), Eigen::Index(v.size()));
   }
-  double loss(const Transitions& t, const std::vector<int>& idx, int, std::vector<double>* grad,
+  double loss(const Transitions& t, const std::vector<int>& idx, int, GradVector* grad,
               BatchStats&) override {
     const int nv = sys_.nv(), B = static_cast<int>(idx.size());
     CcnModel feat(sys_, false);

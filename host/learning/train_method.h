@@ -22,6 +22,12 @@ struct Transitions {
   int size() const { return static_cast<int>(mx.empty() ? x.size() : mx.size()); }
 };
 
+// A gradient the methods add into: aligned as Eigen's own vectors, so that
+// vectorized products writing into it round the same way on every run (a
+// std::vector's 16-byte alignment varies with the heap, and with it Eigen's
+// peeling).
+using GradVector = std::vector<double, Eigen::aligned_allocator<double>>;
+
 struct BatchStats {
   long qp_iterations = 0;
   int qp_count = 0, not_solved = 0;
@@ -36,7 +42,7 @@ class Method {
   // Σ over idx of the per-transition loss; grad (if given) += its gradient in
   // the optimizer's variables. `set` 0 = train, 1 = valid (selects warm starts).
   virtual double loss(const Transitions& t, const std::vector<int>& idx, int set,
-                      std::vector<double>* grad, BatchStats& stats) = 0;
+                      GradVector* grad, BatchStats& stats) = 0;
   virtual nlohmann::json params_json() const = 0;
   // the solver warm starts (ContactNets: per-transition (λ, y) of the last
   // solve) so that a resumed run continues bit for bit: rows x width, NaN rows

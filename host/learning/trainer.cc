@@ -230,7 +230,7 @@ class ContactNetsMethod : public Method {
     model_->set_parameters(th);
   }
   double loss(const Transitions& t, const std::vector<int>& idx, int set,
-              std::vector<double>* grad, BatchStats& stats) override {
+              GradVector* grad, BatchStats& stats) override {
     const int B = static_cast<int>(idx.size());
     if (device_) return device_loss(t, idx, set, grad, stats);
     frames_.resize(B);
@@ -258,7 +258,7 @@ class ContactNetsMethod : public Method {
   }
   nlohmann::json params_json() const override { return model_->to_json(); }
   double device_loss(const Transitions& t, const std::vector<int>& idx, int set,
-                     std::vector<double>* grad, BatchStats& stats) {
+                     GradVector* grad, BatchStats& stats) {
     if (uploaded_[set] != &t) {
       std::vector<double> xs(size_t(t.size()) * 13), xns(size_t(t.size()) * 13);
       for (int i = 0; i < t.size(); ++i)
@@ -378,7 +378,7 @@ class EndToEndMethod : public Method {
   void set_variables(const std::vector<double>& v) override {
     net_.params() = Eigen::Map<const Eigen::VectorXd>(v.data(), Eigen::Index(v.size()));
   }
-  double loss(const Transitions& t, const std::vector<int>& idx, int, std::vector<double>* grad,
+  double loss(const Transitions& t, const std::vector<int>& idx, int, GradVector* grad,
               BatchStats&) override {
     const int B = static_cast<int>(idx.size());
     X_.resize(18, B);
@@ -463,6 +463,12 @@ Vec6 TrainedModel::contact_impulse(const State&) const { return Vec6::Zero(); }
 
 TrainResult train(const TrainConfig& cfg, std::ostream& log_out) {
   validate(cfg);
+  // Eigen would parallelize the networks' large products with OpenMP on its own,
+  // with a blocking that depends on the team it gets (the machine's cores, and
+  // under OMP_DYNAMIC the load): the Deep and End-to-end results then changed
+  // from run to run and machine to machine. Our parallelism is parallel_for's;
+  // Eigen's products run on one thread, so every run is reproducible.
+  Eigen::setNbThreads(1);
   {
     std::error_code ec;
     fs::create_directories(cfg.out, ec);
@@ -677,7 +683,7 @@ TrainResult train(const TrainConfig& cfg, std::ostream& log_out) {
     BatchStats st;
     double train_sum = 0;
     std::vector<int> idx;
-    std::vector<double> grad(theta.size());
+    GradVector grad(theta.size());
     for (int b = 0; b < n_batches; ++b) {
       idx.assign(order.begin() + size_t(b) * cfg.batch_size,
                  order.begin() + std::min<size_t>(order.size(), size_t(b + 1) * cfg.batch_size));
