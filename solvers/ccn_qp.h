@@ -10,7 +10,7 @@
 // links (a floating base and kMaxLinks − 1 revolute joints), kMaxK contact
 // vertices; the cube, the asymmetric object and the elbow fit. States are
 // [quat w,x,y,z; p; θ; ω body; v world; θ̇] (width 13 + 2 nj). θ: vertices (3
-// per vertex, links in order), log-Cholesky (10 per link), μ. The residual δ
+// per vertex, links in order), log-Cholesky (10 per link), θ_μ (μ = |θ_μ|). The residual δ
 // (nv accelerations, or none) is an input; its gradient an output.
 // QP: variables λ = [λ_n, λ_t,x/μ, λ_t,y/μ] per contact (n = 3k), A = −I
 // (diagonal pattern), b = 0, k second-order cones.
@@ -384,7 +384,7 @@ template <class T>
 IMPULSE_HD void terms(const System<T>& s, const T* theta, const T* x, const T* xn, const T* delta, bool want_jacobian,
                       Terms<T>& t) {
   const int nv = s.nv(), nq = s.nq();
-  const T dt = s.dt, mu = theta[s.mu_offset()];
+  const T dt = s.dt, mu = abs_of(theta[s.mu_offset()]);
   kinematics(s, x, true, t.kin);
   kinematics(s, xn, false, t.kin_next);
   inertia(s, theta, want_jacobian, t.I);
@@ -481,7 +481,7 @@ IMPULSE_HD T gradient(const System<T>& s, const T* theta, const T* x, const T* x
                       View<const T, S> lambda, Terms<T>& t, T* g, T* g_delta) {
   terms(s, theta, x, xn, delta, true, t);
   const int nv = s.nv(), k = s.contacts();
-  const T dt = s.dt, mu = theta[s.mu_offset()];
+  const T dt = s.dt, mu = abs_of(theta[s.mu_offset()]);
   if (!t.ok) return T(0);
   T f[kMaxNv], u[kMaxNv];
   for (int c = 0; c < nv; ++c) {
@@ -545,7 +545,7 @@ IMPULSE_HD T gradient(const System<T>& s, const T* theta, const T* x, const T* x
       gmu += T(2) * (lt[0] * jtu[0] + lt[1] * jtu[1]) + s.w_diss * (ln * nj + lt[0] * jv[0] + lt[1] * jv[1]);
     }
   }
-  g[s.mu_offset()] += gmu;
+  g[s.mu_offset()] += theta[s.mu_offset()] < T(0) ? -gmu : gmu;  // μ = |θ_μ|
   if (g_delta) {
     for (int r = 0; r < nv; ++r) {
       T Md = T(0);

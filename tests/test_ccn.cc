@@ -241,6 +241,34 @@ TEST_P(CcnSystems, JsonRoundTripIsExact) {
   EXPECT_THROW(CcnModel::from_json(m.to_json(), sys.name == "cube" ? elbow_system() : cube_system()), Error);
 }
 
+// θ_μ may cross zero during training: the friction is |θ_μ| (a negative
+// friction would turn the dissipation term into a reward, and the simulator
+// rejects it), and the gradient in θ_μ flips with its sign.
+TEST(Ccn, NegativeFrictionVariableActsAsItsMagnitude) {
+  const MultibodySystem sys = elbow_system();
+  CcnModel pos(sys, false);
+  pos.randomize(3);
+  Eigen::VectorXd th = pos.parameters();
+  th(pos.mu_offset()) = 0.25;
+  pos.set_parameters(th);
+  CcnModel neg = pos;
+  th(pos.mu_offset()) = -0.25;
+  neg.set_parameters(th);
+  EXPECT_EQ(neg.mu(), 0.25);
+  CcnLossConfig cfg;
+  std::mt19937_64 rng(2);
+  std::vector<CcnTransition> batch;
+  for (int i = 0; i < 4; ++i) batch.push_back(contact_transition(pos, rng, -0.002 * i, cfg.dt));
+  CcnLoss loss(cfg, tight());
+  Eigen::VectorXd gp, gn;
+  const double lp = loss.evaluate(pos, batch, &gp).loss, ln = loss.evaluate(neg, batch, &gn).loss;
+  EXPECT_EQ(lp, ln);
+  EXPECT_NE(gp(pos.mu_offset()), 0.0);
+  EXPECT_EQ(gn(pos.mu_offset()), -gp(pos.mu_offset()));
+  gn(pos.mu_offset()) = gp(pos.mu_offset());
+  EXPECT_EQ(gp, gn);
+}
+
 TEST(Ccn, DeterministicAcrossThreadCounts) {
   const MultibodySystem sys = elbow_system();
   CcnModel model(sys, true, 1);

@@ -140,6 +140,26 @@ TEST_P(DiffSimSystems, ZeroLossAtTheTruthOnItsOwnSteps) {
   EXPECT_GT(loss.evaluate(wrong, batch, nullptr).loss, 1e-8);
 }
 
+// A negative friction variable (Adam may step through zero) simulates |θ_μ|,
+// where the simulator used to reject it and the run died.
+TEST(DiffSim, NegativeFrictionVariableActsAsItsMagnitude) {
+  const MultibodySystem sys = cube_system();
+  CcnModel truth(sys, false);
+  const std::vector<CcnTransition> batch = contact_batch(truth, tight_step(), 4, 5);
+  CcnModel pos(sys, false), neg(sys, false);
+  Eigen::VectorXd th = pos.parameters();
+  th(pos.mu_offset()) = 0.3;
+  pos.set_parameters(th);
+  th(pos.mu_offset()) = -0.3;
+  neg.set_parameters(th);
+  DiffSimLoss loss(DiffSimConfig{}, tight_step());
+  Eigen::VectorXd gp, gn;
+  const double lp = loss.evaluate(pos, batch, &gp).loss, ln = loss.evaluate(neg, batch, &gn).loss;
+  EXPECT_EQ(lp, ln);
+  EXPECT_NE(gp(pos.mu_offset()), 0.0);
+  EXPECT_EQ(gn(pos.mu_offset()), -gp(pos.mu_offset()));
+}
+
 INSTANTIATE_TEST_SUITE_P(DiffSim, DiffSimSystems, ::testing::Values("cube", "elbow"));
 
 }  // namespace

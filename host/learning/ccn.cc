@@ -195,7 +195,7 @@ nlohmann::json CcnModel::to_json() const {
                      {"log_cholesky", std::vector<double>(t.data(), t.data() + 10)}});
   }
   nlohmann::json j = {{"format", "impulse.ccn"}, {"version", 1}, {"system", sys_.name},
-                      {"links", links},          {"mu", mu_},  {"residual", residual_}};
+                      {"links", links},          {"mu", mu()}, {"residual", residual_}};
   if (residual_) j["network"] = net_.to_json();
   return j;
 }
@@ -334,7 +334,7 @@ Eigen::VectorXd gradient(const CcnModel& model, const CcnLossConfig& cfg, const 
   }
   jacobian_vertex_gradient(sys, T.kin, model.vertices(), GJ, g);
   phi_vertex_gradient(sys, T.kin_next, model.vertices(), gphi, g);
-  g[model.mu_offset()] += gmu;
+  g[model.mu_offset()] += gmu * model.mu_sign();
   // ∂/∂δ: ∂f/∂δ = dt M, so 2 dt M M⁻¹ f = 2 dt f; plus the norm penalty
   return 2 * dt * f + 2 * W.res * dt * dt * (T.M * T.delta);
 }

@@ -33,6 +33,7 @@
 // the constraints do not depend on θ).
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -75,7 +76,11 @@ class CcnModel {
   Eigen::VectorXd parameter_scale() const;
 
   const std::vector<std::vector<Eigen::Vector3d>>& vertices() const { return vertices_; }
-  double mu() const { return mu_; }
+  // μ = |θ_μ|: the optimizer's variable may cross zero; the friction (and with
+  // it every loss and the simulation) is that of |θ_μ|, the gradient in θ_μ
+  // carries sign(θ_μ) (mu_sign()).
+  double mu() const { return std::abs(mu_); }
+  double mu_sign() const { return mu_ < 0 ? -1.0 : 1.0; }
   // stacked π (10 per link, the total mass the system's) and, if asked, ∂π/∂θ_inertia (10L x 10L)
   Eigen::VectorXd inertial(Eigen::MatrixXd* jacobian = nullptr) const;
   std::vector<LinkInertia> link_inertias() const;

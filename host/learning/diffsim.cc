@@ -145,7 +145,7 @@ DiffSimResult DiffSimLoss::evaluate(const CcnModel& model, const std::vector<Ccn
       }
       jacobian_vertex_gradient(sys, kin, params.vertices, GJ, gt.data());
       phi_vertex_gradient(sys, kin, params.vertices, gphi, gt.data());
-      gt(model.mu_offset()) += gmu;
+      gt(model.mu_offset()) += gmu * model.mu_sign();
       dY.col(b) = (2 * dt * (M * e) + 2 * cfg_.w_res * dt * dt * (M * delta) + dt * Jtil.transpose() * r) / B;
     }
   });
