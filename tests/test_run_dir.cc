@@ -209,3 +209,42 @@ TEST(RunDir, DeepIsReproducibleAcrossProcessesAndOpenMpTeams) {
 
 }  // namespace
 }  // namespace impulse
+
+namespace impulse {
+namespace {
+
+// impulse check --run: a finished run is consistent; each kind of damage is named.
+TEST(RunDir, CheckVerifiesAFinishedRun) {
+  const TrainConfig c = config(temp_dir("check"));
+  std::ostringstream log;
+  train(c, log);
+  RunCheck k = check_run(c.out);
+  EXPECT_TRUE(k.ok()) << (k.problems.empty() ? "" : k.problems[0]);
+  EXPECT_TRUE(k.finished);
+  EXPECT_EQ(k.epochs_done, 2);
+  const std::string params = read(c.out + "/params.json");
+  { std::ofstream p(c.out + "/params.json", std::ios::trunc); p << params.substr(0, params.size() - 30); }
+  { std::ofstream t(c.out + "/history.csv.tmp.4242"); t << "x"; }
+  k = check_run(c.out);
+  ASSERT_EQ(k.problems.size(), 2u);
+  EXPECT_NE(k.problems[0].find("params.json"), std::string::npos) << k.problems[0];
+  EXPECT_NE(k.problems[1].find("interrupted write"), std::string::npos) << k.problems[1];
+  // the same train command repairs it
+  train(c, log);
+  k = check_run(c.out);
+  EXPECT_TRUE(k.ok()) << (k.problems.empty() ? "" : k.problems[0]);
+  // an unfinished run is consistent but not finished; a missing checkpoint is a problem
+  nlohmann::json cj = nlohmann::json::parse(read(c.out + "/config.json"));
+  cj["max_epochs"] = 5;
+  { std::ofstream f(c.out + "/config.json", std::ios::trunc); f << cj.dump(2); }
+  k = check_run(c.out);
+  EXPECT_TRUE(k.ok());
+  EXPECT_FALSE(k.finished);
+  fs::remove(c.out + "/checkpoint.json");
+  k = check_run(c.out);
+  ASSERT_FALSE(k.ok());
+  EXPECT_NE(k.problems[0].find("checkpoint.json"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace impulse

@@ -102,6 +102,19 @@ void add_learn_commands(CLI::App& app, Commands& out) {
                    return 0;
                  }});
 
+  auto check_dir = std::make_shared<std::string>();
+  auto* ck = app.add_subcommand("check", "verify a run directory (exit 0: finished and consistent; 1: not)");
+  ck->add_option("--run", *check_dir, "run directory")->required();
+  out.push_back({ck, [check_dir] {
+                   const RunCheck c = check_run(*check_dir);
+                   for (const std::string& p : c.problems) std::printf("problem: %s\n", p.c_str());
+                   for (const std::string& n : c.notes) std::printf("note: %s\n", n.c_str());
+                   std::printf("%s: %s, %d epoch(s) done, %s\n", check_dir->c_str(),
+                               c.ok() ? "consistent" : "NOT consistent", c.epochs_done,
+                               c.finished ? "finished" : "not finished (the same train command resumes it)");
+                   return c.ok() && c.finished ? 0 : 1;
+                 }});
+
   struct RolloutArgs {
     EvalOptions opt;
     int toss = 0;

@@ -88,6 +88,41 @@ TrainConfig TrainConfig::from_json(const nlohmann::json& j) {
 
 namespace {
 
+std::vector<EpochRecord> history_from_json(const nlohmann::json& hist) {
+  std::vector<EpochRecord> out;
+  for (const auto& h : hist) {
+    EpochRecord r;
+    r.epoch = h.at("epoch");
+    r.train_loss = h.at("train_loss");
+    r.valid_loss = h.at("valid_loss");
+    r.seconds = h.at("seconds");
+    r.train_seconds = h.value("train_seconds", 0.0);
+    r.mean_qp_iterations = h.at("mean_qp_iterations");
+    r.not_solved = h.at("not_solved");
+    out.push_back(r);
+  }
+  return out;
+}
+
+// history.csv and params.json as derived from a checkpoint (train writes them,
+// check_run verifies them)
+std::string history_csv(const std::vector<EpochRecord>& history) {
+  std::ostringstream h;
+  h << "epoch,train_loss,valid_loss,seconds,train_seconds,mean_qp_iterations,not_solved\n";
+  h << std::setprecision(10);
+  for (const auto& r : history)
+    h << r.epoch << ',' << r.train_loss << ',' << r.valid_loss << ',' << r.seconds << ',' << r.train_seconds << ','
+      << r.mean_qp_iterations << ',' << r.not_solved << '\n';
+  return h.str();
+}
+
+nlohmann::json params_json_of(nlohmann::json best_params, const std::string& method, int best_epoch, double best_valid) {
+  best_params["method"] = method;
+  best_params["best_epoch"] = best_epoch;
+  best_params["best_valid_loss"] = best_valid;
+  return best_params;
+}
+
 std::string canonical_path(const std::string& p) {
   std::error_code ec;
   const fs::path c = fs::weakly_canonical(fs::path(p), ec);
@@ -590,17 +625,7 @@ TrainResult train(const TrainConfig& cfg, std::ostream& log_out) {
       res.best_valid = ck.at("best_valid").get<double>();
       best_params = ck.at("best_params");
       res.early_stopped = ck.at("stopped").get<bool>();
-      for (const auto& h : ck.at("history")) {
-        EpochRecord r;
-        r.epoch = h.at("epoch");
-        r.train_loss = h.at("train_loss");
-        r.valid_loss = h.at("valid_loss");
-        r.seconds = h.at("seconds");
-        r.train_seconds = h.value("train_seconds", 0.0);
-        r.mean_qp_iterations = h.at("mean_qp_iterations");
-        r.not_solved = h.at("not_solved");
-        res.history.push_back(r);
-      }
+      res.history = history_from_json(ck.at("history"));
     } catch (const nlohmann::json::exception& e) {
       throw Error(ckpt_path.string() + ": corrupt checkpoint (" + e.what() + ")");
     }
@@ -637,22 +662,11 @@ TrainResult train(const TrainConfig& cfg, std::ostream& log_out) {
   const auto t_run = std::chrono::steady_clock::now();
   std::ofstream hist;
   const fs::path hist_path = fs::path(cfg.out) / "history.csv";
-  auto write_history = [&]() {
-    std::ostringstream h;
-    h << "epoch,train_loss,valid_loss,seconds,train_seconds,mean_qp_iterations,not_solved\n";
-    h << std::setprecision(10);
-    for (const auto& r : res.history)
-      h << r.epoch << ',' << r.train_loss << ',' << r.valid_loss << ',' << r.seconds << ','
-        << r.train_seconds << ',' << r.mean_qp_iterations << ',' << r.not_solved << '\n';
-    write_text_atomic(hist_path.string(), h.str());
-  };
+  auto write_history = [&]() { write_text_atomic(hist_path.string(), history_csv(res.history)); };
   // the readable outputs: the best model so far and the history
   auto write_outputs = [&]() {
-    nlohmann::json pj = best_params;
-    pj["method"] = cfg.method;
-    pj["best_epoch"] = res.best_epoch;
-    pj["best_valid_loss"] = res.best_valid;
-    write_text_atomic((fs::path(cfg.out) / "params.json").string(), pj.dump(2) + "\n");
+    write_text_atomic((fs::path(cfg.out) / "params.json").string(),
+                      params_json_of(best_params, cfg.method, res.best_epoch, res.best_valid).dump(2) + "\n");
     write_history();
   };
 
@@ -845,6 +859,66 @@ RunInfo load_run(const std::string& run_dir, const std::string& params_file) {
   else
     throw Error(run_dir + "/" + params_file + ": method '" + method + "' cannot be loaded by this build");
   return info;
+}
+
+RunCheck check_run(const std::string& run_dir) {
+  RunCheck c;
+  const fs::path dir(run_dir);
+  if (!fs::is_directory(dir)) throw Error(run_dir + ": not a directory");
+  const auto problem = [&](const std::string& p) { c.problems.push_back(p); };
+  TrainConfig cfg;
+  try {
+    cfg = TrainConfig::from_json(parse_json_file((dir / "config.json").string()));
+  } catch (const Error& e) {
+    problem(std::string("config.json: ") + e.what());
+    return c;
+  }
+  nlohmann::json ck;
+  try {
+    ck = parse_json_file((dir / "checkpoint.json").string());
+  } catch (const Error& e) {
+    problem(std::string("checkpoint.json: ") + e.what() + " (the run cannot be resumed or verified)");
+    return c;
+  }
+  try {
+    c.epochs_done = ck.at("epochs_done").get<int>();
+    const bool stopped = ck.at("stopped").get<bool>();
+    c.finished = stopped || c.epochs_done >= cfg.max_epochs;
+    const std::vector<EpochRecord> hist = history_from_json(ck.at("history"));
+    const nlohmann::json want = params_json_of(ck.at("best_params"), cfg.method, ck.at("best_epoch").get<int>(),
+                                               ck.at("best_valid").get<double>());
+    nlohmann::json have;
+    bool readable = true;
+    try {
+      have = parse_json_file((dir / "params.json").string());
+    } catch (const Error& e) {
+      readable = false;
+      problem(std::string("params.json: ") + e.what());
+    }
+    if (readable && have != want) problem("params.json differs from the checkpoint's best model");
+    const fs::path hp = dir / "history.csv";
+    if (!fs::exists(hp))
+      problem("history.csv is missing");
+    else if (read_text(hp.string()) != history_csv(hist))
+      problem("history.csv differs from the checkpoint's history");
+  } catch (const nlohmann::json::exception& e) {
+    problem(std::string("checkpoint.json: corrupt (") + e.what() + ")");
+  }
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.find(".tmp.") != std::string::npos)
+      problem(name + ": an interrupted write (a rerun of the training removes it)");
+  }
+  if (!fs::exists(cfg.data)) c.notes.push_back("its data " + cfg.data + " is not here (eval needs it)");
+  {
+    const int fd = ::open((dir / ".lock").c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+      if (::flock(fd, LOCK_SH | LOCK_NB) != 0) c.notes.push_back("a training is writing it now");
+      ::close(fd);
+    }
+  }
+  return c;
 }
 
 }  // namespace impulse

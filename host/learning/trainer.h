@@ -104,6 +104,18 @@ struct RunInfo {
 // best model; init_params.json: the initial guess).
 RunInfo load_run(const std::string& run_dir, const std::string& params_file = "params.json");
 
+// Verifies a run directory: config and checkpoint readable, params.json and
+// history.csv exactly what the checkpoint derives, no interrupted writes.
+// finished: stopped early or all epochs done. Throws Error only when run_dir
+// is not a directory.
+struct RunCheck {
+  bool finished = false;
+  int epochs_done = 0;
+  std::vector<std::string> problems, notes;
+  bool ok() const { return problems.empty(); }
+};
+RunCheck check_run(const std::string& run_dir);
+
 // The true cube of a data set (vertices ±half_width, friction mu, normal e_z).
 std::vector<double> true_polytope_parameters(const TossMeta& meta);
 
