@@ -180,23 +180,12 @@ SystemTossSet read_multibody_npz(const NpzArchive& a, const std::string& path, i
   const int64_t W = s.shape[1];
   check_width(W, path + ": states");
   check_expected_width(W, expected_width, path + ": states");
-  if (o.dtype != DType::kInt64 && o.dtype != DType::kInt32) {
-    throw Error(path + ": offsets has dtype " + dtype_descr(o.dtype) + ", expected <i8");
-  }
-  if (o.shape.size() != 1 || o.shape[0] < 1) {
-    throw Error(path + ": offsets has shape " + shape_string(o.shape) + ", expected (N+1,)");
-  }
   expect_dtype(d, DType::kFloat64, path + ": dt");
   if (d.shape != std::vector<int64_t>{1}) {
     throw Error(path + ": dt has shape " + shape_string(d.shape) + ", expected (1,)");
   }
-  const std::vector<int64_t> off = o.as<int64_t>();
+  const std::vector<int64_t> off = toss_detail::read_offsets(o, R, path);
   const size_t n = off.size() - 1;
-  if (off.front() != 0 || off.back() != R) {
-    throw Error(path + ": offsets run from " + std::to_string(off.front()) + " to " +
-                std::to_string(off.back()) + ", expected 0 to " + std::to_string(R) +
-                " (the rows of states)");
-  }
   SystemTossSet set;
   set.format = kMultibodyFormat;
   set.width = static_cast<int>(W);
@@ -231,15 +220,6 @@ SystemTossSet read_multibody_npz(const NpzArchive& a, const std::string& path, i
   std::vector<double> x = s.as<double>();
   set.tosses.reserve(n);
   for (size_t j = 0; j < n; ++j) {
-    if (off[j + 1] < off[j]) {
-      throw Error(path + ": offsets decrease at toss " + std::to_string(j) + " (" +
-                  std::to_string(off[j]) + " -> " + std::to_string(off[j + 1]) + ")");
-    }
-    // off[0] == 0 and no decrease so far: only the upper end can leave states
-    if (off[j + 1] > R) {
-      throw Error(path + ": offset " + std::to_string(off[j + 1]) + " of toss " +
-                  std::to_string(j) + " is past the " + std::to_string(R) + " rows of states");
-    }
     SystemToss t;
     t.name = names.empty() ? std::to_string(j) : names[j];
     t.rows.assign(x.begin() + off[j] * W, x.begin() + off[j + 1] * W);

@@ -810,25 +810,13 @@ TossSet read_impulse_file(const std::string& path) {
   if (s.shape.size() != 2 || s.shape[1] != 13) {
     throw Error(path + ": states has shape " + shape_string(s.shape) + ", expected (R, 13)");
   }
-  if (o.dtype != DType::kInt64 && o.dtype != DType::kInt32) {
-    throw Error(path + ": offsets has dtype " + dtype_descr(o.dtype) + ", expected <i8");
-  }
-  if (o.shape.size() != 1 || o.shape[0] < 1) {
-    throw Error(path + ": offsets has shape " + shape_string(o.shape) + ", expected (N+1,)");
-  }
   expect_dtype(mt, DType::kFloat64, path + ": meta");
   if (mt.shape != std::vector<int64_t>{9}) {
     throw Error(path + ": meta has shape " + shape_string(mt.shape) + ", expected (9,)");
   }
-  const std::vector<int64_t> off = o.as<int64_t>();
+  const std::vector<int64_t> off = toss_detail::read_offsets(o, s.shape[0], path);
   const std::vector<double> m = mt.as<double>();
   const std::vector<double> x = s.as<double>();
-  const int64_t R = s.shape[0];
-  if (off.front() != 0 || off.back() != R) {
-    throw Error(path + ": offsets run from " + std::to_string(off.front()) + " to " +
-                std::to_string(off.back()) + ", expected 0 to " + std::to_string(R) +
-                " (the rows of states)");
-  }
   TossSet set;
   set.format = "impulse";
   set.meta.dt = m[0];
@@ -840,15 +828,6 @@ TossSet read_impulse_file(const std::string& path) {
   set.meta.restitution = m[8];
   check_meta(set.meta, path);
   for (size_t j = 0; j + 1 < off.size(); ++j) {
-    if (off[j + 1] < off[j]) {
-      throw Error(path + ": offsets decrease at toss " + std::to_string(j) + " (" +
-                  std::to_string(off[j]) + " -> " + std::to_string(off[j + 1]) + ")");
-    }
-    // off[0] == 0 and no decrease so far: only the upper end can leave states
-    if (off[j + 1] > R) {
-      throw Error(path + ": offset " + std::to_string(off[j + 1]) + " of toss " +
-                  std::to_string(j) + " is past the " + std::to_string(R) + " rows of states");
-    }
     Toss t;
     t.name = std::to_string(j);
     for (int64_t r = off[j]; r < off[j + 1]; ++r) {
@@ -911,6 +890,33 @@ bool is_zip(const std::vector<uint8_t>& b) {
 PtMatrix read_pt_zip_matrix(const std::vector<uint8_t>& bytes, const std::string& label,
                             int64_t cols) {
   return read_pt_zip_matrix_impl(bytes, label, cols);
+}
+
+std::vector<int64_t> read_offsets(const NpyArray& o, int64_t rows, const std::string& path) {
+  if (o.dtype != DType::kInt64 && o.dtype != DType::kInt32) {
+    throw Error(path + ": offsets has dtype " + dtype_descr(o.dtype) + ", expected <i8");
+  }
+  if (o.shape.size() != 1 || o.shape[0] < 1) {
+    throw Error(path + ": offsets has shape " + shape_string(o.shape) + ", expected (N+1,)");
+  }
+  const std::vector<int64_t> off = o.as<int64_t>();
+  if (off.front() != 0 || off.back() != rows) {
+    throw Error(path + ": offsets run from " + std::to_string(off.front()) + " to " +
+                std::to_string(off.back()) + ", expected 0 to " + std::to_string(rows) +
+                " (the rows of states)");
+  }
+  for (size_t j = 0; j + 1 < off.size(); ++j) {
+    if (off[j + 1] < off[j]) {
+      throw Error(path + ": offsets decrease at toss " + std::to_string(j) + " (" +
+                  std::to_string(off[j]) + " -> " + std::to_string(off[j + 1]) + ")");
+    }
+    // off[0] == 0 and no decrease so far: only the upper end can leave states
+    if (off[j + 1] > rows) {
+      throw Error(path + ": offset " + std::to_string(off[j + 1]) + " of toss " + std::to_string(j) +
+                  " is past the " + std::to_string(rows) + " rows of states");
+    }
+  }
+  return off;
 }
 
 }  // namespace toss_detail

@@ -81,7 +81,14 @@ TossSplit split_tosses(int n_tosses, uint64_t seed, std::array<double, 3> fracti
                        int train_limit = 0);
 
 // ---- shared with io/system_tosses.cc (the multibody loader); not an API for other rooms ----
+struct NpyArray;
+
 namespace toss_detail {
+
+// The offsets array (N+1,) of an npz toss file whose states have `rows` rows:
+// an integer array running from 0 to rows without decreasing. Throws
+// impulse::Error naming `path` and the first fault.
+std::vector<int64_t> read_offsets(const NpyArray& offsets, int64_t rows, const std::string& path);
 
 // A quaternion whose norm is further than this from 1 is a corrupt row (or a
 // wrong column order), not rounding; closer ones are renormalized...
