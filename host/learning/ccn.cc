@@ -140,6 +140,31 @@ void CcnModel::residual_features(const Eigen::Ref<const Eigen::VectorXd>& x, Eig
   out.tail(sys_.nv()) = x.segment(sys_.nq(), sys_.nv());
 }
 
+Eigen::MatrixXd CcnModel::residuals(const std::vector<const Eigen::VectorXd*>& xs, MlpWorkspace& ws) const {
+  const int B = static_cast<int>(xs.size());
+  for (int b = 0; b < B; ++b)
+    if (xs[static_cast<size_t>(b)]->size() != sys_.width())
+      throw Error("CCN model: state " + std::to_string(b) + " has " + std::to_string(xs[static_cast<size_t>(b)]->size()) +
+                  " numbers, the system '" + sys_.name + "' has " + std::to_string(sys_.width()));
+  Eigen::MatrixXd Y = Eigen::MatrixXd::Zero(sys_.nv(), B);
+  if (!residual_) return Y;
+  Eigen::MatrixXd X(net_.input_size(), B);
+  for (int b = 0; b < B; ++b) residual_features(*xs[static_cast<size_t>(b)], X.col(b));
+  net_.forward(X, Y, ws);
+  return Y;
+}
+
+double CcnModel::residual_weight_penalty(double w, double* grad_net) const {
+  if (!residual_ || w == 0) return 0;
+  double s = 0;
+  for (int l = 0; l < net_.num_layers(); ++l) {
+    const auto Wl = net_.weight(l);
+    s += Wl.squaredNorm();
+    if (grad_net) Eigen::Map<Eigen::MatrixXd>(grad_net + net_.weight_offset(l), Wl.rows(), Wl.cols()) += 2 * w * Wl;
+  }
+  return w * s;
+}
+
 void CcnModel::randomize(uint64_t seed) {
   std::mt19937_64 rng(seed);
   // our own uniform from the raw bits: identical with every standard library
@@ -339,43 +364,12 @@ Eigen::VectorXd gradient(const CcnModel& model, const CcnLossConfig& cfg, const 
   return 2 * dt * f + 2 * W.res * dt * dt * (T.M * T.delta);
 }
 
-// the residual δ of each state (zeros without a network)
-Eigen::MatrixXd residuals(const CcnModel& model, const std::vector<const Eigen::VectorXd*>& xs, MlpWorkspace& ws) {
-  const MultibodySystem& sys = model.system();
-  const int B = static_cast<int>(xs.size());
-  Eigen::MatrixXd Y = Eigen::MatrixXd::Zero(sys.nv(), B);
-  if (!model.has_residual()) return Y;
-  Eigen::MatrixXd X(model.network().input_size(), B);
-  for (int b = 0; b < B; ++b) {
-    if (xs[static_cast<size_t>(b)]->size() != sys.width())
-      throw Error("CCN loss: a state has " + std::to_string(xs[static_cast<size_t>(b)]->size()) +
-                  " numbers, the system '" + sys.name + "' has " + std::to_string(sys.width()));
-    model.residual_features(*xs[static_cast<size_t>(b)], X.col(b));
-  }
-  model.network().forward(X, Y, ws);
-  return Y;
-}
-
-double weight_penalty(const CcnModel& model, double w, double* g) {
-  if (!model.has_residual() || w == 0) return 0;
-  const Mlp& net = model.network();
-  double s = 0;
-  for (int l = 0; l < net.num_layers(); ++l) {
-    const auto Wl = net.weight(l);
-    s += Wl.squaredNorm();
-    if (g) {
-      Eigen::Map<Eigen::MatrixXd>(g + model.net_offset() + net.weight_offset(l), Wl.rows(), Wl.cols()) += 2 * w * Wl;
-    }
-  }
-  return w * s;
-}
-
 }  // namespace
 
 double ccn_objective_at(const CcnModel& model, const CcnLossConfig& cfg, const CcnTransition& t,
                         const Eigen::VectorXd& lambda, Eigen::VectorXd* grad) {
   MlpWorkspace ws;
-  const Eigen::MatrixXd D = residuals(model, {&t.x}, ws);
+  const Eigen::MatrixXd D = model.residuals({&t.x}, ws);
   Eigen::MatrixXd dpi;
   const Eigen::VectorXd pi = model.inertial(&dpi);
   Terms T;
@@ -432,7 +426,7 @@ CcnLossResult CcnLoss::evaluate(const CcnModel& model, const std::vector<CcnTran
     check_transition(sys, t);
     xs.push_back(&t.x);
   }
-  const Eigen::MatrixXd D = residuals(model, xs, ws);
+  const Eigen::MatrixXd D = model.residuals(xs, ws);
   const Eigen::VectorXd theta = model.parameters();
 
   // assemble (solvers/ccn_qp.h): min ½λᵀPλ + qᵀλ, λ = s ∈ K (A = −I, b = 0)
@@ -490,7 +484,7 @@ CcnLossResult CcnLoss::evaluate(const CcnModel& model, const std::vector<CcnTran
       grad->head(nth) += Eigen::Map<const Eigen::VectorXd>(g_each.data() + static_cast<size_t>(b) * nth, nth) / B;
     if (model.has_residual()) model.network().backward(ws, dY, grad->tail(model.network().num_params()));
   }
-  res.loss = sum / B + weight_penalty(model, cfg_.weights.res_w, grad ? grad->data() : nullptr);
+  res.loss = sum / B + model.residual_weight_penalty(cfg_.weights.res_w, grad ? grad->data() + nth : nullptr);
   return res;
 }
 

@@ -87,6 +87,13 @@ class CcnModel {
 
   // residual input of a state (12 + nj + nv)
   void residual_features(const Eigen::Ref<const Eigen::VectorXd>& x, Eigen::Ref<Eigen::VectorXd> out) const;
+  // δ of each state (nv x count; zeros without a network), the forward pass
+  // left in ws for the network's backward; throws Error naming a state of the
+  // wrong width.
+  Eigen::MatrixXd residuals(const std::vector<const Eigen::VectorXd*>& xs, MlpWorkspace& ws) const;
+  // w ‖W‖² over the network's weight matrices (0 without a network); adds its
+  // gradient into grad_net (the network's parameters) when given.
+  double residual_weight_penalty(double w, double* grad_net) const;
 
   // The paper's random initialization (App. A.4), seeded: every vertex
   // coordinate and μ times U(0.5, 1.5); per link a virtual box of the link's

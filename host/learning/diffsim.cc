@@ -44,7 +44,8 @@ DiffSimResult DiffSimLoss::evaluate(const CcnModel& model, const std::vector<Ccn
   if (B == 0) throw Error("DiffSim loss: empty batch");
   const int nq = sys.nq(), nv = sys.nv(), W = sys.width(), k = sys.contacts(), n = 3 * k;
   const double dt = cfg_.dt, mu = model.mu();
-  Eigen::MatrixXd X(W, B), D = Eigen::MatrixXd::Zero(nv, B);
+  Eigen::MatrixXd X(W, B);
+  std::vector<const Eigen::VectorXd*> xs;
   for (int b = 0; b < B; ++b) {
     const CcnTransition& t = batch[static_cast<size_t>(b)];
     if (t.x.size() != W || t.x_next.size() != W)
@@ -52,14 +53,11 @@ DiffSimResult DiffSimLoss::evaluate(const CcnModel& model, const std::vector<Ccn
                   " / " + std::to_string(t.x_next.size()) + " numbers, the system '" + sys.name + "' has " +
                   std::to_string(W));
     X.col(b) = t.x;
+    xs.push_back(&t.x);
   }
   // the residual acceleration δ(x)
   MlpWorkspace ws;
-  if (model.has_residual()) {
-    Eigen::MatrixXd F(model.network().input_size(), B);
-    for (int b = 0; b < B; ++b) model.residual_features(X.col(b), F.col(b));
-    model.network().forward(F, D, ws);
-  }
+  const Eigen::MatrixXd D = model.residuals(xs, ws);
   MultibodyParams params;
   Eigen::MatrixXd dpi;
   params.pi = model.inertial(&dpi);
@@ -157,15 +155,7 @@ DiffSimResult DiffSimLoss::evaluate(const CcnModel& model, const std::vector<Ccn
     for (int b = 0; b < B; ++b) grad->head(model.net_offset()) += g_each[static_cast<size_t>(b)] / B;
     if (model.has_residual()) model.network().backward(ws, dY, grad->tail(model.network().num_params()));
   }
-  if (model.has_residual() && cfg_.w_res_w != 0) {
-    const Mlp& net = model.network();
-    for (int l = 0; l < net.num_layers(); ++l) {
-      res.loss += cfg_.w_res_w * net.weight(l).squaredNorm();
-      if (grad)
-        Eigen::Map<Eigen::MatrixXd>(grad->data() + model.net_offset() + net.weight_offset(l), net.weight(l).rows(),
-                                    net.weight(l).cols()) += 2 * cfg_.w_res_w * net.weight(l);
-    }
-  }
+  res.loss += model.residual_weight_penalty(cfg_.w_res_w, grad ? grad->data() + model.net_offset() : nullptr);
   return res;
 }
 

@@ -18,11 +18,59 @@ namespace {
 
 std::vector<double> to_std(const Eigen::VectorXd& v) { return std::vector<double>(v.data(), v.data() + v.size()); }
 
-class CcnMethod : public Method {
+// What CCN and DiffSim share: the CCN model, the optimizer's variables θ/scale,
+// and the loss over chunks of transitions (so that validation over thousands
+// of them keeps memory small); each says how one chunk is evaluated.
+class StructuredMethod : public Method {
  public:
-  CcnMethod(const TrainConfig& c, const MultibodyData& d, bool residual)
+  StructuredMethod(const TrainConfig& c, const MultibodyData& d, bool residual)
       : model_(d.system, residual, c.seed * 7919 + 3) {
     model_.randomize(c.seed * 7919 + 1);
+    scale_ = model_.parameter_scale();
+  }
+  std::vector<double> variables() const override { return to_std(model_.parameters().cwiseQuotient(scale_)); }
+  void set_variables(const std::vector<double>& v) override {
+    model_.set_parameters(Eigen::Map<const Eigen::VectorXd>(v.data(), Eigen::Index(v.size())).cwiseProduct(scale_));
+  }
+  double loss(const Transitions& t, const std::vector<int>& idx, int, GradVector* grad, BatchStats& stats) override {
+    double total = 0;
+    const size_t chunk = 512;
+    for (size_t b = 0; b < idx.size(); b += chunk) {
+      const size_t e = std::min(idx.size(), b + chunk);
+      batch_.resize(e - b);
+      for (size_t i = b; i < e; ++i) {
+        batch_[i - b].x = t.mx[static_cast<size_t>(idx[i])];
+        batch_[i - b].x_next = t.mxn[static_cast<size_t>(idx[i])];
+      }
+      long long iterations = 0;
+      int not_solved = 0;
+      const double mean = evaluate_chunk(grad ? &g_ : nullptr, iterations, not_solved);
+      const double n = static_cast<double>(e - b);
+      total += mean * n;
+      stats.qp_iterations += iterations;
+      stats.qp_count += static_cast<int>(e - b);
+      stats.not_solved += not_solved;
+      if (grad)
+        for (Eigen::Index i = 0; i < g_.size(); ++i) (*grad)[static_cast<size_t>(i)] += g_(i) * scale_(i) * n;
+    }
+    return total;
+  }
+  nlohmann::json params_json() const override { return model_.to_json(); }
+  double default_lr() const override { return 3e-3; }
+  double default_weight_decay() const override { return 0; }
+
+ protected:
+  // the mean loss of batch_ (and its gradient in θ when g is given)
+  virtual double evaluate_chunk(Eigen::VectorXd* g, long long& iterations, int& not_solved) = 0;
+
+  CcnModel model_;
+  Eigen::VectorXd scale_, g_;
+  std::vector<CcnTransition> batch_;
+};
+
+class CcnMethod : public StructuredMethod {
+ public:
+  CcnMethod(const TrainConfig& c, const MultibodyData& d, bool residual) : StructuredMethod(c, d, residual) {
     CcnLossConfig lc;
     lc.dt = d.dt;
     // Table 2: the residual's weights differ between real and simulated data
@@ -35,47 +83,24 @@ class CcnMethod : public Method {
     opt.threads = c.threads;
     opt.backend = parse_backend(c.backend);
     loss_ = CcnLoss(lc, st, opt);
-    lc_ = lc;
-    scale_ = model_.parameter_scale();
     // the GPU backend: transitions resident on the device, the loss assembled,
     // solved and differentiated there (kernels/ccn_device.h); the residual
     // network stays on the host (δ up, ∂loss/∂δ down, per batch)
     if (opt.backend == Backend::kCuda) device_ = std::make_unique<cuda::DeviceCcn<double>>(ccn_qp_system(model_, lc), st);
   }
-  std::vector<double> variables() const override { return to_std(model_.parameters().cwiseQuotient(scale_)); }
-  void set_variables(const std::vector<double>& v) override {
-    model_.set_parameters(Eigen::Map<const Eigen::VectorXd>(v.data(), Eigen::Index(v.size())).cwiseProduct(scale_));
-  }
   double loss(const Transitions& t, const std::vector<int>& idx, int set, GradVector* grad,
               BatchStats& stats) override {
-    if (device_) return device_loss(t, idx, set, grad, stats);
-    double total = 0;
-    // in chunks, so that validation over thousands of transitions keeps memory small
-    const size_t chunk = 512;
-    for (size_t b = 0; b < idx.size(); b += chunk) {
-      const size_t e = std::min(idx.size(), b + chunk);
-      batch_.resize(e - b);
-      for (size_t i = b; i < e; ++i) {
-        batch_[i - b].x = t.mx[static_cast<size_t>(idx[i])];
-        batch_[i - b].x_next = t.mxn[static_cast<size_t>(idx[i])];
-      }
-      const CcnLossResult r = loss_.evaluate(model_, batch_, grad ? &g_ : nullptr);
-      const double n = static_cast<double>(e - b);
-      total += r.loss * n;
-      stats.qp_iterations += r.iterations;
-      stats.qp_count += static_cast<int>(e - b);
-      stats.not_solved += r.not_solved;
-      if (grad) {
-        for (Eigen::Index i = 0; i < g_.size(); ++i) (*grad)[static_cast<size_t>(i)] += g_(i) * scale_(i) * n;
-      }
-    }
-    return total;
+    return device_ ? device_loss(t, idx, set, grad, stats) : StructuredMethod::loss(t, idx, set, grad, stats);
   }
-  nlohmann::json params_json() const override { return model_.to_json(); }
-  double default_lr() const override { return 3e-3; }
-  double default_weight_decay() const override { return 0; }
 
  private:
+  double evaluate_chunk(Eigen::VectorXd* g, long long& iterations, int& not_solved) override {
+    const CcnLossResult r = loss_.evaluate(model_, batch_, g);
+    iterations = r.iterations;
+    not_solved = r.not_solved;
+    return r.loss;
+  }
+
   double device_loss(const Transitions& t, const std::vector<int>& idx, int set, GradVector* grad,
                      BatchStats& stats) {
     const MultibodySystem& sys = model_.system();
@@ -92,18 +117,16 @@ class CcnMethod : public Method {
       uploaded_[set] = &t;
     }
     const Eigen::VectorXd theta = model_.parameters();
+    const double res_w = loss_.config().weights.res_w;
     double total = 0;
     const size_t chunk = 2048;  // device memory: QP work per transition
     for (size_t b = 0; b < idx.size(); b += chunk) {
       const int B = static_cast<int>(std::min(idx.size(), b + chunk) - b);
-      Eigen::MatrixXd D, gD(nv, B);
+      std::vector<const Eigen::VectorXd*> xs;
+      for (int i = 0; i < B; ++i) xs.push_back(&t.mx[static_cast<size_t>(idx[b + i])]);
       MlpWorkspace ws;
-      if (model_.has_residual()) {
-        Eigen::MatrixXd F(model_.network().input_size(), B);
-        D.resize(nv, B);
-        for (int i = 0; i < B; ++i) model_.residual_features(t.mx[static_cast<size_t>(idx[b + i])], F.col(i));
-        model_.network().forward(F, D, ws);
-      }
+      const Eigen::MatrixXd D = model_.residuals(xs, ws);
+      Eigen::MatrixXd gD(nv, B);
       std::vector<double> l(static_cast<size_t>(B)), g(static_cast<size_t>(nth));
       const cuda::DeviceLossStats st =
           device_->evaluate(set, theta.data(), model_.has_residual() ? D.data() : nullptr, idx.data() + b, B, l.data(),
@@ -113,20 +136,10 @@ class CcnMethod : public Method {
       stats.not_solved += st.not_solved;
       for (double v : l) total += v;
       // the residual's weight penalty, once per transition as on the CPU
-      double pen = 0;
-      Eigen::VectorXd gnet;
-      if (model_.has_residual()) {
-        const Mlp& net = model_.network();
-        gnet = Eigen::VectorXd::Zero(net.num_params());
-        for (int L = 0; L < net.num_layers(); ++L) {
-          pen += lc_.weights.res_w * net.weight(L).squaredNorm();
-          Eigen::Map<Eigen::MatrixXd>(gnet.data() + net.weight_offset(L), net.weight(L).rows(), net.weight(L).cols()) +=
-              2 * lc_.weights.res_w * B * net.weight(L);
-        }
-        if (grad) net.backward(ws, gD, gnet);
-      }
-      total += pen * B;
+      Eigen::VectorXd gnet = Eigen::VectorXd::Zero(model_.has_residual() ? model_.network().num_params() : 0);
+      total += model_.residual_weight_penalty(res_w * B, gnet.data());
       if (grad) {
+        if (model_.has_residual()) model_.network().backward(ws, gD, gnet);
         for (int i = 0; i < nth; ++i) (*grad)[static_cast<size_t>(i)] += g[static_cast<size_t>(i)] * scale_(i);
         for (Eigen::Index i = 0; i < gnet.size(); ++i) (*grad)[static_cast<size_t>(nth + i)] += gnet(i);
       }
@@ -134,22 +147,16 @@ class CcnMethod : public Method {
     return total;
   }
 
-  CcnModel model_;
   CcnLoss loss_{CcnLossConfig{}};
-  CcnLossConfig lc_;
-  Eigen::VectorXd scale_, g_;
-  std::vector<CcnTransition> batch_;
   std::unique_ptr<cuda::DeviceCcn<double>> device_;
   const Transitions* uploaded_[2] = {nullptr, nullptr};
 };
 
 // DiffSim (host/learning/diffsim.h): the CCN model trained on the one-step
 // prediction error through the Anitescu step, with the same initialization.
-class DiffSimMethod : public Method {
+class DiffSimMethod : public StructuredMethod {
  public:
-  DiffSimMethod(const TrainConfig& c, const MultibodyData& d, bool residual)
-      : model_(d.system, residual, c.seed * 7919 + 3) {
-    model_.randomize(c.seed * 7919 + 1);
+  DiffSimMethod(const TrainConfig& c, const MultibodyData& d, bool residual) : StructuredMethod(c, d, residual) {
     DiffSimConfig dc;
     dc.dt = d.dt;
     dc.w_res = c.w_res >= 0 ? c.w_res : (d.synthetic ? 1.0 : 1000.0);
@@ -160,43 +167,17 @@ class DiffSimMethod : public Method {
     so.batch.threads = c.threads;
     so.batch.backend = parse_backend(c.backend);
     loss_ = DiffSimLoss(dc, so);
-    scale_ = model_.parameter_scale();
   }
-  std::vector<double> variables() const override { return to_std(model_.parameters().cwiseQuotient(scale_)); }
-  void set_variables(const std::vector<double>& v) override {
-    model_.set_parameters(Eigen::Map<const Eigen::VectorXd>(v.data(), Eigen::Index(v.size())).cwiseProduct(scale_));
-  }
-  double loss(const Transitions& t, const std::vector<int>& idx, int, GradVector* grad,
-              BatchStats& stats) override {
-    double total = 0;
-    const size_t chunk = 512;
-    for (size_t b = 0; b < idx.size(); b += chunk) {
-      const size_t e = std::min(idx.size(), b + chunk);
-      batch_.resize(e - b);
-      for (size_t i = b; i < e; ++i) {
-        batch_[i - b].x = t.mx[static_cast<size_t>(idx[i])];
-        batch_[i - b].x_next = t.mxn[static_cast<size_t>(idx[i])];
-      }
-      const DiffSimResult r = loss_.evaluate(model_, batch_, grad ? &g_ : nullptr);
-      const double n = static_cast<double>(e - b);
-      total += r.loss * n;
-      stats.qp_iterations += r.iterations;
-      stats.qp_count += static_cast<int>(e - b);
-      stats.not_solved += r.not_solved;
-      if (grad)
-        for (Eigen::Index i = 0; i < g_.size(); ++i) (*grad)[static_cast<size_t>(i)] += g_(i) * scale_(i) * n;
-    }
-    return total;
-  }
-  nlohmann::json params_json() const override { return model_.to_json(); }
-  double default_lr() const override { return 3e-3; }
-  double default_weight_decay() const override { return 0; }
 
  private:
-  CcnModel model_;
+  double evaluate_chunk(Eigen::VectorXd* g, long long& iterations, int& not_solved) override {
+    const DiffSimResult r = loss_.evaluate(model_, batch_, g);
+    iterations = r.iterations;
+    not_solved = r.not_solved;
+    return r.loss;
+  }
+
   DiffSimLoss loss_{DiffSimConfig{}};
-  Eigen::VectorXd scale_, g_;
-  std::vector<CcnTransition> batch_;
 };
 
 // End-to-end (CCN App. A.3): v' = σ_out ⊙ f(features(x)) + μ_out with f an MLP
