@@ -19,17 +19,13 @@
 #include "host/learning/evaluate.h"
 #include "host/learning/trainer.h"
 #include "io/system_tosses.h"
+#include "tests/test_util.h"
 
 namespace impulse {
 namespace {
 namespace fs = std::filesystem;
 
-std::string temp_dir(const std::string& name) {
-  const fs::path p = fs::path(::testing::TempDir()) / ("impulse_ccn_recovery_" + std::to_string(::getpid()) + "_" + name);
-  fs::remove_all(p);
-  fs::create_directories(p);
-  return p.string();
-}
+std::string temp_dir(const std::string& name) { return testing::fresh_dir("impulse_ccn_recovery_", name); }
 
 std::string synthetic(const std::string& system, ModelGap gap, int tosses, uint64_t seed) {
   SyntheticSystemOptions o;

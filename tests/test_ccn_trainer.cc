@@ -25,12 +25,7 @@ namespace impulse {
 namespace {
 namespace fs = std::filesystem;
 
-std::string temp_dir(const std::string& name) {
-  const fs::path p = fs::path(::testing::TempDir()) / ("impulse_ccn_trainer_" + std::to_string(::getpid()) + "_" + name);
-  fs::remove_all(p);
-  fs::create_directories(p);
-  return p.string();
-}
+std::string temp_dir(const std::string& name) { return testing::fresh_dir("impulse_ccn_trainer_", name); }
 
 std::string elbow_dir() {
 #ifdef IMPULSE_SHARED_DATA_DIR
@@ -63,12 +58,7 @@ const std::string& small_elbow_file() {
   return path;
 }
 
-nlohmann::json read_json(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return nlohmann::json::parse(ss.str());
-}
+nlohmann::json read_json(const std::string& path) { return nlohmann::json::parse(testing::read_text_file(path)); }
 
 TrainConfig base(const std::string& method, const std::string& out) {
   TrainConfig c;

@@ -24,17 +24,13 @@
 #include "host/learning/trainer.h"
 #include "io/toss_data.h"
 #include "solvers/error.h"
+#include "tests/test_util.h"
 
 namespace impulse {
 namespace {
 namespace fs = std::filesystem;
 
-std::string temp_dir(const std::string& name) {
-  const fs::path p = fs::path(::testing::TempDir()) / ("impulse_rundir_" + std::to_string(::getpid()) + "_" + name);
-  fs::remove_all(p);
-  fs::create_directories(p);
-  return p.string();
-}
+std::string temp_dir(const std::string& name) { return testing::fresh_dir("impulse_rundir_", name); }
 
 const std::string& data_file() {
   static const std::string path = [] {
@@ -48,12 +44,7 @@ const std::string& data_file() {
   return path;
 }
 
-std::string read(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
+std::string read(const std::string& path) { return testing::read_text_file(path); }
 
 TrainConfig config(const std::string& out) {
   TrainConfig c;

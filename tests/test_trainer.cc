@@ -23,14 +23,7 @@ namespace impulse {
 namespace {
 namespace fs = std::filesystem;
 
-std::string temp_dir(const std::string& name) {
-  // per process: ctest runs the tests of this file in parallel processes
-  const fs::path p = fs::path(::testing::TempDir()) /
-                     ("impulse_trainer_" + std::to_string(::getpid()) + "_" + name);
-  fs::remove_all(p);
-  fs::create_directories(p);
-  return p.string();
-}
+std::string temp_dir(const std::string& name) { return testing::fresh_dir("impulse_trainer_", name); }
 
 // a small synthetic data set written once per test binary
 const std::string& synthetic_file() {
@@ -47,12 +40,7 @@ const std::string& synthetic_file() {
   return path;
 }
 
-nlohmann::json read_json(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return nlohmann::json::parse(ss.str());
-}
+nlohmann::json read_json(const std::string& path) { return nlohmann::json::parse(testing::read_text_file(path)); }
 
 TEST(Trainer, PolytopeRecoversTheTrueCubeFromNoisyStart) {
   TrainConfig c;

@@ -6,8 +6,14 @@
 #include <cmath>
 
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <random>
+#include <sstream>
 #include <string>
+
+#include <gtest/gtest.h>
+#include <unistd.h>
 
 #include "host/batch/lcp_batch.h"
 #include "host/batch/qp_batch.h"
@@ -31,6 +37,24 @@ inline bool running_in_ci() {
   } while (0)
 
 namespace testing {
+
+// An empty directory under the test temp dir, per process (ctest runs the tests
+// of one file in parallel processes): TMP/PREFIX<pid>_NAME.
+inline std::string fresh_dir(const std::string& prefix, const std::string& name) {
+  const std::filesystem::path p =
+      std::filesystem::path(::testing::TempDir()) / (prefix + std::to_string(::getpid()) + "_" + name);
+  std::filesystem::remove_all(p);
+  std::filesystem::create_directories(p);
+  return p.string();
+}
+
+// A whole file as text ("" when it cannot be read).
+inline std::string read_text_file(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
 
 struct Kkt {
   double stationarity = 0;   // ||Px + q + A^T y||_inf
