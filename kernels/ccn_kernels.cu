@@ -83,11 +83,7 @@ struct DeviceCcn<T>::Impl {
   int n = 0, m = 0, width = 0, nv = 0, nt = 0;
   DevBuf<int> row_ptr, col;
   QpShape shape;
-  struct Set {
-    int count = 0;
-    DevBuf<T> x, xn, warm;
-    DevBuf<int> warm_ok;
-  } sets[2];
+  detail::ResidentSet<T> sets[2];
   DevBuf<T> theta, delta, gdelta, P, q, A, b, x, y, work, loss, grad, grad_sum;
   DevBuf<int> idx, iters, solved;
   cudaEvent_t start = nullptr, stop = nullptr;
@@ -131,20 +127,8 @@ DeviceCcn<T>::~DeviceCcn() {
 template <class T>
 void DeviceCcn<T>::upload_transitions(int set, const double* x, const double* xn, int count) {
   if (set < 0 || set > 1) throw Error("device CCN transitions: set must be 0 (train) or 1 (valid)");
-  if (count < 0) throw Error("device CCN transitions: negative count");
   Impl& d = *impl_;
-  auto& S = d.sets[set];
-  S.count = count;
-  std::vector<T> tmp(size_t(count) * d.width);
-  S.x.ensure(tmp.size());
-  S.xn.ensure(tmp.size());
-  for (size_t i = 0; i < tmp.size(); ++i) tmp[i] = T(x[i]);
-  check(cudaMemcpy(S.x.p, tmp.data(), sizeof(T) * tmp.size(), cudaMemcpyHostToDevice), "upload transitions");
-  for (size_t i = 0; i < tmp.size(); ++i) tmp[i] = T(xn[i]);
-  check(cudaMemcpy(S.xn.p, tmp.data(), sizeof(T) * tmp.size(), cudaMemcpyHostToDevice), "upload transitions");
-  S.warm.ensure(size_t(count) * (d.n + d.m));
-  S.warm_ok.ensure(size_t(std::max(count, 1)));
-  check(cudaMemset(S.warm_ok.p, 0, sizeof(int) * std::max(count, 1)), "reset warm starts");
+  d.sets[set].upload(x, xn, count, d.width, d.n + d.m, "device CCN transitions");
 }
 
 template <class T>
@@ -153,11 +137,7 @@ DeviceLossStats DeviceCcn<T>::evaluate(int set, const double* theta, const doubl
   if (set < 0 || set > 1) throw Error("device CCN loss: set must be 0 (train) or 1 (valid)");
   Impl& d = *impl_;
   auto& S = d.sets[set];
-  if (count <= 0) throw Error("device CCN loss: empty batch");
-  for (int i = 0; i < count; ++i)
-    if (idx[i] < 0 || idx[i] >= S.count)
-      throw Error("device CCN loss: transition index " + std::to_string(idx[i]) + " out of range (set has " +
-                  std::to_string(S.count) + ")");
+  S.check_indices(idx, count, "device CCN loss");
   const size_t B = size_t(count);
   std::vector<T> th(size_t(d.nt));
   for (int i = 0; i < d.nt; ++i) th[size_t(i)] = T(theta[i]);
@@ -200,13 +180,7 @@ DeviceLossStats DeviceCcn<T>::evaluate(int set, const double* theta, const doubl
   float ms = 0;
   cudaEventElapsedTime(&ms, d.start, d.stop);
   st.kernel_ms = ms;
-  std::vector<T> lt(B);
-  check(cudaMemcpy(lt.data(), d.loss.p, sizeof(T) * B, cudaMemcpyDeviceToHost), "download losses");
-  for (size_t i = 0; i < B; ++i) loss[i] = double(lt[i]);
-  std::vector<int> it(B), ok(B);
-  check(cudaMemcpy(it.data(), d.iters.p, sizeof(int) * B, cudaMemcpyDeviceToHost), "download stats");
-  check(cudaMemcpy(ok.data(), d.solved.p, sizeof(int) * B, cudaMemcpyDeviceToHost), "download stats");
-  for (size_t i = 0; i < B; ++i) st.iterations += it[i], st.not_solved += ok[i] ? 0 : 1;
+  detail::download_losses(B, d.loss, d.iters, d.solved, loss, st);
   if (grad) {
     std::vector<T> g(size_t(d.nt));
     check(cudaMemcpy(g.data(), d.grad_sum.p, sizeof(T) * g.size(), cudaMemcpyDeviceToHost), "download gradient");

@@ -64,11 +64,7 @@ struct DeviceContactNets<T>::Impl {
   int n = cn::kN, m = 0, nnz = 0;
   DevBuf<int> row_ptr, col;
   QpShape shape;
-  struct Set {
-    int count = 0;
-    DevBuf<T> x, xn, warm;
-    DevBuf<int> warm_ok;
-  } sets[2];
+  detail::ResidentSet<T> sets[2];
   DevBuf<T> theta, P, q, A, b, x, y, work, loss, grad, grad_sum;
   DevBuf<int> idx, iters, solved;
   cudaEvent_t start = nullptr, stop = nullptr;
@@ -111,20 +107,8 @@ DeviceContactNets<T>::~DeviceContactNets() {
 template <class T>
 void DeviceContactNets<T>::upload_transitions(int set, const double* x, const double* xn, int count) {
   if (set < 0 || set > 1) throw Error("device transitions: set must be 0 (train) or 1 (valid)");
-  if (count < 0) throw Error("device transitions: negative count");
   Impl& d = *impl_;
-  auto& S = d.sets[set];
-  S.count = count;
-  std::vector<T> tmp(size_t(count) * 13);
-  S.x.ensure(tmp.size());
-  S.xn.ensure(tmp.size());
-  for (size_t i = 0; i < tmp.size(); ++i) tmp[i] = T(x[i]);
-  check(cudaMemcpy(S.x.p, tmp.data(), sizeof(T) * tmp.size(), cudaMemcpyHostToDevice), "upload transitions");
-  for (size_t i = 0; i < tmp.size(); ++i) tmp[i] = T(xn[i]);
-  check(cudaMemcpy(S.xn.p, tmp.data(), sizeof(T) * tmp.size(), cudaMemcpyHostToDevice), "upload transitions");
-  S.warm.ensure(size_t(count) * (d.n + d.m));
-  S.warm_ok.ensure(count);
-  check(cudaMemset(S.warm_ok.p, 0, sizeof(int) * std::max(count, 1)), "reset warm starts");
+  d.sets[set].upload(x, xn, count, 13, d.n + d.m, "device transitions");
 }
 
 template <class T>
@@ -133,11 +117,7 @@ DeviceLossStats DeviceContactNets<T>::evaluate(int set, const double* theta, con
   if (set < 0 || set > 1) throw Error("device loss: set must be 0 (train) or 1 (valid)");
   Impl& d = *impl_;
   auto& S = d.sets[set];
-  if (count <= 0) throw Error("device loss: empty batch");
-  for (int i = 0; i < count; ++i)
-    if (idx[i] < 0 || idx[i] >= S.count)
-      throw Error("device loss: transition index " + std::to_string(idx[i]) + " out of range (set has " +
-                  std::to_string(S.count) + ")");
+  S.check_indices(idx, count, "device loss");
   const size_t B = size_t(count);
   T th[cn::kTheta];
   for (int i = 0; i < cn::kTheta; ++i) th[i] = T(theta[i]);
@@ -172,13 +152,7 @@ DeviceLossStats DeviceContactNets<T>::evaluate(int set, const double* theta, con
   float ms = 0;
   cudaEventElapsedTime(&ms, d.start, d.stop);
   st.kernel_ms = ms;
-  std::vector<T> lt(B);
-  check(cudaMemcpy(lt.data(), d.loss.p, sizeof(T) * B, cudaMemcpyDeviceToHost), "download losses");
-  for (size_t i = 0; i < B; ++i) loss[i] = double(lt[i]);
-  std::vector<int> it(B), ok(B);
-  check(cudaMemcpy(it.data(), d.iters.p, sizeof(int) * B, cudaMemcpyDeviceToHost), "download stats");
-  check(cudaMemcpy(ok.data(), d.solved.p, sizeof(int) * B, cudaMemcpyDeviceToHost), "download stats");
-  for (size_t i = 0; i < B; ++i) st.iterations += it[i], st.not_solved += ok[i] ? 0 : 1;
+  detail::download_losses(B, d.loss, d.iters, d.solved, loss, st);
   if (grad) {
     T g[cn::kTheta];
     check(cudaMemcpy(g, d.grad_sum.p, sizeof g, cudaMemcpyDeviceToHost), "download gradient");

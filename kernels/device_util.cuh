@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/contactnets_device.h"
 #include "solvers/error.h"
 #include "solvers/qp_admm.h"
 
@@ -63,6 +64,53 @@ __global__ void sum_rows_kernel(int B, const T* __restrict__ grad, T* out) {
     __syncthreads();
   }
   if (threadIdx.x == 0) out[p] = T(part[0]);
+}
+
+// Transitions resident on the device for the learning losses: states x and
+// x' (`width` numbers each, converted to T) and each transition's QP warm start
+// (warm_len numbers, valid once warm_ok is set).
+template <class T>
+struct ResidentSet {
+  int count = 0;
+  DevBuf<T> x, xn, warm;
+  DevBuf<int> warm_ok;
+  // replaces the set's transitions and resets its warm starts
+  void upload(const double* xs, const double* xns, int n, int width, int warm_len, const std::string& who) {
+    if (n < 0) throw Error(who + ": negative count");
+    count = n;
+    std::vector<T> tmp(size_t(n) * width);
+    x.ensure(tmp.size());
+    xn.ensure(tmp.size());
+    for (size_t i = 0; i < tmp.size(); ++i) tmp[i] = T(xs[i]);
+    check(cudaMemcpy(x.p, tmp.data(), sizeof(T) * tmp.size(), cudaMemcpyHostToDevice), "upload transitions");
+    for (size_t i = 0; i < tmp.size(); ++i) tmp[i] = T(xns[i]);
+    check(cudaMemcpy(xn.p, tmp.data(), sizeof(T) * tmp.size(), cudaMemcpyHostToDevice), "upload transitions");
+    warm.ensure(size_t(n) * warm_len);
+    warm_ok.ensure(size_t(n > 1 ? n : 1));
+    check(cudaMemset(warm_ok.p, 0, sizeof(int) * (n > 1 ? n : 1)), "reset warm starts");
+  }
+  // throws unless every idx[0 .. n) names a transition of the set
+  void check_indices(const int* idx, int n, const std::string& who) const {
+    if (n <= 0) throw Error(who + ": empty batch");
+    for (int i = 0; i < n; ++i)
+      if (idx[i] < 0 || idx[i] >= count)
+        throw Error(who + ": transition index " + std::to_string(idx[i]) + " out of range (set has " +
+                    std::to_string(count) + ")");
+  }
+};
+
+// After a loss kernel: the B losses into loss_out, and the iterations and
+// unsolved QPs into the stats.
+template <class T>
+void download_losses(size_t B, const DevBuf<T>& loss, const DevBuf<int>& iters, const DevBuf<int>& solved,
+                     double* loss_out, DeviceLossStats& st) {
+  std::vector<T> lt(B);
+  check(cudaMemcpy(lt.data(), loss.p, sizeof(T) * B, cudaMemcpyDeviceToHost), "download losses");
+  for (size_t i = 0; i < B; ++i) loss_out[i] = double(lt[i]);
+  std::vector<int> it(B), ok(B);
+  check(cudaMemcpy(it.data(), iters.p, sizeof(int) * B, cudaMemcpyDeviceToHost), "download stats");
+  check(cudaMemcpy(ok.data(), solved.p, sizeof(int) * B, cudaMemcpyDeviceToHost), "download stats");
+  for (size_t i = 0; i < B; ++i) st.iterations += it[i], st.not_solved += ok[i] ? 0 : 1;
 }
 
 // problem-contiguous (batch x len) -> batch-fastest (len x batch).
