@@ -23,5 +23,7 @@ void add_solve_commands(CLI::App& app, Commands& out);
 void add_learn_commands(CLI::App& app, Commands& out);
 // control_commands.cc: mpc-demo (host/control)
 void add_control_commands(CLI::App& app, Commands& out);
+// sweep_commands.cc: sweep, report (host/sweep)
+void add_sweep_commands(CLI::App& app, Commands& out);
 
 }  // namespace impulse::cli

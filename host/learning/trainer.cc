@@ -4,8 +4,6 @@
 #pragma GCC diagnostic ignored "-Wstringop-overflow"
 #include "host/learning/trainer.h"
 
-#include <fcntl.h>
-#include <sys/file.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -34,6 +32,7 @@
 #include "solvers/error.h"
 #include "io/npz.h"
 #include "io/system_tosses.h"
+#include "io/file_lock.h"
 #include "io/zip.h"
 
 namespace impulse {
@@ -128,37 +127,6 @@ std::string canonical_path(const std::string& p) {
   const fs::path c = fs::weakly_canonical(fs::path(p), ec);
   return ec ? p : c.lexically_normal().string();
 }
-
-// An exclusive lock on RUN_DIR/.lock for the life of a training (flock: the
-// kernel releases it when the process ends, however it ends).
-class RunLock {
- public:
-  explicit RunLock(const std::string& dir) {
-    const std::string path = (fs::path(dir) / ".lock").string();
-    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
-    if (fd_ < 0) throw Error("--out " + dir + ": cannot create its lock file (" + std::strerror(errno) + ")");
-    if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
-      char buf[32] = {0};
-      const ssize_t n = ::pread(fd_, buf, sizeof buf - 1, 0);
-      ::close(fd_);
-      throw Error(dir + " is in use by another training" +
-                  (n > 0 ? std::string(" (process ") + std::string(buf, static_cast<size_t>(n)) + ")" : std::string()) +
-                  "; wait for it to finish or choose another --out");
-    }
-    const std::string pid = std::to_string(::getpid());
-    if (::ftruncate(fd_, 0) == 0 && ::pwrite(fd_, pid.data(), pid.size(), 0) < 0) {
-      // the pid is only for the message above
-    }
-  }
-  ~RunLock() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  RunLock(const RunLock&) = delete;
-  RunLock& operator=(const RunLock&) = delete;
-
- private:
-  int fd_ = -1;
-};
 
 // temporaries of atomic writes (NAME.tmp.PID) left by a killed process: with
 // the run's lock held nobody else writes here
@@ -510,7 +478,8 @@ TrainResult train(const TrainConfig& cfg, std::ostream& log_out) {
     if (ec) throw Error("--out " + cfg.out + ": cannot create the run directory (" + ec.message() + ")");
   }
   // one writer per run directory: a second training into it is refused
-  const RunLock lock(cfg.out);
+  const FileLock lock((fs::path(cfg.out) / ".lock").string(), cfg.out, "another training",
+                      "wait for it to finish or choose another --out");
   remove_stale_temporaries(cfg.out);
   std::ofstream logf(fs::path(cfg.out) / "log.txt", std::ios::app);
   if (!logf) throw Error("--out " + cfg.out + ": cannot write log.txt there");
@@ -911,13 +880,7 @@ RunCheck check_run(const std::string& run_dir) {
       problem(name + ": an interrupted write (a rerun of the training removes it)");
   }
   if (!fs::exists(cfg.data)) c.notes.push_back("its data " + cfg.data + " is not here (eval needs it)");
-  {
-    const int fd = ::open((dir / ".lock").c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd >= 0) {
-      if (::flock(fd, LOCK_SH | LOCK_NB) != 0) c.notes.push_back("a training is writing it now");
-      ::close(fd);
-    }
-  }
+  if (FileLock::held_elsewhere((dir / ".lock").string())) c.notes.push_back("a training is writing it now");
   return c;
 }
 

@@ -1,0 +1,868 @@
+#include "host/sweep/sweep.h"
+
+#include <fcntl.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#ifdef IMPULSE_WITH_MPI
+#include <mpi.h>
+#endif
+
+#include "host/batch/qp_batch.h"
+#include "host/learning/trainer.h"
+#include "io/file_lock.h"
+#include "io/zip.h"
+#include "solvers/error.h"
+
+namespace fs = std::filesystem;
+
+namespace impulse {
+namespace {
+
+// `impulse train`'s options a sweep may set (--out and --threads are its own)
+const std::set<std::string>& train_option_names() {
+  static const std::set<std::string> names = {
+      "method", "system", "data",     "tosses",      "seed",       "epochs",   "patience",
+      "batch",  "lr",     "weight-decay", "init-noise", "friction", "eps",      "backend",
+      "max-seconds", "w-res", "w-res-w"};
+  return names;
+}
+
+std::string canonical_key(std::string k, const std::string& where) {
+  std::replace(k.begin(), k.end(), '_', '-');
+  if (k.rfind("--", 0) == 0) k = k.substr(2);
+  if (k == "out" || k == "threads")
+    throw Error(where + ": option \"" + k + "\" is the sweep's own (--out DIR, --threads-per-run), not a run's");
+  if (!train_option_names().count(k)) {
+    std::string known;
+    for (const auto& n : train_option_names()) known += (known.empty() ? "" : ", ") + n;
+    throw Error(where + ": \"" + k + "\" is not an option of impulse train (known: " + known + ")");
+  }
+  return k;
+}
+
+std::string value_text(const nlohmann::ordered_json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_boolean()) return v.get<bool>() ? "true" : "false";
+  return v.dump();  // numbers as JSON writes them (shortest round trip)
+}
+
+void check_scalar(const nlohmann::ordered_json& v, const std::string& where) {
+  if (!(v.is_string() || v.is_number() || v.is_boolean()))
+    throw Error(where + ": must be a string, a number or true/false, not " + v.dump());
+  if (v.is_number_float() && !std::isfinite(v.get<double>())) throw Error(where + ": not a finite number");
+}
+
+// a file-name-safe form of a value (a data path: its last component)
+std::string name_part(const std::string& key, const nlohmann::ordered_json& v) {
+  std::string s = value_text(v);
+  if (key == "data") s = fs::path(s).filename().string();
+  for (char& c : s)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '+')) c = '_';
+  return key + "-" + s;
+}
+
+nlohmann::ordered_json resolve_options(const nlohmann::ordered_json& in, const std::string& where,
+                                       const std::string& base_dir) {
+  if (!in.is_object()) throw Error(where + ": must be an object of options");
+  nlohmann::ordered_json out = nlohmann::ordered_json::object();
+  for (auto it = in.begin(); it != in.end(); ++it) {
+    const std::string k = canonical_key(it.key(), where);
+    check_scalar(it.value(), where + "." + it.key());
+    nlohmann::ordered_json v = it.value();
+    if (k == "data" && v.is_string() && !v.get<std::string>().empty() && fs::path(v.get<std::string>()).is_relative())
+      v = (fs::path(base_dir) / v.get<std::string>()).lexically_normal().string();
+    out[k] = v;
+  }
+  return out;
+}
+
+nlohmann::json parse_json_text(const std::string& text, const std::string& name) {
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(name + ": not valid JSON (" + e.what() + ")");
+  }
+}
+
+std::string read_text(const std::string& path) {
+  const auto b = read_file_bytes(path);
+  return std::string(b.begin(), b.end());
+}
+
+}  // namespace
+
+SweepSpec parse_sweep_config(const nlohmann::ordered_json& j, const std::string& base_dir) {
+  if (!j.is_object()) throw Error("sweep config: must be a JSON object");
+  for (auto it = j.begin(); it != j.end(); ++it)
+    if (it.key() != "train" && it.key() != "grid" && it.key() != "runs" && it.key() != "eval" &&
+        it.key() != "threads_per_run" && it.key() != "description" && it.key() != "expected_time")
+      throw Error("sweep config: unknown entry \"" + it.key() +
+                  "\" (known: train, grid, runs, eval, threads_per_run, description, expected_time)");
+  SweepSpec s;
+  s.config = j;
+  const nlohmann::ordered_json base =
+      j.contains("train") ? resolve_options(j["train"], "sweep config: train", base_dir) : nlohmann::ordered_json::object();
+  // the grid, in file order
+  std::vector<std::vector<nlohmann::ordered_json>> values;
+  if (j.contains("grid")) {
+    const auto& g = j["grid"];
+    if (!g.is_object()) throw Error("sweep config: grid must be an object of option: [values]");
+    for (auto it = g.begin(); it != g.end(); ++it) {
+      const std::string where = "sweep config: grid." + it.key();
+      const std::string k = canonical_key(it.key(), where);
+      if (!it.value().is_array() || it.value().empty()) throw Error(where + ": must be a non-empty list of values");
+      std::vector<nlohmann::ordered_json> vs;
+      for (size_t i = 0; i < it.value().size(); ++i) {
+        check_scalar(it.value()[i], where + "[" + std::to_string(i) + "]");
+        nlohmann::ordered_json one = nlohmann::ordered_json::object();
+        one[k] = it.value()[i];
+        vs.push_back(resolve_options(one, where, base_dir)[k]);
+      }
+      s.grid_keys.push_back(k);
+      values.push_back(std::move(vs));
+    }
+  }
+  if (j.contains("eval")) {
+    const auto& e = j["eval"];
+    if (!e.is_object()) throw Error("sweep config: eval must be an object");
+    for (auto it = e.begin(); it != e.end(); ++it) {
+      if (it.key() != "tosses") throw Error("sweep config: eval." + it.key() + " is not known (known: tosses)");
+      if (!it.value().is_string()) throw Error("sweep config: eval.tosses must be a string (test, all, 3,17,42)");
+      s.eval_tosses = it.value().get<std::string>();
+    }
+  }
+  if (j.contains("threads_per_run")) {
+    if (!j["threads_per_run"].is_number_integer() || j["threads_per_run"].get<int>() < 1)
+      throw Error("sweep config: threads_per_run must be an integer >= 1");
+    s.threads_per_run = j["threads_per_run"].get<int>();
+  }
+  // the cartesian product, first key slowest
+  if (!values.empty() || !j.contains("runs")) {
+    std::vector<size_t> at(values.size(), 0);
+    while (true) {
+      SweepRun r;
+      r.options = base;
+      r.grid = nlohmann::ordered_json::object();
+      std::string name;
+      for (size_t k = 0; k < values.size(); ++k) {
+        r.options[s.grid_keys[k]] = values[k][at[k]];
+        r.grid[s.grid_keys[k]] = values[k][at[k]];
+        name += (name.empty() ? "" : "_") + name_part(s.grid_keys[k], values[k][at[k]]);
+      }
+      r.name = name.empty() ? "run" : name;
+      s.runs.push_back(std::move(r));
+      // the next combination: the last key fastest
+      bool wrapped = true;
+      for (size_t k = values.size(); k-- > 0;) {
+        if (++at[k] < values[k].size()) {
+          wrapped = false;
+          break;
+        }
+        at[k] = 0;
+      }
+      if (wrapped) break;
+    }
+  }
+  if (j.contains("runs")) {
+    if (!j["runs"].is_array()) throw Error("sweep config: runs must be a list of option objects");
+    for (size_t i = 0; i < j["runs"].size(); ++i) {
+      const std::string where = "sweep config: runs[" + std::to_string(i) + "]";
+      SweepRun r;
+      r.options = base;
+      const nlohmann::ordered_json extra = resolve_options(j["runs"][i], where, base_dir);
+      r.grid = nlohmann::ordered_json::object();
+      std::string name;
+      for (auto it = extra.begin(); it != extra.end(); ++it) {
+        r.options[it.key()] = it.value();
+        name += (name.empty() ? "" : "_") + name_part(it.key(), it.value());
+      }
+      for (const std::string& k : s.grid_keys)
+        if (r.options.contains(k)) r.grid[k] = r.options[k];
+      r.name = name.empty() ? "run" : name;
+      s.runs.push_back(std::move(r));
+    }
+  }
+  std::map<std::string, int> seen;
+  for (size_t i = 0; i < s.runs.size(); ++i) {
+    s.runs[i].index = static_cast<int>(i);
+    if (!s.runs[i].options.contains("method"))
+      throw Error("sweep config: run " + s.runs[i].name + " has no method (set train.method, a grid or runs entry)");
+    const auto [it, fresh] = seen.emplace(s.runs[i].name, static_cast<int>(i));
+    if (!fresh)
+      throw Error("sweep config: two runs are both named " + s.runs[i].name + " (runs " + std::to_string(it->second) +
+                  " and " + std::to_string(i) + "): every run needs its own grid values");
+  }
+  return s;
+}
+
+SweepSpec load_sweep_config(const std::string& path) {
+  nlohmann::ordered_json j;
+  try {
+    j = nlohmann::ordered_json::parse(read_text(path));
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(path + ": not valid JSON (" + e.what() + ")");
+  }
+  try {
+    return parse_sweep_config(j, fs::absolute(fs::path(path)).parent_path().string());
+  } catch (const Error& e) {
+    throw Error(path + ": " + e.what());
+  }
+}
+
+std::vector<std::string> train_arguments(const SweepRun& run, const std::string& run_dir, int threads) {
+  std::vector<std::string> a = {"train"};
+  for (auto it = run.options.begin(); it != run.options.end(); ++it) {
+    a.push_back("--" + it.key());
+    a.push_back(value_text(it.value()));
+  }
+  a.insert(a.end(), {"--out", run_dir, "--threads", std::to_string(threads)});
+  return a;
+}
+
+int pick_device(const std::vector<int>& running, int runs_per_gpu) {
+  int best = -1;
+  for (size_t d = 0; d < running.size(); ++d)
+    if (running[d] < runs_per_gpu && (best < 0 || running[d] < running[static_cast<size_t>(best)]))
+      best = static_cast<int>(d);
+  return best;
+}
+
+// ---- files of a sweep directory ---------------------------------------------------
+
+namespace {
+
+struct SweepPaths {
+  fs::path root;
+  fs::path run(const std::string& n) const { return root / "runs" / n; }
+  fs::path log(const std::string& n) const { return root / "logs" / (n + ".log"); }
+  fs::path status(const std::string& n) const { return root / "status" / (n + ".json"); }
+};
+
+nlohmann::ordered_json sweep_record(const SweepSpec& s) {
+  nlohmann::ordered_json j;
+  j["config"] = s.config;
+  j["grid_keys"] = s.grid_keys;
+  j["eval_tosses"] = s.eval_tosses;
+  j["runs"] = nlohmann::ordered_json::array();
+  for (const SweepRun& r : s.runs)
+    j["runs"].push_back({{"name", r.name}, {"options", r.options}, {"grid", r.grid}});
+  return j;
+}
+
+// a run is done when its metrics exist and its directory checks finished and consistent
+bool run_done(const fs::path& dir) {
+  std::error_code ec;
+  if (!fs::exists(dir / "metrics.json", ec)) return false;
+  try {
+    parse_json_text(read_text((dir / "metrics.json").string()), "metrics.json");
+    const RunCheck c = check_run(dir.string());
+    return c.ok() && c.finished;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+SweepRow row_of(const SweepPaths& P, const std::string& name, const nlohmann::ordered_json& grid) {
+  SweepRow r;
+  r.name = name;
+  r.grid = grid;
+  r.metrics = nlohmann::ordered_json::object();
+  const fs::path dir = P.run(name);
+  std::error_code ec;
+  if (fs::exists(dir / "metrics.json", ec)) {
+    try {
+      const nlohmann::json m = parse_json_text(read_text((dir / "metrics.json").string()), "metrics.json");
+      for (auto it = m.begin(); it != m.end(); ++it)
+        if (it.value().is_number()) r.metrics[it.key()] = it.value();
+      r.status = "done";
+    } catch (const std::exception& e) {
+      r.status = "pending";
+    }
+  }
+  if (r.status.empty() && fs::exists(P.status(name), ec)) {
+    try {
+      const nlohmann::json s = parse_json_text(read_text(P.status(name).string()), "status");
+      r.status = "failed";
+      r.error = s.value("error", std::string());
+    } catch (const std::exception&) {
+      r.status = "pending";
+    }
+  }
+  if (r.status.empty()) r.status = "pending";
+  if (r.status == "done") {
+    try {
+      const nlohmann::json p = parse_json_text(read_text((dir / "params.json").string()), "params.json");
+      r.best_epoch = p.value("best_epoch", -1);
+    } catch (const std::exception&) {
+    }
+    std::ifstream h(dir / "history.csv");
+    std::string line;
+    int lines = 0;
+    while (std::getline(h, line))
+      if (!line.empty()) ++lines;
+    r.epochs = std::max(0, lines - 1);
+  }
+  return r;
+}
+
+nlohmann::json row_json(const SweepRow& r) {
+  nlohmann::json j = {{"name", r.name},   {"status", r.status},         {"grid", r.grid}, {"metrics", r.metrics},
+                      {"error", r.error}, {"best_epoch", r.best_epoch}, {"epochs", r.epochs}};
+  return j;
+}
+
+SweepRow row_from_json(const nlohmann::json& j) {
+  SweepRow r;
+  r.name = j.at("name");
+  r.status = j.at("status");
+  r.grid = j.at("grid");
+  r.metrics = j.at("metrics");
+  r.error = j.at("error");
+  r.best_epoch = j.at("best_epoch");
+  r.epochs = j.at("epochs");
+  return r;
+}
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string o = "\"";
+  for (char c : s) {
+    if (c == '"') o += '"';
+    o += (c == '\n' ? ' ' : c);
+  }
+  return o + "\"";
+}
+
+std::string number_text(const nlohmann::ordered_json& v) {
+  if (v.is_number_float()) {
+    char b[40];
+    std::snprintf(b, sizeof b, "%.9g", v.get<double>());
+    return b;
+  }
+  return value_text(v);
+}
+
+void write_summary(const SweepPaths& P, const std::vector<SweepRow>& rows, const std::vector<std::string>& keys) {
+  write_text_atomic((P.root / "summary.csv").string(), summary_csv(rows, keys));
+  nlohmann::json j = nlohmann::json::array();
+  for (const SweepRow& r : rows) j.push_back(row_json(r));
+  write_text_atomic((P.root / "summary.json").string(), j.dump(2) + "\n");
+}
+
+}  // namespace
+
+std::vector<SweepRow> collect_sweep_rows(const std::string& sweep_dir) {
+  const SweepPaths P{fs::path(sweep_dir)};
+  if (!fs::exists(P.root / "sweep.json"))
+    throw Error(sweep_dir + ": not a sweep directory (no sweep.json; `impulse sweep --config C --out DIR` makes one)");
+  const nlohmann::json rec = parse_json_text(read_text((P.root / "sweep.json").string()), sweep_dir + "/sweep.json");
+  std::vector<SweepRow> rows;
+  try {
+    for (const auto& r : rec.at("runs")) rows.push_back(row_of(P, r.at("name"), r.at("grid")));
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(sweep_dir + "/sweep.json: " + e.what());
+  }
+  return rows;
+}
+
+std::string summary_csv(const std::vector<SweepRow>& rows, const std::vector<std::string>& keys) {
+  std::set<std::string> metric_set;
+  for (const SweepRow& r : rows)
+    for (auto it = r.metrics.begin(); it != r.metrics.end(); ++it) metric_set.insert(it.key());
+  std::ostringstream s;
+  s << "run,status";
+  for (const std::string& k : keys) s << "," << k;
+  s << ",best_epoch,epochs";
+  for (const std::string& m : metric_set) s << "," << m;
+  s << ",error\n";
+  for (const SweepRow& r : rows) {
+    s << csv_field(r.name) << "," << r.status;
+    for (const std::string& k : keys) s << "," << (r.grid.contains(k) ? csv_field(value_text(r.grid[k])) : "");
+    s << "," << (r.status == "done" ? std::to_string(r.best_epoch) : "") << ","
+      << (r.status == "done" ? std::to_string(r.epochs) : "");
+    for (const std::string& m : metric_set) s << "," << (r.metrics.contains(m) ? number_text(r.metrics[m]) : "");
+    s << "," << csv_field(r.error) << "\n";
+  }
+  return s.str();
+}
+
+// ---- the runner ---------------------------------------------------------------------
+
+namespace {
+
+std::atomic<int> g_stop{0};
+extern "C" void on_stop_signal(int sig) { g_stop.store(sig); }
+
+struct SignalGuard {
+  struct sigaction old_int {}, old_term {};
+  SignalGuard() {
+    g_stop.store(0);
+    struct sigaction sa {};
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+  }
+  ~SignalGuard() {
+    sigaction(SIGINT, &old_int, nullptr);
+    sigaction(SIGTERM, &old_term, nullptr);
+  }
+};
+
+std::string self_exe() {
+  std::error_code ec;
+  const fs::path p = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) throw Error("cannot find this program's own path (/proc/self/exe); give --exe");
+  return p.string();
+}
+
+// Starts exe with args, output appended to log_path; the child dies with its parent.
+pid_t spawn(const std::string& exe, const std::vector<std::string>& args, const std::string& log_path,
+            const std::vector<std::pair<std::string, std::string>>& env) {
+  const int fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) throw Error("cannot open " + log_path + " (" + std::strerror(errno) + ")");
+  std::vector<std::string> all = {exe};
+  all.insert(all.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (std::string& a : all) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const pid_t parent = ::getpid();
+  std::cout.flush();
+  std::fflush(nullptr);
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    ::close(fd);
+    throw Error(std::string("fork failed (") + std::strerror(errno) + ")");
+  }
+  if (pid == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // the sweep killed (even by -9): its runs stop too
+    if (::getppid() != parent) ::_exit(126);
+    ::dup2(fd, 1);
+    ::dup2(fd, 2);
+    ::signal(SIGINT, SIG_DFL);
+    ::signal(SIGTERM, SIG_DFL);
+    for (const auto& [k, v] : env) ::setenv(k.c_str(), v.c_str(), 1);
+    ::execv(exe.c_str(), argv.data());
+    const std::string msg = "impulse sweep: cannot run " + exe + " (" + std::strerror(errno) + ")\n";
+    if (::write(2, msg.data(), msg.size()) < 0) {
+    }
+    ::_exit(127);
+  }
+  ::close(fd);
+  return pid;
+}
+
+// the error a failed child left: its "error:" line, else its last line
+std::string error_from_log(const std::string& log_path, std::streamoff from) {
+  std::ifstream f(log_path);
+  f.seekg(from);
+  std::string line, last, err;
+  while (std::getline(f, line)) {
+    if (line.empty()) continue;
+    last = line;
+    if (line.find("error") != std::string::npos) err = line;
+  }
+  return err.empty() ? last : err;
+}
+
+std::string duration_text(double s) {
+  char b[32];
+  if (s < 90)
+    std::snprintf(b, sizeof b, "%.0fs", s);
+  else if (s < 5400)
+    std::snprintf(b, sizeof b, "%.0fm%02.0fs", std::floor(s / 60), std::fmod(s, 60));
+  else
+    std::snprintf(b, sizeof b, "%.0fh%02.0fm", std::floor(s / 3600), std::fmod(s / 60, 60));
+  return b;
+}
+
+std::string now_text() {
+  const std::time_t t = std::time(nullptr);
+  char b[32];
+  std::strftime(b, sizeof b, "%Y-%m-%d %H:%M:%S", std::localtime(&t));
+  return b;
+}
+
+struct Mpi {
+  int rank = 0, size = 1;
+  bool active = false;
+  static bool launched() {
+    for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS"})
+      if (std::getenv(v) != nullptr) return true;
+    return false;
+  }
+  explicit Mpi(bool want) {
+    if (!want || !launched()) return;
+#ifdef IMPULSE_WITH_MPI
+    ::setenv("OMPI_MCA_mpi_warn_on_fork", "0", 0);  // each run is fork + exec, nothing shared
+    int inited = 0;
+    MPI_Initialized(&inited);
+    if (!inited) MPI_Init(nullptr, nullptr);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    active = true;
+#else
+    const char* n = std::getenv("OMPI_COMM_WORLD_SIZE");
+    if (n != nullptr && std::atoi(n) > 1)
+      throw Error("started under mpirun, but this impulse was built without MPI (install libopenmpi-dev and "
+                  "rebuild), or run each process with --shard i/N");
+#endif
+  }
+  ~Mpi() {
+#ifdef IMPULSE_WITH_MPI
+    if (active) MPI_Finalize();
+#endif
+  }
+  [[noreturn]] void abort_all(const std::string& msg) const {
+    std::fprintf(stderr, "impulse: error (rank %d): %s\n", rank, msg.c_str());
+#ifdef IMPULSE_WITH_MPI
+    MPI_Abort(MPI_COMM_WORLD, 2);
+#endif
+    std::exit(2);
+  }
+  // every rank's string, on rank 0 (others get an empty list)
+  std::vector<std::string> gather(const std::string& mine) const {
+    std::vector<std::string> out;
+#ifdef IMPULSE_WITH_MPI
+    if (active) {
+      int n = static_cast<int>(mine.size());
+      std::vector<int> sizes(static_cast<size_t>(size)), offs(static_cast<size_t>(size), 0);
+      MPI_Gather(&n, 1, MPI_INT, sizes.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
+      std::vector<char> buf;
+      if (rank == 0) {
+        int tot = 0;
+        for (int r = 0; r < size; ++r) {
+          offs[static_cast<size_t>(r)] = tot;
+          tot += sizes[static_cast<size_t>(r)];
+        }
+        buf.resize(static_cast<size_t>(std::max(tot, 1)));
+      }
+      MPI_Gatherv(mine.data(), n, MPI_CHAR, buf.data(), sizes.data(), offs.data(), MPI_CHAR, 0, MPI_COMM_WORLD);
+      if (rank == 0)
+        for (int r = 0; r < size; ++r)
+          out.emplace_back(buf.data() + offs[static_cast<size_t>(r)], static_cast<size_t>(sizes[static_cast<size_t>(r)]));
+      return out;
+    }
+#endif
+    out.push_back(mine);
+    return out;
+  }
+};
+
+struct Child {
+  pid_t pid = -1;
+  int run = -1;        // index into spec.runs
+  int stage = 0;       // 0 train, 1 eval
+  int device = -1;
+  std::streamoff log_from = 0;
+  std::chrono::steady_clock::time_point started;
+};
+
+SweepResult run_sweep_impl(const SweepOptions& opt, std::ostream& log, const Mpi& mpi) {
+  if (opt.out.empty()) throw Error("sweep: --out is required");
+  if (opt.jobs < 0) throw Error("sweep: --jobs must be >= 0");
+  if (opt.threads_per_run < 0) throw Error("sweep: --threads-per-run must be >= 0");
+  if (opt.runs_per_gpu < 1) throw Error("sweep: --runs-per-gpu must be >= 1");
+  int shard = opt.shard, shards = opt.shards;
+  if (shards < 1 || shard < 0 || shard >= shards)
+    throw Error("sweep: --shard " + std::to_string(shard) + "/" + std::to_string(shards) + " is not i/N with 0 <= i < N");
+  if (mpi.active && mpi.size > 1) {
+    if (shards > 1) throw Error("sweep: --shard and mpirun both divide the grid; use one of them");
+    shard = mpi.rank;
+    shards = mpi.size;
+  }
+  const SweepSpec spec = load_sweep_config(opt.config);
+  const std::string exe = opt.exe.empty() ? self_exe() : opt.exe;
+  if (::access(exe.c_str(), X_OK) != 0) throw Error("sweep: " + exe + " is not an executable impulse binary");
+
+  const SweepPaths P{fs::path(opt.out)};
+  std::error_code ec;
+  for (const char* d : {"runs", "logs", "status"}) {
+    fs::create_directories(P.root / d, ec);
+    if (ec) throw Error("--out " + opt.out + ": cannot create " + (P.root / d).string() + " (" + ec.message() + ")");
+  }
+  const std::string lock_name = ".sweep-shard-" + std::to_string(shard) + "-of-" + std::to_string(shards) + ".lock";
+  const FileLock lock((P.root / lock_name).string(), opt.out + (shards > 1 ? " (shard " + std::to_string(shard) + "/" + std::to_string(shards) + ")" : std::string()),
+                      "another sweep", "wait for it to finish, or stop it (a restart continues where it stopped)");
+  // one configuration per sweep directory
+  const nlohmann::ordered_json rec = sweep_record(spec);
+  const fs::path rec_path = P.root / "sweep.json";
+  if (fs::exists(rec_path)) {
+    nlohmann::ordered_json old;
+    try {
+      old = nlohmann::ordered_json::parse(read_text(rec_path.string()));
+    } catch (const nlohmann::json::exception& e) {
+      throw Error(rec_path.string() + ": damaged (" + e.what() + "); move the sweep directory aside to start over");
+    }
+    if (old.value("runs", nlohmann::ordered_json()) != rec["runs"] || old.value("eval_tosses", std::string()) != spec.eval_tosses) {
+      std::string first = "the number of runs";
+      const auto& oruns = old.value("runs", nlohmann::ordered_json::array());
+      for (size_t i = 0; i < std::min(oruns.size(), spec.runs.size()); ++i)
+        if (oruns[i] != rec["runs"][i]) {
+          first = "run " + std::to_string(i) + " (" + spec.runs[i].name + ")";
+          break;
+        }
+      throw Error(opt.out + " holds a sweep with another configuration (first difference: " + first +
+                  "); choose another --out, or the same configuration to continue it");
+    }
+  } else {
+    write_text_atomic(rec_path.string(), rec.dump(2) + "\n");
+  }
+
+  std::vector<int> mine;
+  for (const SweepRun& r : spec.runs)
+    if (r.index % shards == shard) mine.push_back(r.index);
+
+  // machine shares
+  int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (const char* l = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE"); l != nullptr && mpi.active)
+    cores = std::max(1, cores / std::max(1, std::atoi(l)));
+  int threads = opt.threads_per_run > 0 ? opt.threads_per_run : spec.threads_per_run;
+  if (threads <= 0) threads = mine.empty() ? 1 : std::max(1, cores / static_cast<int>(mine.size()));
+  const int jobs = opt.jobs > 0 ? opt.jobs : std::max(1, cores / threads);
+  const int gpus = cuda::device_info().count;
+  std::vector<int> on_device(static_cast<size_t>(std::max(gpus, 0)), 0);
+
+  std::ofstream event_log(P.root / "sweep.log", std::ios::app);
+  const bool live = opt.progress && ::isatty(::fileno(stdout)) && &log == &std::cout;
+  std::string live_line;
+  auto event = [&](const std::string& s) {
+    const std::string line = "[" + now_text() + "] " + (shards > 1 ? "shard " + std::to_string(shard) + "/" + std::to_string(shards) + ": " : "") + s;
+    event_log << line << "\n";
+    event_log.flush();
+    if (live) log << "\r\033[K";
+    log << line << "\n";
+    if (live) log << live_line;
+    log.flush();
+  };
+
+  // what is left
+  std::deque<int> queue;
+  int done = 0, failed = 0, retried = 0;
+  for (int i : mine) {
+    const SweepRun& r = spec.runs[static_cast<size_t>(i)];
+    if (run_done(P.run(r.name))) {
+      ++done;
+      fs::remove(P.status(r.name), ec);
+      continue;
+    }
+    if (fs::exists(P.status(r.name))) ++retried;
+    queue.push_back(i);
+  }
+  event("sweep " + opt.out + ": " + std::to_string(spec.runs.size()) + " runs" +
+        (shards > 1 ? ", " + std::to_string(mine.size()) + " in this shard" : std::string()) + "; " + std::to_string(done) +
+        " done, " + std::to_string(queue.size()) + " to run" +
+        (retried > 0 ? " (" + std::to_string(retried) + " failed before, tried again)" : std::string()) + "; " +
+        std::to_string(jobs) + " at a time, " + std::to_string(threads) + " thread(s) each" +
+        (gpus > 0 ? ", " + std::to_string(gpus) + " GPU(s)" : std::string()));
+
+  SignalGuard signals;
+  std::vector<Child> running;
+  std::vector<double> durations;
+  const int total_mine = static_cast<int>(mine.size());
+  const auto t_start = std::chrono::steady_clock::now();
+  auto last_live = t_start - std::chrono::seconds(10);
+  bool interrupted = false;
+
+  auto uses_cuda = [&](int i) {
+    const auto& o = spec.runs[static_cast<size_t>(i)].options;
+    return o.contains("backend") && o["backend"] == "cuda";
+  };
+  auto start_stage = [&](Child c) {
+    const SweepRun& r = spec.runs[static_cast<size_t>(c.run)];
+    const std::string dir = P.run(r.name).string();
+    std::vector<std::string> args;
+    if (c.stage == 0) {
+      fs::create_directories(dir, ec);
+      fs::remove(fs::path(dir) / "metrics.json", ec);  // never a stale score beside a newer model
+      args = train_arguments(r, dir, threads);
+    } else {
+      args = {"eval", "--run", dir, "--out", (fs::path(dir) / "metrics.json").string(), "--threads",
+              std::to_string(threads)};
+      if (!spec.eval_tosses.empty()) args.insert(args.end(), {"--tosses", spec.eval_tosses});
+    }
+    const std::string lp = P.log(r.name).string();
+    {
+      std::ofstream l(lp, std::ios::app);
+      l << "== " << now_text() << " impulse";
+      for (const std::string& a : args) l << " " << a;
+      l << "\n";
+      c.log_from = l.tellp();
+    }
+    std::vector<std::pair<std::string, std::string>> env;
+    if (std::getenv("OMP_WAIT_POLICY") == nullptr) env.emplace_back("OMP_WAIT_POLICY", "passive");
+    if (c.device >= 0) env.emplace_back("CUDA_VISIBLE_DEVICES", std::to_string(c.device));
+    c.pid = spawn(exe, args, lp, env);
+    if (c.stage == 0) c.started = std::chrono::steady_clock::now();
+    running.push_back(c);
+  };
+
+  while (!queue.empty() || !running.empty()) {
+    if (g_stop.load() != 0 && !interrupted) {
+      interrupted = true;
+      event("stopping (signal " + std::to_string(g_stop.load()) + "): the runs in progress are stopped and resume from "
+            "their checkpoints when the same command is given again");
+      for (const Child& c : running) ::kill(c.pid, SIGTERM);
+      queue.clear();
+    }
+    // start what fits
+    while (!interrupted && !queue.empty() && static_cast<int>(running.size()) < jobs) {
+      // the first queued run that has a slot (a cuda run needs a free GPU)
+      bool started = false;
+      for (auto it = queue.begin(); it != queue.end(); ++it) {
+        Child c;
+        c.run = *it;
+        if (uses_cuda(c.run) && gpus > 0) {
+          c.device = pick_device(on_device, opt.runs_per_gpu);
+          if (c.device < 0) continue;
+          ++on_device[static_cast<size_t>(c.device)];
+        }
+        queue.erase(it);
+        event("start " + spec.runs[static_cast<size_t>(c.run)].name);
+        start_stage(c);
+        started = true;
+        break;
+      }
+      if (!started) break;
+    }
+    // reap
+    int st = 0;
+    const pid_t pid = ::waitpid(-1, &st, WNOHANG);
+    if (pid > 0) {
+      auto it = std::find_if(running.begin(), running.end(), [&](const Child& c) { return c.pid == pid; });
+      if (it == running.end()) continue;
+      Child c = *it;
+      running.erase(it);
+      const SweepRun& r = spec.runs[static_cast<size_t>(c.run)];
+      const bool ok = WIFEXITED(st) && WEXITSTATUS(st) == 0;
+      if (ok && c.stage == 0 && !interrupted) {
+        c.stage = 1;
+        start_stage(c);
+        continue;
+      }
+      if (c.device >= 0) --on_device[static_cast<size_t>(c.device)];
+      const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - c.started).count();
+      if (ok && c.stage == 1) {
+        ++done;
+        durations.push_back(secs);
+        fs::remove(P.status(r.name), ec);
+        std::string m;
+        try {
+          const nlohmann::json mj = parse_json_text(read_text((P.run(r.name) / "metrics.json").string()), "metrics");
+          char b[160];
+          std::snprintf(b, sizeof b, ": position error %.4g m, rotation error %.3g deg",
+                        mj.value("position_error_m", NAN), mj.value("rotation_error_deg", NAN));
+          m = b;
+        } catch (const std::exception&) {
+        }
+        event("done " + r.name + " in " + duration_text(secs) + m);
+      } else if (!interrupted) {
+        ++failed;
+        const std::string stage = c.stage == 0 ? "train" : "eval";
+        nlohmann::json s = {{"stage", stage}, {"error", error_from_log(P.log(r.name).string(), c.log_from)},
+                            {"log", P.log(r.name).string()}, {"when", now_text()}};
+        if (WIFEXITED(st))
+          s["exit_code"] = WEXITSTATUS(st);
+        else if (WIFSIGNALED(st))
+          s["signal"] = WTERMSIG(st);
+        write_text_atomic(P.status(r.name).string(), s.dump(2) + "\n");
+        event("FAILED " + r.name + " (" + stage + "): " + s["error"].get<std::string>());
+      }
+      if (!interrupted) write_summary(P, collect_sweep_rows(opt.out), spec.grid_keys);
+      continue;
+    }
+    if (pid < 0 && errno == ECHILD) {
+      running.clear();  // nothing of ours is alive (should not happen)
+      continue;
+    }
+    // the live line
+    const auto now = std::chrono::steady_clock::now();
+    if (live && now - last_live > std::chrono::milliseconds(500)) {
+      last_live = now;
+      const int left = static_cast<int>(queue.size() + running.size());
+      std::string eta = "ETA -";
+      if (!durations.empty()) {
+        double mean = 0;
+        for (double d : durations) mean += d;
+        mean /= static_cast<double>(durations.size());
+        eta = "ETA " + duration_text(mean * left / jobs);
+      }
+      live_line = "sweep: " + std::to_string(done) + "/" + std::to_string(total_mine) + " done, " +
+                  std::to_string(running.size()) + " running, " + std::to_string(failed) + " failed, " +
+                  std::to_string(queue.size()) + " queued, " +
+                  duration_text(std::chrono::duration<double>(now - t_start).count()) + " elapsed, " + eta;
+      log << "\r\033[K" << live_line;
+      log.flush();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  if (live) log << "\r\033[K";
+
+  // the summary: every rank's rows gathered on rank 0 (or this shard's view of the files)
+  SweepResult res;
+  res.interrupted = interrupted;
+  res.mine = total_mine;
+  std::vector<SweepRow> rows = collect_sweep_rows(opt.out);
+  if (mpi.active && mpi.size > 1) {
+    nlohmann::json part = nlohmann::json::array();
+    for (const SweepRow& r : rows)
+      if (spec.runs[static_cast<size_t>(&r - rows.data())].index % shards == shard) part.push_back(row_json(r));
+    const std::vector<std::string> all = mpi.gather(part.dump());
+    if (mpi.rank == 0) {
+      std::map<std::string, SweepRow> by_name;
+      for (const std::string& s : all)
+        for (const auto& j : nlohmann::json::parse(s)) by_name[j.at("name").get<std::string>()] = row_from_json(j);
+      for (SweepRow& r : rows) r = by_name.at(r.name);
+    }
+  }
+  if (!(mpi.active && mpi.size > 1 && mpi.rank != 0)) write_summary(P, rows, spec.grid_keys);
+  for (const SweepRow& r : rows) {
+    ++res.total;
+    if (r.status == "done") ++res.done;
+    else if (r.status == "failed") ++res.failed;
+    else ++res.pending;
+  }
+  res.rows = std::move(rows);
+  const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
+  if (!(mpi.active && mpi.rank != 0)) {
+    event(std::string(interrupted ? "stopped" : "finished") + " after " + duration_text(el) + ": " + std::to_string(res.done) +
+          " done, " + std::to_string(res.failed) + " failed, " + std::to_string(res.pending) + " not run, of " +
+          std::to_string(res.total) + "; " + (P.root / "summary.csv").string());
+    for (const SweepRow& r : res.rows)
+      if (r.status == "failed") event("  failed: " + r.name + ": " + r.error);
+  }
+  return res;
+}
+
+}  // namespace
+
+SweepResult run_sweep(const SweepOptions& opt, std::ostream& log) {
+  const Mpi mpi(opt.use_mpi);
+  if (!mpi.active || mpi.size == 1) return run_sweep_impl(opt, log, mpi);
+  try {
+    return run_sweep_impl(opt, log, mpi);
+  } catch (const std::exception& e) {
+    mpi.abort_all(e.what());  // the other ranks would wait for this one's results forever
+  }
+}
+
+}  // namespace impulse
