@@ -38,6 +38,7 @@ void add_sweep_commands(CLI::App& app, Commands& out) {
   sw->add_option("--shard", sa->shard, "i/N: run only the runs with index % N == i (job arrays; 0-based)");
   sw->add_option("--runs-per-gpu", sa->opt.runs_per_gpu, "concurrent --backend cuda runs on each GPU");
   sw->add_option("--exe", sa->opt.exe, "the impulse binary each run executes (default: this one)");
+  sw->add_flag("--list", sa->opt.list_only, "print the runs, their state and command lines; run nothing");
   out.push_back({sw, [sa] {
                    if (!sa->shard.empty()) {
                      const auto slash = sa->shard.find('/');
@@ -52,6 +53,7 @@ void add_sweep_commands(CLI::App& app, Commands& out) {
                      }
                    }
                    const SweepResult r = run_sweep(sa->opt, std::cout);
+                   if (sa->opt.list_only) return 0;
                    if (r.interrupted) return 130;
                    return r.failed > 0 ? 4 : 0;
                  }});

@@ -596,6 +596,26 @@ SweepResult run_sweep_impl(const SweepOptions& opt, std::ostream& log, const Mpi
 
   const SweepPaths P{fs::path(opt.out)};
   std::error_code ec;
+  if (opt.list_only) {
+    SweepResult res;
+    int threads = opt.threads_per_run > 0 ? opt.threads_per_run : std::max(1, spec.threads_per_run);
+    for (const SweepRun& r : spec.runs) {
+      const SweepRow row = row_of(P, r.name, r.grid);
+      const bool mine = r.index % shards == shard;
+      res.mine += mine;
+      ++res.total;
+      res.done += row.status == "done";
+      res.failed += row.status == "failed";
+      res.pending += row.status == "pending";
+      log << r.index << " " << r.name << " [" << row.status << (mine ? "" : ", another shard's") << "]: impulse";
+      for (const std::string& a : train_arguments(r, P.run(r.name).string(), threads)) log << " " << a;
+      log << "\n";
+      res.rows.push_back(row);
+    }
+    log << spec.runs.size() << " runs: " << res.done << " done, " << res.failed << " failed, " << res.pending
+        << " to run\n";
+    return res;
+  }
   for (const char* d : {"runs", "logs", "status"}) {
     fs::create_directories(P.root / d, ec);
     if (ec) throw Error("--out " + opt.out + ": cannot create " + (P.root / d).string() + " (" + ec.message() + ")");

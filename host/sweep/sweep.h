@@ -80,6 +80,7 @@ struct SweepOptions {
   int runs_per_gpu = 2;      // concurrent cuda runs per GPU
   bool progress = true;      // the live line on a terminal (plain lines otherwise)
   bool use_mpi = true;       // under mpirun, ranks as shards (when built with MPI)
+  bool list_only = false;    // print the runs, their state and commands; run nothing
 };
 
 struct SweepRow {
