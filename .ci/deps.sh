@@ -3,7 +3,8 @@
 # The CUDA toolkit is optional: the build uses it when nvcc is found.
 set -euo pipefail
 pkgs=(cmake make g++ ccache zlib1g-dev libeigen3-dev libgtest-dev libbenchmark-dev
-      nlohmann-json3-dev libcli11-dev libqhull-dev libopenmpi-dev openmpi-bin python3-matplotlib)
+      nlohmann-json3-dev libcli11-dev libqhull-dev libopenmpi-dev openmpi-bin python3-matplotlib
+      liblbfgspp-dev)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -1,0 +1,196 @@
+#include "host/impact/identify.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+
+#include "solvers/error.h"
+
+namespace impulse {
+
+namespace {
+
+void check(const std::vector<ImpactGeometry>& g, const std::vector<Eigen::Vector2d>& target, const IdentifyOptions& o) {
+  if (g.size() != target.size())
+    throw Error("identify: " + std::to_string(target.size()) + " target impulses for " + std::to_string(g.size()) + " impacts");
+  if (g.empty()) throw Error("identify: no impacts");
+  if (o.grid_mu < 2 || o.grid_eps < 2) throw Error("identify: the grid needs at least 2 points per parameter");
+  if (!(o.mu_max > 0)) throw Error("identify: mu_max must be > 0");
+  for (size_t i = 0; i < target.size(); ++i)
+    if (!target[i].allFinite()) throw Error("identify: target impulse " + std::to_string(i) + " is not finite");
+}
+
+ImpactParams grid_point(const IdentifyOptions& o, int a, int b) {
+  return {o.mu_max * a / (o.grid_mu - 1), 1.0 * b / (o.grid_eps - 1)};
+}
+
+// per-impact errors ‖P − P̂‖ of every grid point: err[(a * grid_eps + b) * n + i]
+std::vector<double> grid_errors(int model, const std::vector<ImpactGeometry>& g, const std::vector<Eigen::Vector2d>& t,
+                                const IdentifyOptions& o) {
+  const size_t n = g.size();
+  std::vector<double> err(static_cast<size_t>(o.grid_mu * o.grid_eps) * n);
+  for (int a = 0; a < o.grid_mu; ++a)
+    for (int b = 0; b < o.grid_eps; ++b) {
+      const std::vector<ImpactPrediction> p = predict_impacts(model, g, {grid_point(o, a, b)}, o.threads);
+      double* e = &err[static_cast<size_t>(a * o.grid_eps + b) * n];
+      for (size_t i = 0; i < n; ++i) e[i] = (p[i].P - t[i]).norm();
+    }
+  return err;
+}
+
+// pattern search from p0 over the impacts `idx`
+Identified refine(int model, const std::vector<ImpactGeometry>& g, const std::vector<Eigen::Vector2d>& t,
+                  ImpactParams p0, double c0, const IdentifyOptions& o) {
+  Identified best{p0, c0};
+  double hm = o.mu_max / (o.grid_mu - 1), he = 1.0 / (o.grid_eps - 1);
+  for (int it = 0; it < o.refine_steps && (hm > o.refine_tol || he > o.refine_tol); ++it) {
+    bool moved = false;
+    const ImpactParams cand[4] = {{best.params.mu + hm, best.params.eps},
+                                  {best.params.mu - hm, best.params.eps},
+                                  {best.params.mu, best.params.eps + he},
+                                  {best.params.mu, best.params.eps - he}};
+    for (ImpactParams c : cand) {
+      c.mu = std::max(0.0, c.mu);
+      c.eps = std::clamp(c.eps, 0.0, 1.0);
+      const double cost = identification_cost(model, g, t, c, o.threads);
+      if (cost < best.cost) {
+        best = {c, cost};
+        moved = true;
+      }
+    }
+    if (!moved) {
+      hm *= 0.5;
+      he *= 0.5;
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
+double identification_cost(int model, const std::vector<ImpactGeometry>& g, const std::vector<Eigen::Vector2d>& target,
+                           ImpactParams p, int threads) {
+  const std::vector<ImpactPrediction> pr = predict_impacts(model, g, {p}, threads);
+  double c = 0;
+  for (size_t i = 0; i < g.size(); ++i) c += (pr[i].P - target[i]).norm();
+  return c;
+}
+
+Identified identify(int model, const std::vector<ImpactGeometry>& g, const std::vector<Eigen::Vector2d>& target,
+                    const IdentifyOptions& o) {
+  check(g, target, o);
+  Identified best{{0, 0}, INFINITY};
+  for (int a = 0; a < o.grid_mu; ++a)
+    for (int b = 0; b < o.grid_eps; ++b) {
+      const ImpactParams p = grid_point(o, a, b);
+      const double c = identification_cost(model, g, target, p, o.threads);
+      if (c < best.cost) best = {p, c};
+    }
+  return refine(model, g, target, best.params, best.cost, o);
+}
+
+ResampledFit identify_resampled(int model, const std::vector<ImpactGeometry>& g,
+                                const std::vector<Eigen::Vector2d>& target, const std::vector<int>& pool,
+                                const IdentifyOptions& o) {
+  check(g, target, o);
+  if (o.k < 1 || o.k > static_cast<int>(pool.size()))
+    throw Error("identify: k = " + std::to_string(o.k) + " training impacts from a pool of " + std::to_string(pool.size()));
+  if (o.resamples < 1) throw Error("identify: resamples must be >= 1");
+  std::vector<ImpactGeometry> pg;
+  std::vector<Eigen::Vector2d> pt;
+  for (int i : pool) {
+    if (i < 0 || i >= static_cast<int>(g.size())) throw Error("identify: pool index " + std::to_string(i) + " out of range");
+    pg.push_back(g[static_cast<size_t>(i)]);
+    pt.push_back(target[static_cast<size_t>(i)]);
+  }
+  const std::vector<double> err = grid_errors(model, pg, pt, o);
+  const size_t n = pg.size();
+  std::mt19937_64 rng(o.seed);
+  ResampledFit out;
+  for (int r = 0; r < o.resamples; ++r) {
+    std::vector<int> order(n);
+    std::iota(order.begin(), order.end(), 0);
+    // a partial Fisher-Yates with the portable generator: the first k are the sample
+    for (int i = 0; i < o.k; ++i) {
+      const uint64_t span = n - static_cast<size_t>(i);
+      const size_t j = static_cast<size_t>(i) + static_cast<size_t>(rng() % span);
+      std::swap(order[static_cast<size_t>(i)], order[j]);
+    }
+    std::vector<ImpactGeometry> sg;
+    std::vector<Eigen::Vector2d> st;
+    for (int i = 0; i < o.k; ++i) {
+      sg.push_back(pg[static_cast<size_t>(order[static_cast<size_t>(i)])]);
+      st.push_back(pt[static_cast<size_t>(order[static_cast<size_t>(i)])]);
+    }
+    Identified best{{0, 0}, INFINITY};
+    for (int a = 0; a < o.grid_mu; ++a)
+      for (int b = 0; b < o.grid_eps; ++b) {
+        const double* e = &err[static_cast<size_t>(a * o.grid_eps + b) * n];
+        double c = 0;
+        for (int i = 0; i < o.k; ++i) c += e[order[static_cast<size_t>(i)]];
+        if (c < best.cost) best = {grid_point(o, a, b), c};
+      }
+    out.each.push_back(refine(model, sg, st, best.params, best.cost, o));
+    if (o.progress) o.progress(r + 1, o.resamples);
+  }
+  const double m = static_cast<double>(out.each.size());
+  for (const Identified& f : out.each) {
+    out.mu_mean += f.params.mu / m;
+    out.eps_mean += f.params.eps / m;
+  }
+  for (const Identified& f : out.each) {
+    out.mu_std += (f.params.mu - out.mu_mean) * (f.params.mu - out.mu_mean);
+    out.eps_std += (f.params.eps - out.eps_mean) * (f.params.eps - out.eps_mean);
+  }
+  out.mu_std = m > 1 ? std::sqrt(out.mu_std / (m - 1)) : 0;
+  out.eps_std = m > 1 ? std::sqrt(out.eps_std / (m - 1)) : 0;
+  return out;
+}
+
+std::vector<Identified> identify_each(int model, const std::vector<ImpactGeometry>& g,
+                                      const std::vector<Eigen::Vector2d>& target, const IdentifyOptions& o) {
+  check(g, target, o);
+  const std::vector<double> err = grid_errors(model, g, target, o);
+  const size_t n = g.size();
+  std::vector<Identified> out(n, Identified{{0, 0}, INFINITY});
+  for (int a = 0; a < o.grid_mu; ++a)
+    for (int b = 0; b < o.grid_eps; ++b) {
+      const double* e = &err[static_cast<size_t>(a * o.grid_eps + b) * n];
+      for (size_t i = 0; i < n; ++i)
+        if (e[i] < out[i].cost) out[i] = {grid_point(o, a, b), e[i]};
+    }
+  // refine all impacts together: one batch per candidate, each impact its own (μ, ε)
+  double hm = o.mu_max / (o.grid_mu - 1), he = 1.0 / (o.grid_eps - 1);
+  for (int it = 0; it < o.refine_steps && (hm > o.refine_tol || he > o.refine_tol); ++it) {
+    std::vector<char> moved(n, 0);
+    for (int c = 0; c < 4; ++c) {
+      std::vector<ImpactParams> cand(n);
+      for (size_t i = 0; i < n; ++i) {
+        ImpactParams p = out[i].params;
+        if (c == 0) p.mu += hm;
+        if (c == 1) p.mu = std::max(0.0, p.mu - hm);
+        if (c == 2) p.eps = std::min(1.0, p.eps + he);
+        if (c == 3) p.eps = std::max(0.0, p.eps - he);
+        cand[i] = p;
+      }
+      const std::vector<ImpactPrediction> pr = predict_impacts(model, g, cand, o.threads);
+      for (size_t i = 0; i < n; ++i) {
+        const double e = (pr[i].P - target[i]).norm();
+        if (e < out[i].cost) {
+          out[i] = {cand[i], e};
+          moved[i] = 1;
+        }
+      }
+    }
+    // one step size for all (halved when most impacts stopped moving)
+    const size_t nm = static_cast<size_t>(std::count(moved.begin(), moved.end(), 1));
+    if (nm * 4 < n) {
+      hm *= 0.5;
+      he *= 0.5;
+    }
+  }
+  return out;
+}
+
+}  // namespace impulse

@@ -1,0 +1,61 @@
+// Identification of an impact model's (μ, ε) (Fazeli et al. 2017, Eq. 6):
+//   argmin_{μ, ε} Σ_n ‖P_n − P̂_n(μ, ε)‖₂
+// over k training impacts, with P_n the observed impulse (the IRB fit of each impact).
+// The cost is not smooth in (μ, ε) (models switch between sticking and sliding), so
+// the search is derivative-free: a grid over μ ∈ [0, mu_max], ε ∈ [0, 1] (every grid
+// point evaluates all impacts in one batch), then a pattern search from the best
+// point with halving steps (each candidate again one batch of the k impacts).
+// Resampled identification (Table 1): k impacts drawn without replacement, m times
+// (seeded), the per-impact costs of the grid computed once for the whole pool.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include <Eigen/Dense>
+
+#include "host/impact/impact_models.h"
+
+namespace impulse {
+
+struct IdentifyOptions {
+  int k = 120;               // training impacts per identification
+  int resamples = 100;       // m
+  uint64_t seed = 0;
+  double mu_max = 0.5;       // grid μ ∈ [0, mu_max]
+  int grid_mu = 26, grid_eps = 26;
+  int refine_steps = 30;     // pattern-search iterations (each halves or moves)
+  double refine_tol = 1e-4;  // stop when the step is below this
+  int threads = 0;
+  std::function<void(int done, int total)> progress;  // called after each resample
+};
+
+struct Identified {
+  ImpactParams params;
+  double cost = 0;  // Σ ‖P − P̂‖ over the impacts used (mean per impact: cost / k)
+};
+
+// The cost of one (μ, ε) over the given impacts.
+double identification_cost(int model, const std::vector<ImpactGeometry>& g, const std::vector<Eigen::Vector2d>& target,
+                           ImpactParams p, int threads = 0);
+
+// Grid + pattern search over all impacts of g.
+Identified identify(int model, const std::vector<ImpactGeometry>& g, const std::vector<Eigen::Vector2d>& target,
+                    const IdentifyOptions& opt);
+
+struct ResampledFit {
+  std::vector<Identified> each;  // one per resample
+  double mu_mean = 0, mu_std = 0, eps_mean = 0, eps_std = 0;
+};
+
+// m identifications from k impacts each, drawn from `pool` (indices into g).
+ResampledFit identify_resampled(int model, const std::vector<ImpactGeometry>& g,
+                                const std::vector<Eigen::Vector2d>& target, const std::vector<int>& pool,
+                                const IdentifyOptions& opt);
+
+// Per impact, the (μ, ε) that best explains it alone (Class II's targets, Fig. 6).
+std::vector<Identified> identify_each(int model, const std::vector<ImpactGeometry>& g,
+                                      const std::vector<Eigen::Vector2d>& target, const IdentifyOptions& opt);
+
+}  // namespace impulse

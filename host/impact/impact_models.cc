@@ -1,0 +1,323 @@
+#include "host/impact/impact_models.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "host/batch/qp_batch.h"
+#include "solvers/error.h"
+#include "solvers/lemke.h"
+
+namespace impulse {
+
+ImpactGeometry ImpactGeometry::of(const Impact& m, double mass, double inertia) {
+  if (!(mass > 0) || !(inertia > 0)) throw Error("impact: mass and inertia must be > 0");
+  ImpactGeometry g;
+  g.Minv = Eigen::Vector3d(1 / mass, 1 / mass, 1 / inertia).asDiagonal();
+  g.J.row(0) = Eigen::Vector3d(m.d[0], m.d[1], m.d[2]).transpose();
+  g.J.row(1) = Eigen::Vector3d(m.n[0], m.n[1], m.n[2]).transpose();
+  g.W = g.J * g.Minv * g.J.transpose();
+  g.vi = Eigen::Vector3d(m.state_i[3], m.state_i[4], m.state_i[5]);
+  g.vf = Eigen::Vector3d(m.state_f[3], m.state_f[4], m.state_f[5]);
+  g.vc = g.J * g.vi;
+  return g;
+}
+
+Eigen::Vector3d ImpactGeometry::post_velocity_wrench(const Eigen::Vector3d& w) const {
+  return vi + Minv * (J.transpose() * w.head<2>() + Eigen::Vector3d(0, 0, w(2)));
+}
+
+double ImpactGeometry::energy_ratio(const Eigen::Vector2d& P) const {
+  const Eigen::Matrix2d Mc = W.inverse();
+  const Eigen::Vector2d vcf = vc + W * P;
+  return vcf.dot(Mc * vcf) / vc.dot(Mc * vc);
+}
+
+std::vector<Eigen::Vector2d> ImpactGeometry::energy_ellipse(double alpha, int points) const {
+  // (P + M_c v_c)ᵀ W (P + M_c v_c) = α v_cᵀ M_c v_c: P = −M_c v_c + r L⁻ᵀ u, W = L Lᵀ, ‖u‖ = 1
+  const Eigen::Matrix2d Mc = W.inverse();
+  const double r = std::sqrt(std::max(0.0, alpha * vc.dot(Mc * vc)));
+  const Eigen::Matrix2d L = W.llt().matrixL();
+  const Eigen::Matrix2d LinvT = L.transpose().inverse();
+  std::vector<Eigen::Vector2d> out;
+  for (int i = 0; i < points; ++i) {
+    const double a = 2 * M_PI * i / points;
+    out.push_back(-Mc * vc + r * LinvT * Eigen::Vector2d(std::cos(a), std::sin(a)));
+  }
+  return out;
+}
+
+std::vector<ImpactGeometry> impact_geometry(const ImpactSet& set) {
+  std::vector<ImpactGeometry> g;
+  g.reserve(set.impacts.size());
+  for (const Impact& m : set.impacts) g.push_back(ImpactGeometry::of(m, set.mass, set.mass * set.inertia_per_mass));
+  return g;
+}
+
+namespace {
+
+void check_params(ImpactParams p) {
+  if (!(std::isfinite(p.mu) && p.mu >= 0)) throw Error("impact model: mu must be finite and >= 0, got " + std::to_string(p.mu));
+  if (!(std::isfinite(p.eps) && p.eps >= 0 && p.eps <= 1))
+    throw Error("impact model: eps must be in [0, 1], got " + std::to_string(p.eps));
+}
+
+ImpactPrediction whittaker(const ImpactGeometry& g, ImpactParams p) {
+  // the sticking impulse (v_t^f = 0, v_n^f = −ε v_n), its tangential part clamped into
+  // the cone |P_t| <= μ P_n with P_n kept
+  ImpactPrediction out;
+  const Eigen::Vector2d stick = g.W.ldlt().solve(Eigen::Vector2d(-g.vc(0), -(1 + p.eps) * g.vc(1)));
+  out.P = Eigen::Vector2d(std::clamp(stick(0), -p.mu * stick(1), p.mu * stick(1)), stick(1));
+  if (!(stick(1) >= 0)) out.status = kImpactFailed;
+  return out;
+}
+
+// the planar impulse LCP over z = [P_n, β₊, β₋, λ] with normal target v_n^f >= -e v_n
+bool ap_lcp(const ImpactGeometry& g, double mu, double e, Eigen::Vector2d& P) {
+  const double Wtt = g.W(0, 0), Wtn = g.W(0, 1), Wnn = g.W(1, 1);
+  const double M[16] = {Wnn, Wtn, -Wtn, 0,  //
+                        Wtn, Wtt, -Wtt, 1,  //
+                        -Wtn, -Wtt, Wtt, 1,  //
+                        mu, -1, -1, 0};
+  const double q[4] = {(1 + e) * g.vc(1), g.vc(0), -g.vc(0), 0};
+  double z[4], w[4];
+  const LemkeInfo info = lemke_solve(4, M, q, z, w);
+  P = Eigen::Vector2d(z[1] - z[2], z[0]);
+  return info.status == SolveStatus::kSolved;
+}
+
+ImpactPrediction ap_newton(const ImpactGeometry& g, ImpactParams p) {
+  ImpactPrediction out;
+  if (!ap_lcp(g, p.mu, p.eps, out.P)) out.status = kImpactFailed;
+  return out;
+}
+
+// Poisson restitution after a compression impulse P_c: a normal impulse ε P_c,n
+ImpactPrediction restitution_phase(const ImpactGeometry&, ImpactParams p, const Eigen::Vector2d& Pc) {
+  ImpactPrediction out;
+  out.P = Pc + Eigen::Vector2d(0, p.eps * Pc(1));
+  return out;
+}
+
+ImpactPrediction ap_poisson(const ImpactGeometry& g, ImpactParams p) {
+  Eigen::Vector2d Pc;
+  if (!ap_lcp(g, p.mu, 0.0, Pc)) return {Pc, kImpactFailed};
+  return restitution_phase(g, p, Pc);
+}
+
+// Routh's impulse-space integration along P_n (Wang-Mason: Poisson; Mirtich: energetic)
+ImpactPrediction integrate(const ImpactGeometry& g, ImpactParams p, bool energetic) {
+  ImpactPrediction out;
+  const double Wtt = g.W(0, 0), Wtn = g.W(0, 1), Wnn = g.W(1, 1);
+  Eigen::Vector2d P = Eigen::Vector2d::Zero();
+  Eigen::Vector2d v = g.vc;
+  const bool can_stick = std::abs(Wtn) <= p.mu * Wtt;
+  // mode: +1 / -1 sliding with v_t of that sign, 0 sticking
+  auto pick_mode = [&](double vt) -> int {
+    if (vt > 0) return 1;
+    if (vt < 0) return -1;
+    if (can_stick) return 0;
+    return Wtn > 0 ? 1 : -1;
+  };
+  int mode = pick_mode(v(0));
+  bool compression = v(1) < 0;
+  double Pc = compression ? -1 : 0, work_c = 0, work_r = 0;
+  if (!compression) {  // not approaching: no impulse
+    out.P = P;
+    return out;
+  }
+  for (int seg = 0; seg < 64; ++seg) {
+    // rates along dP_n = 1
+    double dPt = mode == 0 ? -Wtn / Wtt : -p.mu * mode;
+    double at = Wtn + Wtt * dPt, an = Wnn + Wtn * dPt;
+    if (compression && !(an > 0)) {  // a jam: the approach cannot be stopped sliding
+      out.status = kImpactJam;
+      mode = 0;
+      dPt = -Wtn / Wtt;
+      at = 0;
+      an = Wnn - Wtn * Wtn / Wtt;
+    }
+    double step = std::numeric_limits<double>::infinity();
+    int event = 0;  // 1: v_t reaches 0; 2: compression ends; 3: restitution ends
+    if (mode != 0 && at * mode < 0) {
+      const double s = -v(0) / at;
+      if (s < step) {
+        step = s;
+        event = 1;
+      }
+    }
+    if (compression) {
+      const double s = -v(1) / an;
+      if (s < step) {
+        step = s;
+        event = 2;
+      }
+    } else if (!energetic) {
+      const double s = (1 + p.eps) * Pc - P(1);
+      if (s <= step) {
+        step = s;
+        event = 3;
+      }
+    } else {
+      // ∫ v_n dP_n over the step = v_n s + ½ a_n s² reaches the remaining work
+      const double target = p.eps * p.eps * (-work_c) - work_r;
+      double s;
+      if (an > 1e-300)
+        s = (-v(1) + std::sqrt(std::max(0.0, v(1) * v(1) + 2 * an * target))) / an;
+      else
+        s = v(1) > 0 ? target / v(1) : std::numeric_limits<double>::infinity();
+      if (s <= step) {
+        step = s;
+        event = 3;
+      }
+    }
+    if (!std::isfinite(step)) {  // restitution with v_n not growing: cannot finish
+      out.status = kImpactFailed;
+      break;
+    }
+    step = std::max(0.0, step);
+    const double w = v(1) * step + 0.5 * an * step * step;
+    (compression ? work_c : work_r) += w;
+    P += Eigen::Vector2d(dPt * step, step);
+    v = g.vc + g.W * P;  // exact, no drift
+    if (event == 1) {
+      v(0) = 0;
+      mode = can_stick ? 0 : (Wtn > 0 ? 1 : -1);
+    } else if (event == 2) {
+      compression = false;
+      Pc = P(1);
+      if (!energetic && p.eps == 0) break;
+      if (energetic && (p.eps == 0 || work_c == 0)) break;
+      if (mode != 0 && v(0) == 0) mode = pick_mode(0);
+    } else if (event == 3) {
+      break;
+    }
+  }
+  out.P = P;
+  return out;
+}
+
+QpBatch<double> ds_batch(const std::vector<ImpactGeometry>& g, const std::vector<ImpactParams>& params) {
+  const int B = static_cast<int>(g.size());
+  QpBatch<double> b = QpBatch<double>::dense(B, 2, ConeSpec{0, 3, 0});
+  for (int k = 0; k < B; ++k) {
+    const ImpactGeometry& G = g[static_cast<size_t>(k)];
+    const double mu = params.size() == 1 ? params[0].mu : params[static_cast<size_t>(k)].mu;
+    double* P = &b.P[static_cast<size_t>(k) * 4];
+    P[0] = G.W(0, 0);
+    P[1] = P[2] = G.W(0, 1);
+    P[3] = G.W(1, 1);
+    b.q[static_cast<size_t>(k) * 2] = G.vc(0);
+    b.q[static_cast<size_t>(k) * 2 + 1] = G.vc(1);
+    // v_n + (WP)_n >= 0; μP_n − P_t >= 0; μP_n + P_t >= 0  (A x + s = b, s >= 0)
+    const double A[6] = {-G.W(1, 0), -G.W(1, 1), 1, -mu, -1, -mu};
+    b.set_A_dense(k, A);
+    b.b[static_cast<size_t>(k) * 3] = G.vc(1);
+    b.b[static_cast<size_t>(k) * 3 + 1] = 0;
+    b.b[static_cast<size_t>(k) * 3 + 2] = 0;
+  }
+  return b;
+}
+
+QpSettings<double> tight_settings() {
+  QpSettings<double> s;
+  s.eps_abs = 1e-10;
+  s.eps_rel = 1e-9;
+  s.max_iter = 20000;
+  return s;
+}
+
+}  // namespace
+
+ImpactPrediction predict_impact(int model, const ImpactGeometry& g, ImpactParams p) {
+  return predict_impacts(model, {g}, {p}, 1)[0];
+}
+
+std::vector<ImpactPrediction> predict_impacts(int model, const std::vector<ImpactGeometry>& g,
+                                              const std::vector<ImpactParams>& params, int threads) {
+  impact_model_name(model);  // range check
+  if (params.size() != 1 && params.size() != g.size())
+    throw Error("predict_impacts: " + std::to_string(params.size()) + " parameter sets for " + std::to_string(g.size()) +
+                " impacts (give 1 or one per impact)");
+  for (const ImpactParams& p : params) check_params(p);
+  const int B = static_cast<int>(g.size());
+  std::vector<ImpactPrediction> out(static_cast<size_t>(B));
+  if (B == 0) return out;
+  auto par = [&](int k) { return params.size() == 1 ? params[0] : params[static_cast<size_t>(k)]; };
+  if (model == 0) {  // Drumwright-Shell: compression QPs in one batch
+    const QpBatch<double> b = ds_batch(g, params);
+    QpSolutions<double> sol;
+    BatchOptions bo;
+    bo.threads = threads;
+    solve_batch(b, tight_settings(), bo, sol);
+    parallel_for(B, threads, [&](int, int begin, int end) {
+      for (int k = begin; k < end; ++k) {
+        const size_t K = static_cast<size_t>(k);
+        const Eigen::Vector2d Pc(sol.x[2 * K], sol.x[2 * K + 1]);
+        ImpactPrediction r = restitution_phase(g[K], par(k), Pc);
+        if (sol.status[K] != SolveStatus::kSolved) r.status = kImpactFailed;
+        out[K] = r;
+      }
+    });
+    return out;
+  }
+  parallel_for(B, threads, [&](int, int begin, int end) {
+    for (int k = begin; k < end; ++k) {
+      const size_t K = static_cast<size_t>(k);
+      switch (model) {
+        case 1: out[K] = ap_poisson(g[K], par(k)); break;
+        case 2: out[K] = ap_newton(g[K], par(k)); break;
+        case 3: out[K] = integrate(g[K], par(k), true); break;
+        case 4: out[K] = integrate(g[K], par(k), false); break;
+        default: out[K] = whittaker(g[K], par(k)); break;
+      }
+    }
+  });
+  return out;
+}
+
+std::vector<Eigen::Vector2d> irb_impulses(const std::vector<ImpactGeometry>& g, int threads, int* solved) {
+  const int B = static_cast<int>(g.size());
+  std::vector<Eigen::Vector2d> out(static_cast<size_t>(B), Eigen::Vector2d::Zero());
+  if (B == 0) return out;
+  // rows: [v_n^f >= 0] nonneg, then the SOC (r, C v_c^f) with CᵀC = M_c
+  QpBatch<double> b = QpBatch<double>::dense(B, 2, ConeSpec{0, 1, 1});
+  for (int k = 0; k < B; ++k) {
+    const ImpactGeometry& G = g[static_cast<size_t>(k)];
+    const Eigen::Matrix<double, 3, 2> Bm = G.Minv * G.J.transpose();
+    const Eigen::Vector3d dv = G.vf - G.vi;
+    const Eigen::Matrix2d H = Bm.transpose() * Bm;
+    const Eigen::Vector2d q = -Bm.transpose() * dv;
+    const Eigen::Matrix2d Mc = G.W.inverse();
+    const Eigen::Matrix2d C = Eigen::Matrix2d(Mc.llt().matrixU());  // CᵀC = M_c
+    const double r = std::sqrt(G.vc.dot(Mc * G.vc));
+    const Eigen::Matrix2d CW = C * G.W;
+    const Eigen::Vector2d Cv = C * G.vc;
+    const size_t K = static_cast<size_t>(k);
+    b.P[K * 4] = H(0, 0);
+    b.P[K * 4 + 1] = b.P[K * 4 + 2] = H(0, 1);
+    b.P[K * 4 + 3] = H(1, 1);
+    b.q[K * 2] = q(0);
+    b.q[K * 2 + 1] = q(1);
+    const double A[8] = {-G.W(1, 0), -G.W(1, 1), 0, 0, -CW(0, 0), -CW(0, 1), -CW(1, 0), -CW(1, 1)};
+    b.set_A_dense(k, A);
+    b.b[K * 4] = G.vc(1);
+    b.b[K * 4 + 1] = r;
+    b.b[K * 4 + 2] = Cv(0);
+    b.b[K * 4 + 3] = Cv(1);
+  }
+  QpSolutions<double> sol;
+  BatchOptions bo;
+  bo.threads = threads;
+  solve_batch(b, tight_settings(), bo, sol);
+  int ok = 0;
+  for (int k = 0; k < B; ++k) {
+    const size_t K = static_cast<size_t>(k);
+    out[K] = Eigen::Vector2d(sol.x[2 * K], sol.x[2 * K + 1]);
+    ok += sol.status[K] == SolveStatus::kSolved;
+  }
+  if (solved != nullptr) *solved = ok;
+  return out;
+}
+
+}  // namespace impulse

@@ -1,0 +1,96 @@
+// Planar rigid-body impact models (Fazeli, Zapolsky, Drumwright, Rodriguez, CoRL
+// 2017, Sec. 2): a planar object hits a fixed surface at one point; a model maps
+// the pre-impact state and its parameters (friction μ, restitution ε) to the
+// impulse P = (P_t, P_n), and v_f = v_i + M⁻¹JᵀP (Eq. 2).
+//
+// Notation per impact: M = diag(m, m, I), J = [d; n] (the data's tangent and normal
+// rows, acting on (ẋ, ẏ, θ̇)), W = J M⁻¹ Jᵀ = M_c⁻¹ (the inverse effective inertia at
+// the contact), v_c = J v_i = (v_t, v_n) with v_n < 0 approaching; after the impulse
+// the contact velocity is v_c + W P (Eq. 3).
+//
+// The six models, as implemented here (the paper defers to Fazeli et al. ICRA 2017
+// and the original papers; these are the standard published forms):
+// - Whittaker (Whittaker 1944; Newton restitution with Coulomb friction and the
+//   friction-cone clamp): the sticking impulse with v_n^f = −ε v_n, v_t^f = 0 when it
+//   lies in the cone |P_t| ≤ μ P_n; else sliding against the incoming tangential
+//   velocity, P_t = −μ sgn(v_t) P_n, with P_n from v_n^f = −ε v_n.
+// - Anitescu-Potra, Newton (Anitescu & Potra 1997): the impulse LCP with the
+//   friction cone's two planar directions, 0 ≤ P_n ⊥ v_n^f + ε v_n ≥ 0,
+//   0 ≤ β± ⊥ λ ± v_t^f ≥ 0, 0 ≤ λ ⊥ μP_n − β₊ − β₋ ≥ 0 (P_t = β₊ − β₋), by Lemke.
+// - Anitescu-Potra, Poisson: the same LCP with ε = 0 (compression, impulse P_c), then
+//   a restitution impulse of normal part ε P_c,n with friction from the restitution
+//   LCP over (β±, λ) at the post-compression velocity (cone μ ε P_c,n).
+// - Drumwright-Shell (Drumwright & Shell 2010; maximum dissipation): compression as the
+//   convex QP min ½PᵀWP + Pᵀv_c (the contact's kinetic energy after the impulse) s.t.
+//   v_n + (WP)_n ≥ 0, |P_t| ≤ μP_n, solved by the batched conic-QP solver; restitution
+//   as in AP Poisson (normal ε P_c,n, tangential by maximum dissipation in its cone,
+//   which for one tangent direction is the same clamp).
+// - Wang-Mason (Wang & Mason 1992; Routh's impulse-space integration): integrate along
+//   P_n with dP_t/dP_n = −μ sgn(v_t) while sliding; when v_t reaches 0, stick
+//   (dP_t/dP_n = −W_tn/W_tt) if |W_tn/W_tt| ≤ μ, else slide on in direction sgn(W_tn);
+//   compression ends at v_n = 0 (P_n = P_c), restitution at P_n = (1 + ε) P_c (Poisson).
+// - Mirtich (Mirtich 1996, Stronge's energetic restitution): the same integration; the
+//   restitution phase ends when the normal impulse's work in it equals ε² times the
+//   work lost in compression (work ∫ v_n dP_n, exact on the linear segments).
+// A sliding phase in which v_n would not increase (a jam) sticks instead; the
+// prediction's status says so.
+//
+// IRB bound (Eq. 7): the impulse in the admissible set (the Energy Ellipse with α ≤ 1,
+// i.e. the contact's kinetic energy not increased, and v_n^f ≥ 0) that best explains
+// the observed velocity change, min ½‖v_f − v_i − M⁻¹JᵀP‖² — a conic QP with one
+// second-order cone and one nonnegative row per impact, solved in one batch.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <Eigen/Dense>
+
+#include "io/impact_data.h"
+
+namespace impulse {
+
+struct ImpactGeometry {
+  Eigen::Matrix3d Minv = Eigen::Matrix3d::Identity();
+  Eigen::Matrix<double, 2, 3> J = Eigen::Matrix<double, 2, 3>::Zero();  // rows: tangent d, normal n
+  Eigen::Matrix2d W = Eigen::Matrix2d::Identity();                     // J M⁻¹ Jᵀ
+  Eigen::Vector2d vc = Eigen::Vector2d::Zero();                        // (v_t, v_n) before
+  Eigen::Vector3d vi = Eigen::Vector3d::Zero(), vf = Eigen::Vector3d::Zero();
+
+  static ImpactGeometry of(const Impact& m, double mass, double inertia);
+  Eigen::Vector3d post_velocity(const Eigen::Vector2d& P) const { return vi + Minv * J.transpose() * P; }
+  // a wrench impulse (P_t, P_n, τ): τ acts on θ directly
+  Eigen::Vector3d post_velocity_wrench(const Eigen::Vector3d& w) const;
+  // (v_c^f)ᵀ M_c v_c^f / v_cᵀ M_c v_c: the α of Eq. 4 an impulse gives
+  double energy_ratio(const Eigen::Vector2d& P) const;
+  // the Energy Ellipse of Eq. 5 for a given α: `points` impulses on its boundary
+  std::vector<Eigen::Vector2d> energy_ellipse(double alpha, int points) const;
+};
+
+std::vector<ImpactGeometry> impact_geometry(const ImpactSet& set);
+
+struct ImpactParams {
+  double mu = 0.1, eps = 0.5;
+};
+
+enum ImpactStatus { kImpactOk = 0, kImpactJam = 1, kImpactFailed = 2 };
+
+struct ImpactPrediction {
+  Eigen::Vector2d P = Eigen::Vector2d::Zero();
+  int status = kImpactOk;
+};
+
+// One impact, one model (index in the data's order: impact_model_name). The
+// Drumwright-Shell QP is solved alone here; batches solve it with the batched solver.
+ImpactPrediction predict_impact(int model, const ImpactGeometry& g, ImpactParams p);
+
+// Every impact of `g` (params: one for all, or one per impact), on `threads` CPU
+// threads; the Drumwright-Shell compression QPs as one batch. Deterministic.
+std::vector<ImpactPrediction> predict_impacts(int model, const std::vector<ImpactGeometry>& g,
+                                              const std::vector<ImpactParams>& params, int threads = 0);
+
+// The IRB impulses of every impact (one batch of conic QPs). `solved` counts the
+// QPs that reached their tolerance.
+std::vector<Eigen::Vector2d> irb_impulses(const std::vector<ImpactGeometry>& g, int threads = 0, int* solved = nullptr);
+
+}  // namespace impulse
