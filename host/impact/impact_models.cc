@@ -67,8 +67,17 @@ ImpactPrediction whittaker(const ImpactGeometry& g, ImpactParams p) {
   // the cone |P_t| <= μ P_n with P_n kept
   ImpactPrediction out;
   const Eigen::Vector2d stick = g.W.ldlt().solve(Eigen::Vector2d(-g.vc(0), -(1 + p.eps) * g.vc(1)));
-  out.P = Eigen::Vector2d(std::clamp(stick(0), -p.mu * stick(1), p.mu * stick(1)), stick(1));
-  if (!(stick(1) >= 0)) out.status = kImpactFailed;
+  if (stick(1) >= 0) {
+    out.P = Eigen::Vector2d(std::clamp(stick(0), -p.mu * stick(1), p.mu * stick(1)), stick(1));
+    return out;
+  }
+  // sticking would need a pulling normal impulse: slide against v_t, P_t = −μ s P_n,
+  // with P_n from v_n^f = −ε v_n (Whittaker's sliding case)
+  const double s = g.vc(0) >= 0 ? 1.0 : -1.0;
+  const double den = g.W(1, 1) - p.mu * s * g.W(0, 1);
+  const double Pn = den > 0 ? -(1 + p.eps) * g.vc(1) / den : -(1 + p.eps) * g.vc(1) / g.W(1, 1);
+  out.P = Eigen::Vector2d(den > 0 ? -p.mu * s * Pn : 0.0, Pn);
+  out.status = kImpactJam;
   return out;
 }
 
