@@ -25,5 +25,7 @@ void add_learn_commands(CLI::App& app, Commands& out);
 void add_control_commands(CLI::App& app, Commands& out);
 // sweep_commands.cc: sweep, report (host/sweep)
 void add_sweep_commands(CLI::App& app, Commands& out);
+// impact_commands.cc: impact fit|eval|learn|figures (host/impact)
+void add_impact_commands(CLI::App& app, Commands& out);
 
 }  // namespace impulse::cli

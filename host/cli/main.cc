@@ -48,6 +48,7 @@ int main(int argc, char** argv) {
   cli::add_learn_commands(app, commands);
   cli::add_control_commands(app, commands);
   cli::add_sweep_commands(app, commands);
+  cli::add_impact_commands(app, commands);
 
   CLI11_PARSE(app, argc, argv);
   try {

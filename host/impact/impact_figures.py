@@ -1,0 +1,182 @@
+#!/usr/bin/env python3
+"""Figures of an `impulse impact` study folder (host/impact/impact_report.h).
+
+    python3 impact_figures.py STUDY_DIR
+
+fig_table1          identified (mu, eps) per model, mean and std over resamples, with
+                    the paper's Table 1 beside them
+fig_errors          Fig. 5: normalized post-impact velocity error per analytical model,
+                    best post hoc and the IRB bound, on the test impacts
+fig_learned         Fig. 7: error distributions of the learned models against best post
+                    hoc, the best analytical model and the IRB bound
+fig_learning_curve  Fig. 8: mean error against training impacts (mean and range over seeds)
+fig_ellipse_<i>     the impulse-space picture of a test impact: the Energy Ellipse, the
+                    models' impulses, the IRB impulse and the outcome's least-squares impulse
+"""
+import csv
+import glob
+import json
+import math
+import os
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+PAPER = {  # Table 1 of Fazeli et al. 2017: mu, mu std, eps, eps std
+    "drumwright-shell": (0.081, 0.008, 0.516, 0.009),
+    "ap-poisson": (0.101, 0.007, 0.526, 0.008),
+    "ap-newton": (0.084, 0.007, 0.547, 0.009),
+    "mirtich": (0.062, 0.009, 0.558, 0.010),
+    "wang-mason": (0.120, 0.008, 0.537, 0.010),
+    "whittaker": (0.111, 0.008, 0.484, 0.011),
+}
+
+
+def save(fig, out, stem):
+    fig.tight_layout()
+    for ext in ("png", "svg"):
+        fig.savefig(os.path.join(out, f"{stem}.{ext}"), dpi=130)
+    plt.close(fig)
+    print(f"wrote {os.path.join(out, stem)}.png/.svg")
+
+
+def rows(path):
+    with open(path) as f:
+        return list(csv.DictReader(f))
+
+
+def table1(out):
+    p = os.path.join(out, "table1.csv")
+    if not os.path.exists(p):
+        return
+    r = rows(p)
+    fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
+    names = [x["model"] for x in r]
+    y = range(len(names))
+    for ax, key, pk, label in ((axes[0], "mu", 0, "friction mu"), (axes[1], "eps", 2, "restitution eps")):
+        ax.errorbar([float(x[f"{key}_mean"]) for x in r], [v + 0.12 for v in y],
+                    xerr=[float(x[f"{key}_std"]) for x in r], fmt="o", capsize=3, label="impulse (this data, k = %s)" % r[0]["k"])
+        ax.errorbar([PAPER[n][pk] for n in names], [v - 0.12 for v in y], xerr=[PAPER[n][pk + 1] for n in names],
+                    fmt="s", color="gray", capsize=3, label="paper, Table 1")
+        ax.set_yticks(list(y))
+        ax.set_yticklabels(names)
+        ax.set_xlabel(label + " (mean ± std over resamples)")
+        ax.grid(True, alpha=0.3)
+    axes[0].legend(fontsize=8)
+    save(fig, out, "fig_table1")
+
+
+def boxes(ax, cols, data, title):
+    vals = [[float(r[c]) for r in data if not math.isnan(float(r[c]))] for c in cols]
+    try:  # matplotlib >= 3.10 names it orientation; Debian's 3.6 has only vert
+        ax.boxplot(vals, orientation="horizontal", whis=(5, 95), showfliers=False)
+    except TypeError:
+        ax.boxplot(vals, vert=False, whis=(5, 95), showfliers=False)
+    ax.set_yticks(range(1, len(cols) + 1))
+    ax.set_yticklabels(cols)
+    ax.set_xscale("log")
+    ax.set_xlabel("normalized post-impact velocity error ‖v̂ − v‖ / ‖v‖ (box: quartiles, whiskers: 5-95%)")
+    ax.set_title(title, fontsize=10)
+    ax.grid(True, which="both", alpha=0.3)
+
+
+def errors(out):
+    p = os.path.join(out, "errors_test.csv")
+    if not os.path.exists(p):
+        return
+    r = rows(p)
+    cols = [c for c in r[0].keys() if c != "impact"]
+    fig, ax = plt.subplots(figsize=(8, 4.2))
+    boxes(ax, cols, r, f"analytical models on {len(r)} test impacts (Fig. 5)")
+    save(fig, out, "fig_errors")
+
+
+def learned(out):
+    p = os.path.join(out, "errors_learned.csv")
+    if not os.path.exists(p):
+        return
+    r = rows(p)
+    cols = [c for c in r[0].keys() if c != "impact"]
+    fig, ax = plt.subplots(figsize=(8, 4.4))
+    boxes(ax, cols, r, f"learned models on {len(r)} test impacts (Fig. 7)")
+    save(fig, out, "fig_learned")
+
+
+def curve(out):
+    p = os.path.join(out, "learning_curve.csv")
+    if not os.path.exists(p):
+        return
+    r = rows(p)
+    fig, ax = plt.subplots(figsize=(7.5, 4.6))
+    models = []
+    for x in r:
+        if x["size"] != "0" and x["model"] not in models:
+            models.append(x["model"])
+    for m in models:
+        pts = {}
+        for x in r:
+            if x["model"] == m:
+                pts.setdefault(int(x["size"]), []).append(float(x["mean_normalized_error"]))
+        s = sorted(pts)
+        mean = [sum(pts[k]) / len(pts[k]) for k in s]
+        (line,) = ax.plot(s, mean, marker="o", label=m)
+        ax.fill_between(s, [min(pts[k]) for k in s], [max(pts[k]) for k in s], color=line.get_color(), alpha=0.15)
+    styles = iter(["--", ":", "-."])
+    for x in r:
+        if x["size"] == "0":
+            ax.axhline(float(x["mean_normalized_error"]), color="k", linestyle=next(styles, "--"), linewidth=1, label=x["model"])
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("training impacts")
+    ax.set_ylabel("mean normalized velocity error (test impacts)")
+    ax.set_title("learning curves (Fig. 8): mean and range over seeds", fontsize=10)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7)
+    save(fig, out, "fig_learning_curve")
+
+
+def ellipses(out):
+    for p in sorted(glob.glob(os.path.join(out, "ellipse_*.csv"))):
+        r = rows(p)
+        fig, ax = plt.subplots(figsize=(8.2, 5.2))
+        e = [(float(x["P_t"]), float(x["P_n"])) for x in r if x["kind"] == "ellipse"]
+        ax.plot([a for a, _ in e] + [e[0][0]], [b for _, b in e] + [e[0][1]], color="k", linewidth=1,
+                label="Energy Ellipse (alpha = 1)")
+        markers = iter("ov^<>sD")
+        for x in r:
+            if x["kind"] == "model":
+                ax.plot(float(x["P_t"]), float(x["P_n"]), next(markers), label=x["label"])
+        for x in r:
+            if x["kind"] == "irb":
+                ax.plot(float(x["P_t"]), float(x["P_n"]), "*", markersize=14, color="gold", markeredgecolor="k", label="IRB bound")
+            if x["kind"] == "observed":
+                ax.plot(float(x["P_t"]), float(x["P_n"]), "x", markersize=10, color="k", label=x["label"])
+        ax.axhline(0, color="gray", linewidth=0.5)
+        ax.set_xlabel("P_t (N s)")
+        ax.set_ylabel("P_n (N s)")
+        i = os.path.basename(p)[len("ellipse_"):-4]
+        ax.set_title(f"impulse space, test impact {i}", fontsize=10)
+        ax.set_aspect("equal", adjustable="datalim")
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.02, 0.5))
+        save(fig, out, f"fig_ellipse_{i}")
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit("usage: impact_figures.py STUDY_DIR")
+    out = sys.argv[1]
+    if not os.path.exists(os.path.join(out, "study.json")):
+        sys.exit(f"{out}: not a study folder (no study.json)")
+    table1(out)
+    errors(out)
+    learned(out)
+    curve(out)
+    ellipses(out)
+
+
+if __name__ == "__main__":
+    main()

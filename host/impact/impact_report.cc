@@ -1,0 +1,374 @@
+#include "host/impact/impact_report.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <random>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "host/impact/impact_eval.h"
+#include "io/file_lock.h"
+#include "io/impact_data.h"
+#include "io/zip.h"
+#include "solvers/error.h"
+
+namespace fs = std::filesystem;
+
+namespace impulse {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+std::string fmt(double x, const char* f = "%.6g") {
+  char b[48];
+  std::snprintf(b, sizeof b, f, x);
+  return b;
+}
+
+nlohmann::json read_json(const fs::path& p) {
+  const auto b = read_file_bytes(p.string());
+  try {
+    return nlohmann::json::parse(std::string(b.begin(), b.end()));
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(p.string() + ": not valid JSON (" + e.what() + ")");
+  }
+}
+
+// everything a command needs: the data, the split, the lock on OUT
+struct Study {
+  ImpactSet set;
+  std::vector<ImpactGeometry> g;
+  std::vector<Eigen::Vector2d> observed;
+  ImpactSplit split;
+  fs::path out;
+  std::unique_ptr<FileLock> lock;
+};
+
+Study open_study(const ImpactStudyOptions& o) {
+  if (o.data.empty()) throw Error("impact: --data is required (e.g. ../shared/data/planar_impact/ellipse_impacts.npz)");
+  if (o.out.empty()) throw Error("impact: --out is required");
+  if (o.threads < 0) throw Error("impact: --threads must be >= 0");
+  Study s;
+  s.out = fs::path(o.out);
+  std::error_code ec;
+  fs::create_directories(s.out, ec);
+  if (ec) throw Error("--out " + o.out + ": cannot create it (" + ec.message() + ")");
+  s.lock = std::make_unique<FileLock>((s.out / ".lock").string(), o.out, "another impact command",
+                                      "wait for it to finish");
+  s.set = load_impacts(o.data);
+  s.g = impact_geometry(s.set);
+  s.observed = observed_impulses(s.set, s.g, o.threads);
+  s.split = impact_split(static_cast<int>(s.g.size()), o.seed, o.test_fraction);
+  const nlohmann::json rec = {{"data", fs::weakly_canonical(fs::path(o.data)).string()},
+                              {"impacts", s.g.size()},
+                              {"seed", o.seed},
+                              {"test_fraction", o.test_fraction},
+                              {"test", s.split.test}};
+  const fs::path rp = s.out / "study.json";
+  if (fs::exists(rp)) {
+    const nlohmann::json old = read_json(rp);
+    for (const char* k : {"data", "impacts", "seed", "test_fraction"})
+      if (old.value(k, nlohmann::json()) != rec[k])
+        throw Error(o.out + " holds a study of another " + std::string(k) + " (" + old.value(k, nlohmann::json()).dump() +
+                    ", now " + rec[k].dump() + "); choose another --out");
+  } else {
+    write_text_atomic(rp.string(), rec.dump(1) + "\n");
+  }
+  return s;
+}
+
+std::vector<ImpactGeometry> subset(const std::vector<ImpactGeometry>& g, const std::vector<int>& idx) {
+  std::vector<ImpactGeometry> o;
+  for (int i : idx) o.push_back(g[static_cast<size_t>(i)]);
+  return o;
+}
+struct Fitted {
+  ImpactParams mean;
+  double mu_std = 0, eps_std = 0;
+};
+
+// the fitted (mean) parameters of every model, from fit_<model>.json
+std::vector<Fitted> read_fits(const fs::path& out) {
+  std::vector<Fitted> f(kImpactModels);
+  for (int m = 0; m < kImpactModels; ++m) {
+    const fs::path p = out / (std::string("fit_") + impact_model_name(m) + ".json");
+    if (!fs::exists(p)) throw Error(p.string() + " is missing: run `impulse impact fit` with the same --out first");
+    const nlohmann::json j = read_json(p);
+    f[static_cast<size_t>(m)] = {{j.at("mu_mean"), j.at("eps_mean")}, j.at("mu_std"), j.at("eps_std")};
+  }
+  return f;
+}
+
+std::vector<Eigen::Vector3d> velocities(const std::vector<ImpactGeometry>& g, const std::vector<ImpactPrediction>& p) {
+  std::vector<Eigen::Vector3d> v;
+  for (size_t i = 0; i < g.size(); ++i) v.push_back(g[i].post_velocity(p[i].P));
+  return v;
+}
+
+std::string row(const std::string& name, const ErrorStats& e) {
+  return name + "," + fmt(e.mean_raw) + "," + fmt(e.median_raw) + "," + fmt(e.mean_normalized) + "," +
+         fmt(e.median_normalized) + "\n";
+}
+std::string md_row(const std::string& name, const ErrorStats& e) {
+  return "| " + name + " | " + fmt(e.mean_raw, "%.4f") + " | " + fmt(e.median_raw, "%.4f") + " | " +
+         fmt(e.mean_normalized, "%.4f") + " | " + fmt(e.median_normalized, "%.4f") + " |\n";
+}
+const char* kHeader = "model,mean_error,median_error,mean_normalized_error,median_normalized_error\n";
+const char* kMdHeader =
+    "| model | mean ‖v̂−v‖ | median ‖v̂−v‖ | mean normalized | median normalized |\n|---|---|---|---|---|\n";
+
+struct References {
+  std::vector<ErrorStats> models;  // the six on `idx`
+  ErrorStats best_post_hoc, irb;
+  int best_model = 0;              // lowest mean normalized error on the training impacts
+};
+
+References references(const Study& s, const std::vector<Fitted>& fits, const std::vector<int>& idx,
+                      const std::vector<int>& train, int threads) {
+  References r;
+  const std::vector<ImpactGeometry> g = subset(s.g, idx);
+  std::vector<std::vector<Eigen::Vector3d>> v(kImpactModels);
+  double best_train = INFINITY;
+  const std::vector<ImpactGeometry> gt = subset(s.g, train);
+  for (int m = 0; m < kImpactModels; ++m) {
+    v[static_cast<size_t>(m)] = velocities(g, predict_impacts(m, g, {fits[static_cast<size_t>(m)].mean}, threads));
+    r.models.push_back(velocity_errors(s.g, v[static_cast<size_t>(m)], idx));
+    const ErrorStats et = velocity_errors(s.g, velocities(gt, predict_impacts(m, gt, {fits[static_cast<size_t>(m)].mean}, threads)), train);
+    if (et.mean_normalized < best_train) {
+      best_train = et.mean_normalized;
+      r.best_model = m;
+    }
+  }
+  // best post hoc: per impact the model closest to the outcome
+  std::vector<Eigen::Vector3d> bp;
+  for (size_t k = 0; k < idx.size(); ++k) {
+    int best = 0;
+    for (int m = 1; m < kImpactModels; ++m)
+      if (r.models[static_cast<size_t>(m)].raw[k] < r.models[static_cast<size_t>(best)].raw[k]) best = m;
+    bp.push_back(v[static_cast<size_t>(best)][k]);
+  }
+  r.best_post_hoc = velocity_errors(s.g, bp, idx);
+  const std::vector<Eigen::Vector2d> irb = irb_impulses(g, threads);
+  std::vector<Eigen::Vector3d> vi;
+  for (size_t k = 0; k < g.size(); ++k) vi.push_back(g[k].post_velocity(irb[k]));
+  r.irb = velocity_errors(s.g, vi, idx);
+  return r;
+}
+
+}  // namespace
+
+void impact_fit(const ImpactStudyOptions& o, std::ostream& log) {
+  Study s = open_study(o);
+  const auto t0 = Clock::now();
+  IdentifyOptions io;
+  io.k = o.k;
+  io.resamples = o.resamples;
+  io.seed = o.seed;
+  io.threads = o.threads;
+  std::string csv = "model,mu_mean,mu_std,eps_mean,eps_std,k,resamples,mean_cost_per_impact,seconds\n";
+  std::string md = "| model | μ | ε |\n|---|---|---|\n";
+  for (int m = 0; m < kImpactModels; ++m) {
+    const fs::path p = s.out / (std::string("fit_") + impact_model_name(m) + ".json");
+    nlohmann::json j;
+    if (fs::exists(p)) {
+      j = read_json(p);
+      if (j.value("k", -1) != o.k || j.value("resamples", -1) != o.resamples || j.value("seed", uint64_t(0)) != o.seed)
+        j = nlohmann::json();
+      else
+        log << "impact fit: " << impact_model_name(m) << " already fitted (" << p.string() << ")\n";
+    }
+    if (j.is_null()) {
+      const auto tm = Clock::now();
+      io.progress = [&](int done, int total) {
+        if (done % 10 == 0 || done == total)
+          log << "impact fit: " << impact_model_name(m) << " resample " << done << "/" << total << " ("
+              << fmt(since(tm), "%.1f") << " s)\n" << std::flush;
+      };
+      const ResampledFit f = identify_resampled(m, s.g, s.observed, s.split.train, io);
+      double cost = 0;
+      nlohmann::json each = nlohmann::json::array();
+      for (const Identified& e : f.each) {
+        each.push_back({e.params.mu, e.params.eps, e.cost / o.k});
+        cost += e.cost / o.k / static_cast<double>(f.each.size());
+      }
+      j = {{"model", impact_model_name(m)}, {"k", o.k}, {"resamples", o.resamples}, {"seed", o.seed},
+           {"mu_mean", f.mu_mean}, {"mu_std", f.mu_std}, {"eps_mean", f.eps_mean}, {"eps_std", f.eps_std},
+           {"mean_cost_per_impact", cost}, {"seconds", since(tm)}, {"each", each}};
+      write_text_atomic(p.string(), j.dump(1) + "\n");
+    }
+    csv += std::string(impact_model_name(m)) + "," + fmt(j["mu_mean"]) + "," + fmt(j["mu_std"]) + "," + fmt(j["eps_mean"]) +
+           "," + fmt(j["eps_std"]) + "," + std::to_string(o.k) + "," + std::to_string(o.resamples) + "," +
+           fmt(j["mean_cost_per_impact"]) + "," + fmt(j["seconds"].get<double>(), "%.2f") + "\n";
+    md += "| " + std::string(impact_model_name(m)) + " | " + fmt(j["mu_mean"], "%.3f") + " ± " + fmt(j["mu_std"], "%.3f") +
+          " | " + fmt(j["eps_mean"], "%.3f") + " ± " + fmt(j["eps_std"], "%.3f") + " |\n";
+  }
+  write_text_atomic((s.out / "table1.csv").string(), csv);
+  write_text_atomic((s.out / "table1.md").string(),
+                    "Identified parameters (Eq. 6; k = " + std::to_string(o.k) + " training impacts, " +
+                        std::to_string(o.resamples) + " resamples; mean ± std)\n\n" + md);
+  log << "impact fit: wrote " << (s.out / "table1.md").string() << " in " << fmt(since(t0), "%.1f") << " s\n" << md;
+}
+
+void impact_eval(const ImpactStudyOptions& o, std::ostream& log) {
+  Study s = open_study(o);
+  const std::vector<Fitted> fits = read_fits(s.out);
+  const References r = references(s, fits, s.split.test, s.split.train, o.threads);
+  std::string csv = kHeader, md = std::string("Post-impact velocity error on ") + std::to_string(s.split.test.size()) +
+                                  " test impacts (raw: ‖v̂ − v‖₂ in m/s and rad/s as the paper's ℓ2; normalized: by ‖v_f‖₂)\n\n" + kMdHeader;
+  for (int m = 0; m < kImpactModels; ++m) {
+    csv += row(impact_model_name(m), r.models[static_cast<size_t>(m)]);
+    md += md_row(impact_model_name(m), r.models[static_cast<size_t>(m)]);
+  }
+  csv += row("best-post-hoc", r.best_post_hoc) + row("irb-bound", r.irb);
+  md += md_row("best post hoc", r.best_post_hoc) + md_row("IRB bound", r.irb);
+  write_text_atomic((s.out / "eval.csv").string(), csv);
+  write_text_atomic((s.out / "eval.md").string(), md);
+  // per impact
+  std::ostringstream e;
+  e << "impact";
+  for (int m = 0; m < kImpactModels; ++m) e << "," << impact_model_name(m);
+  e << ",best-post-hoc,irb-bound\n";
+  for (size_t k = 0; k < s.split.test.size(); ++k) {
+    e << s.split.test[k];
+    for (int m = 0; m < kImpactModels; ++m) e << "," << fmt(r.models[static_cast<size_t>(m)].normalized[k]);
+    e << "," << fmt(r.best_post_hoc.normalized[k]) << "," << fmt(r.irb.normalized[k]) << "\n";
+  }
+  write_text_atomic((s.out / "errors_test.csv").string(), e.str());
+  // the impulse-space picture of three test impacts
+  for (size_t pick = 0; pick < std::min<size_t>(3, s.split.test.size()); ++pick) {
+    const int i = s.split.test[pick];
+    const ImpactGeometry& G = s.g[static_cast<size_t>(i)];
+    std::ostringstream c;
+    c << "kind,label,P_t,P_n\n";
+    for (const Eigen::Vector2d& P : G.energy_ellipse(1.0, 200)) c << "ellipse,alpha=1," << fmt(P(0)) << "," << fmt(P(1)) << "\n";
+    for (int m = 0; m < kImpactModels; ++m) {
+      const ImpactPrediction p = predict_impact(m, G, fits[static_cast<size_t>(m)].mean);
+      c << "model," << impact_model_name(m) << "," << fmt(p.P(0)) << "," << fmt(p.P(1)) << "\n";
+    }
+    const Eigen::Vector2d irb = irb_impulses({G}, 1)[0];
+    c << "irb,IRB bound," << fmt(irb(0)) << "," << fmt(irb(1)) << "\n";
+    // the observed velocity change's least-squares impulse (unconstrained)
+    const Eigen::Matrix<double, 3, 2> B = G.Minv * G.J.transpose();
+    const Eigen::Vector2d ls = B.colPivHouseholderQr().solve(G.vf - G.vi);
+    c << "observed,least-squares fit of the outcome," << fmt(ls(0)) << "," << fmt(ls(1)) << "\n";
+    write_text_atomic((s.out / ("ellipse_" + std::to_string(i) + ".csv")).string(), c.str());
+  }
+  log << md;
+}
+
+void impact_learn(const ImpactStudyOptions& o, std::ostream& log) {
+  Study s = open_study(o);
+  const std::vector<Fitted> fits = read_fits(s.out);
+  const int ntrain = static_cast<int>(s.split.train.size());
+  if (o.train_size < 2 || o.train_size > ntrain)
+    throw Error("impact learn: --train " + std::to_string(o.train_size) + " must be in [2, " + std::to_string(ntrain) + "] (the training split)");
+  for (int n : o.sizes)
+    if (n < 2 || n > ntrain) throw Error("impact learn: size " + std::to_string(n) + " outside [2, " + std::to_string(ntrain) + "]");
+  if (o.curve_seeds < 1) throw Error("impact learn: --curve-seeds must be >= 1");
+  LearnOptions lo;
+  lo.threads = o.threads;
+  lo.gp_iterations = o.gp_iterations;
+  lo.gp_restarts = o.gp_restarts;
+  const auto t0 = Clock::now();
+  const std::vector<int> train(s.split.train.begin(), s.split.train.begin() + o.train_size);
+  const References r = references(s, fits, s.split.test, train, o.threads);
+  const int base = r.best_model;
+  const ImpactParams bp = fits[static_cast<size_t>(base)].mean;
+  log << "impact learn: Class II base model " << impact_model_name(base) << " (lowest training error)\n";
+  std::string csv = kHeader, md = "Learned models with " + std::to_string(o.train_size) + " training impacts, on " +
+                                  std::to_string(s.split.test.size()) + " test impacts (Class II base: " +
+                                  impact_model_name(base) + ")\n\n" + kMdHeader;
+  std::vector<ErrorStats> learned;
+  for (const std::string& name : learned_model_names()) {
+    const auto tm = Clock::now();
+    lo.seed = o.seed;
+    const ErrorStats e = velocity_errors(
+        s.g, learned_predictions(name, s.set, s.g, s.observed, train, s.split.test, base, bp, lo), s.split.test);
+    learned.push_back(e);
+    csv += row(name, e);
+    md += md_row(name, e);
+    log << "impact learn: " << name << ": mean normalized error " << fmt(e.mean_normalized, "%.4f") << " ("
+        << fmt(since(tm), "%.1f") << " s)\n" << std::flush;
+  }
+  csv += row(std::string("best-analytical:") + impact_model_name(base), r.models[static_cast<size_t>(base)]) +
+         row("best-post-hoc", r.best_post_hoc) + row("irb-bound", r.irb);
+  md += md_row(std::string("best analytical (") + impact_model_name(base) + ")", r.models[static_cast<size_t>(base)]) +
+        md_row("best post hoc", r.best_post_hoc) + md_row("IRB bound", r.irb);
+  {  // per impact, normalized
+    std::ostringstream e;
+    e << "impact";
+    for (const std::string& name : learned_model_names()) e << "," << name;
+    e << ",best-analytical,best-post-hoc,irb-bound\n";
+    for (size_t k = 0; k < s.split.test.size(); ++k) {
+      e << s.split.test[k];
+      for (const ErrorStats& l : learned) e << "," << fmt(l.normalized[k]);
+      e << "," << fmt(r.models[static_cast<size_t>(base)].normalized[k]) << "," << fmt(r.best_post_hoc.normalized[k]) << ","
+        << fmt(r.irb.normalized[k]) << "\n";
+    }
+    write_text_atomic((s.out / "errors_learned.csv").string(), e.str());
+  }
+  write_text_atomic((s.out / "learned.csv").string(), csv);
+  write_text_atomic((s.out / "learned.md").string(), md);
+  log << md;
+  // learning curves: each (model, size, seed) kept as it finishes
+  const fs::path cp = s.out / "learning_curve.json";
+  nlohmann::json done = fs::exists(cp) ? read_json(cp) : nlohmann::json::object();
+  const int total = static_cast<int>(learned_model_names().size() * o.sizes.size()) * o.curve_seeds;
+  int at = 0;
+  for (int n : o.sizes)
+    for (int seed = 0; seed < o.curve_seeds; ++seed) {
+      // a seeded subset of the training split
+      std::vector<int> pool = s.split.train;
+      std::mt19937_64 rng(o.seed * 1000003ULL + static_cast<uint64_t>(seed) * 7919ULL + static_cast<uint64_t>(n));
+      for (int i = 0; i < n; ++i) std::swap(pool[static_cast<size_t>(i)], pool[static_cast<size_t>(i) + rng() % (pool.size() - static_cast<size_t>(i))]);
+      const std::vector<int> tr(pool.begin(), pool.begin() + n);
+      for (const std::string& name : learned_model_names()) {
+        ++at;
+        const std::string key = name + "/" + std::to_string(n) + "/" + std::to_string(seed);
+        if (done.contains(key)) continue;
+        lo.seed = o.seed + static_cast<uint64_t>(seed);
+        const ErrorStats e = velocity_errors(
+            s.g, learned_predictions(name, s.set, s.g, s.observed, tr, s.split.test, base, bp, lo), s.split.test);
+        done[key] = {{"model", name}, {"size", n}, {"seed", seed}, {"mean_error", e.mean_raw},
+                     {"mean_normalized_error", e.mean_normalized}};
+        write_text_atomic(cp.string(), done.dump(1) + "\n");
+        log << "impact learn: curve " << at << "/" << total << " " << key << ": " << fmt(e.mean_normalized, "%.4f") << " ("
+            << fmt(since(t0), "%.0f") << " s)\n" << std::flush;
+      }
+    }
+  std::string lc = "model,size,seed,mean_error,mean_normalized_error\n";
+  for (const auto& [k, v] : done.items())
+    lc += v["model"].get<std::string>() + "," + std::to_string(v["size"].get<int>()) + "," + std::to_string(v["seed"].get<int>()) +
+          "," + fmt(v["mean_error"]) + "," + fmt(v["mean_normalized_error"]) + "\n";
+  // the references as flat lines
+  for (const auto& [name, e] : std::vector<std::pair<std::string, ErrorStats>>{
+           {"best-post-hoc", r.best_post_hoc}, {"irb-bound", r.irb},
+           {std::string("best-analytical:") + impact_model_name(base), r.models[static_cast<size_t>(base)]}})
+    lc += name + ",0,0," + fmt(e.mean_raw) + "," + fmt(e.mean_normalized) + "\n";
+  write_text_atomic((s.out / "learning_curve.csv").string(), lc);
+  log << "impact learn: done in " << fmt(since(t0), "%.0f") << " s\n";
+}
+
+bool impact_figures(const ImpactStudyOptions& o, std::ostream& log) {
+  if (o.out.empty()) throw Error("impact figures: --out (the study folder) is required");
+  if (!fs::exists(fs::path(o.out) / "study.json")) throw Error(o.out + ": not a study folder (no study.json)");
+  if (std::system((o.python + " -c 'import matplotlib' >/dev/null 2>&1").c_str()) != 0) {
+    log << "impact figures: skipped: " << o.python << " with matplotlib not found (apt-get install python3-matplotlib)\n";
+    return false;
+  }
+  const std::string cmd = o.python + " '" + o.figure_script + "' '" + o.out + "'";
+  log.flush();
+  if (std::system(cmd.c_str()) != 0) throw Error("the figure script failed: " + cmd);
+  return true;
+}
+
+}  // namespace impulse

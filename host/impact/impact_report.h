@@ -1,0 +1,46 @@
+// The planar-impact study as commands over one output folder (impulse impact ...):
+//
+//   fit      Table 1: (μ, ε) of each analytical model from k training impacts, m
+//            resamples (mean ± std); fit_<model>.json per model (a rerun skips models
+//            already fitted with the same settings), table1.csv / table1.md
+//   eval     the fitted models (their mean μ, ε) on the test impacts, the best post hoc
+//            model (per impact the best of the six) and the IRB bound: eval.csv,
+//            eval.md, per-impact errors in errors_test.csv, the impulse-space picture
+//            of a few test impacts (ellipse_<i>.csv)
+//   learn    the learned models at N training impacts (default 450) against the same
+//            references: learned.csv / learned.md; learning curves over training-set
+//            sizes and seeds: learning_curve.csv (each point kept as it finishes; a
+//            rerun continues)
+//   figures  PNG/SVG of the above by host/impact/impact_figures.py (matplotlib)
+//
+// OUT/study.json records the data, seed and split; another data set or seed in the
+// same folder is refused, as is a second writer (a lock). Files are written atomically.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+namespace impulse {
+
+struct ImpactStudyOptions {
+  std::string data, out;
+  uint64_t seed = 0;
+  double test_fraction = 0.3;
+  int k = 120, resamples = 100;        // fit
+  int train_size = 450;                // learn
+  std::vector<int> sizes = {10, 25, 50, 100, 200, 300, 450, 600};
+  int curve_seeds = 3;
+  int threads = 0;
+  int gp_iterations = 100, gp_restarts = 1;
+  std::string figure_script, python = "python3";
+};
+
+void impact_fit(const ImpactStudyOptions& opt, std::ostream& log);
+void impact_eval(const ImpactStudyOptions& opt, std::ostream& log);
+void impact_learn(const ImpactStudyOptions& opt, std::ostream& log);
+// returns false (and says why in `log`) when python3 with matplotlib is missing
+bool impact_figures(const ImpactStudyOptions& opt, std::ostream& log);
+
+}  // namespace impulse
