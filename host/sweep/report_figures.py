@@ -89,6 +89,10 @@ def metric_figures(man):
             ax.set_xlabel("training tosses" if xk == "tosses" else xk)
         if positive:
             ax.set_yscale("log")
+            plain = matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}")
+            ax.yaxis.set_major_formatter(plain)
+            ax.yaxis.set_minor_formatter(plain)
+            ax.tick_params(axis="y", which="minor", labelsize=7)
         ax.set_ylabel(LABELS.get(metric, metric))
         n = max(int(r["n"]) for r in mrows)
         ax.set_title(f"{LABELS.get(metric, metric)}: geometric mean, 95% interval (up to {n} seeds)", fontsize=9)
