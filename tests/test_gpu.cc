@@ -15,6 +15,7 @@
 #include <random>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <limits>
 #include <string>
 #include <vector>
@@ -22,6 +23,8 @@
 #include "host/batch/generate.h"
 #include "host/batch/lcp_batch.h"
 #include "host/batch/qp_batch.h"
+#include "host/impact/impact_models.h"
+#include "io/impact_data.h"
 #include "host/learning/contactnets_loss.h"
 #include "host/learning/contactnets_model.h"
 #include "host/optim/adam.h"
@@ -545,6 +548,33 @@ TEST_F(GpuCcn, DeviceLossAndGradientsMatchCpu) {
   const Eigen::VectorXd cnet = cg.tail(model.network().num_params());
   EXPECT_LT((gnet - cnet).cwiseAbs().maxCoeff(), 1e-5 * (1 + cnet.cwiseAbs().maxCoeff()));
   EXPECT_GT(cnet.cwiseAbs().maxCoeff(), 0);
+}
+
+
+// ---- planar impact: the Drumwright-Shell and IRB QP batches on the device ------------
+
+class GpuImpact : public GpuQp {};
+
+TEST_F(GpuImpact, DrumwrightShellAndIrbBatchesMatchCpu) {
+  const std::string path = std::string(IMPULSE_SHARED_DATA_DIR) + "/planar_impact/ellipse_impacts.npz";
+  if (!std::ifstream(path).good()) IMPULSE_SKIP_WITHOUT_DATA("planar impact data not found at " << path);
+  ImpactSet set = load_impacts(path);
+  set.impacts.resize(static_cast<size_t>(batch_size(1200, 32)));
+  const std::vector<ImpactGeometry> g = impact_geometry(set);
+  int solved_cpu = 0, solved_gpu = 0;
+  const auto irb_cpu = irb_impulses(g, 0, &solved_cpu, Backend::kCpu);
+  const auto irb_gpu = irb_impulses(g, 0, &solved_gpu, Backend::kCuda);
+  EXPECT_EQ(solved_gpu, static_cast<int>(g.size()));
+  EXPECT_EQ(solved_cpu, solved_gpu);
+  for (size_t i = 0; i < g.size(); ++i)
+    EXPECT_LE((irb_cpu[i] - irb_gpu[i]).norm(), 1e-6 * irb_cpu[i].norm()) << "IRB, impact " << i;
+  const ImpactParams p{0.105, 0.504};
+  const auto ds_cpu = predict_impacts(impact_model_index("drumwright-shell"), g, {p}, 0, Backend::kCpu);
+  const auto ds_gpu = predict_impacts(impact_model_index("drumwright-shell"), g, {p}, 0, Backend::kCuda);
+  for (size_t i = 0; i < g.size(); ++i) {
+    EXPECT_EQ(ds_gpu[i].status, kImpactOk) << i;
+    EXPECT_LE((ds_cpu[i].P - ds_gpu[i].P).norm(), 1e-6 * ds_cpu[i].P.norm()) << "Drumwright-Shell, impact " << i;
+  }
 }
 
 }  // namespace

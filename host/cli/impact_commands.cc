@@ -31,6 +31,8 @@ void add_impact_commands(CLI::App& app, Commands& out) {
     c->add_option("--seed", a->o.seed, "seed of the split and the resamples");
     c->add_option("--test-fraction", a->o.test_fraction, "impacts held out for testing")->check(CLI::Range(0.01, 0.99));
     c->add_option("--threads", a->o.threads, "CPU threads (0 = all cores)")->check(CLI::NonNegativeNumber);
+    c->add_option("--backend", a->o.backend, "cpu | cuda: where the QP batches (Drumwright-Shell, IRB) are solved")
+        ->check(CLI::IsMember({"cpu", "cuda"}));
   };
   auto* fit = im->add_subcommand("fit", "identify (mu, eps) of the six analytical models: Table 1");
   common(fit, true);

@@ -32,7 +32,7 @@ std::vector<double> grid_errors(int model, const std::vector<ImpactGeometry>& g,
   std::vector<double> err(static_cast<size_t>(o.grid_mu * o.grid_eps) * n);
   for (int a = 0; a < o.grid_mu; ++a)
     for (int b = 0; b < o.grid_eps; ++b) {
-      const std::vector<ImpactPrediction> p = predict_impacts(model, g, {grid_point(o, a, b)}, o.threads);
+      const std::vector<ImpactPrediction> p = predict_impacts(model, g, {grid_point(o, a, b)}, o.threads, o.backend);
       double* e = &err[static_cast<size_t>(a * o.grid_eps + b) * n];
       for (size_t i = 0; i < n; ++i) e[i] = (p[i].P - t[i]).norm();
     }
@@ -53,7 +53,7 @@ Identified refine(int model, const std::vector<ImpactGeometry>& g, const std::ve
     for (ImpactParams c : cand) {
       c.mu = std::max(0.0, c.mu);
       c.eps = std::clamp(c.eps, 0.0, 1.0);
-      const double cost = identification_cost(model, g, t, c, o.threads);
+      const double cost = identification_cost(model, g, t, c, o.threads, o.backend);
       if (cost < best.cost) {
         best = {c, cost};
         moved = true;
@@ -70,8 +70,8 @@ Identified refine(int model, const std::vector<ImpactGeometry>& g, const std::ve
 }  // namespace
 
 double identification_cost(int model, const std::vector<ImpactGeometry>& g, const std::vector<Eigen::Vector2d>& target,
-                           ImpactParams p, int threads) {
-  const std::vector<ImpactPrediction> pr = predict_impacts(model, g, {p}, threads);
+                           ImpactParams p, int threads, Backend backend) {
+  const std::vector<ImpactPrediction> pr = predict_impacts(model, g, {p}, threads, backend);
   double c = 0;
   for (size_t i = 0; i < g.size(); ++i) c += (pr[i].P - target[i]).norm();
   return c;
@@ -84,7 +84,7 @@ Identified identify(int model, const std::vector<ImpactGeometry>& g, const std::
   for (int a = 0; a < o.grid_mu; ++a)
     for (int b = 0; b < o.grid_eps; ++b) {
       const ImpactParams p = grid_point(o, a, b);
-      const double c = identification_cost(model, g, target, p, o.threads);
+      const double c = identification_cost(model, g, target, p, o.threads, o.backend);
       if (c < best.cost) best = {p, c};
     }
   return refine(model, g, target, best.params, best.cost, o);
@@ -174,7 +174,7 @@ std::vector<Identified> identify_each(int model, const std::vector<ImpactGeometr
         if (c == 3) p.eps = std::max(0.0, p.eps - he);
         cand[i] = p;
       }
-      const std::vector<ImpactPrediction> pr = predict_impacts(model, g, cand, o.threads);
+      const std::vector<ImpactPrediction> pr = predict_impacts(model, g, cand, o.threads, o.backend);
       for (size_t i = 0; i < n; ++i) {
         const double e = (pr[i].P - target[i]).norm();
         if (e < out[i].cost) {

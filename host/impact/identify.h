@@ -28,6 +28,7 @@ struct IdentifyOptions {
   int refine_steps = 30;     // pattern-search iterations (each halves or moves)
   double refine_tol = 1e-4;  // stop when the step is below this
   int threads = 0;
+  Backend backend = Backend::kCpu;  // where the Drumwright-Shell QPs are solved
   std::function<void(int done, int total)> progress;  // called after each resample
 };
 
@@ -38,7 +39,7 @@ struct Identified {
 
 // The cost of one (μ, ε) over the given impacts.
 double identification_cost(int model, const std::vector<ImpactGeometry>& g, const std::vector<Eigen::Vector2d>& target,
-                           ImpactParams p, int threads = 0);
+                           ImpactParams p, int threads = 0, Backend backend = Backend::kCpu);
 
 // Grid + pattern search over all impacts of g.
 Identified identify(int model, const std::vector<ImpactGeometry>& g, const std::vector<Eigen::Vector2d>& target,

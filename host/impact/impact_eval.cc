@@ -119,6 +119,7 @@ std::vector<Eigen::Vector3d> learned_predictions(const std::string& name, const 
     }
     IdentifyOptions io = opt.identify;
     io.threads = opt.threads;
+    io.backend = opt.backend;
     const std::vector<Identified> each = identify_each(base_model, tg, tt, io);
     Eigen::MatrixXd Y(ntr, 2);
     for (Eigen::Index r = 0; r < ntr; ++r) Y.row(r) << each[static_cast<size_t>(r)].params.mu, each[static_cast<size_t>(r)].params.eps;
@@ -132,7 +133,7 @@ std::vector<Eigen::Vector3d> learned_predictions(const std::string& name, const 
       const Eigen::Index r = static_cast<Eigen::Index>(k);
       pp.push_back({std::max(0.0, pr(r, 0)), std::clamp(pr(r, 1), 0.0, 1.0)});
     }
-    const std::vector<ImpactPrediction> P = predict_impacts(base_model, teg, pp, opt.threads);
+    const std::vector<ImpactPrediction> P = predict_impacts(base_model, teg, pp, opt.threads, opt.backend);
     for (size_t k = 0; k < test.size(); ++k) out.push_back(teg[k].post_velocity(P[k].P));
     return out;
   }
@@ -144,8 +145,8 @@ std::vector<Eigen::Vector3d> learned_predictions(const std::string& name, const 
     std::vector<ImpactGeometry> a, b;
     for (int i : train) a.push_back(g[static_cast<size_t>(i)]);
     for (int i : test) b.push_back(g[static_cast<size_t>(i)]);
-    base_tr = predict_impacts(base_model, a, {base_params}, opt.threads);
-    base_te = predict_impacts(base_model, b, {base_params}, opt.threads);
+    base_tr = predict_impacts(base_model, a, {base_params}, opt.threads, opt.backend);
+    base_te = predict_impacts(base_model, b, {base_params}, opt.threads, opt.backend);
   }
   for (Eigen::Index r = 0; r < ntr; ++r) {
     const int i = train[static_cast<size_t>(r)];

@@ -57,6 +57,7 @@ const std::vector<std::string>& learned_model_names();
 
 struct LearnOptions {
   int threads = 0;
+  Backend backend = Backend::kCpu;
   uint64_t seed = 0;
   int gp_iterations = 100, gp_restarts = 1;
   IdentifyOptions identify;  // for the per-impact (μ, ε) of gp-params

@@ -243,7 +243,7 @@ ImpactPrediction predict_impact(int model, const ImpactGeometry& g, ImpactParams
 }
 
 std::vector<ImpactPrediction> predict_impacts(int model, const std::vector<ImpactGeometry>& g,
-                                              const std::vector<ImpactParams>& params, int threads) {
+                                              const std::vector<ImpactParams>& params, int threads, Backend backend) {
   impact_model_name(model);  // range check
   if (params.size() != 1 && params.size() != g.size())
     throw Error("predict_impacts: " + std::to_string(params.size()) + " parameter sets for " + std::to_string(g.size()) +
@@ -258,6 +258,7 @@ std::vector<ImpactPrediction> predict_impacts(int model, const std::vector<Impac
     QpSolutions<double> sol;
     BatchOptions bo;
     bo.threads = threads;
+    bo.backend = backend;
     solve_batch(b, tight_settings(), bo, sol);
     parallel_for(B, threads, [&](int, int begin, int end) {
       for (int k = begin; k < end; ++k) {
@@ -285,7 +286,7 @@ std::vector<ImpactPrediction> predict_impacts(int model, const std::vector<Impac
   return out;
 }
 
-std::vector<Eigen::Vector2d> irb_impulses(const std::vector<ImpactGeometry>& g, int threads, int* solved) {
+std::vector<Eigen::Vector2d> irb_impulses(const std::vector<ImpactGeometry>& g, int threads, int* solved, Backend backend) {
   const int B = static_cast<int>(g.size());
   std::vector<Eigen::Vector2d> out(static_cast<size_t>(B), Eigen::Vector2d::Zero());
   if (B == 0) return out;
@@ -318,6 +319,7 @@ std::vector<Eigen::Vector2d> irb_impulses(const std::vector<ImpactGeometry>& g, 
   QpSolutions<double> sol;
   BatchOptions bo;
   bo.threads = threads;
+  bo.backend = backend;
   solve_batch(b, tight_settings(), bo, sol);
   int ok = 0;
   for (int k = 0; k < B; ++k) {

@@ -48,6 +48,7 @@
 
 #include <Eigen/Dense>
 
+#include "host/batch/qp_batch.h"
 #include "io/impact_data.h"
 
 namespace impulse {
@@ -87,12 +88,15 @@ struct ImpactPrediction {
 ImpactPrediction predict_impact(int model, const ImpactGeometry& g, ImpactParams p);
 
 // Every impact of `g` (params: one for all, or one per impact), on `threads` CPU
-// threads; the Drumwright-Shell compression QPs as one batch. Deterministic.
+// threads; the Drumwright-Shell compression QPs as one batch on `backend` (the CPU
+// lanes, or the GPU). Deterministic on each backend.
 std::vector<ImpactPrediction> predict_impacts(int model, const std::vector<ImpactGeometry>& g,
-                                              const std::vector<ImpactParams>& params, int threads = 0);
+                                              const std::vector<ImpactParams>& params, int threads = 0,
+                                              Backend backend = Backend::kCpu);
 
 // The IRB impulses of every impact (one batch of conic QPs). `solved` counts the
 // QPs that reached their tolerance.
-std::vector<Eigen::Vector2d> irb_impulses(const std::vector<ImpactGeometry>& g, int threads = 0, int* solved = nullptr);
+std::vector<Eigen::Vector2d> irb_impulses(const std::vector<ImpactGeometry>& g, int threads = 0, int* solved = nullptr,
+                                          Backend backend = Backend::kCpu);
 
 }  // namespace impulse

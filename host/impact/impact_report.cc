@@ -49,6 +49,7 @@ struct Study {
   std::vector<ImpactGeometry> g;
   std::vector<Eigen::Vector2d> observed;
   ImpactSplit split;
+  Backend backend = Backend::kCpu;
   fs::path out;
   std::unique_ptr<FileLock> lock;
 };
@@ -66,6 +67,7 @@ Study open_study(const ImpactStudyOptions& o) {
                                       "wait for it to finish");
   s.set = load_impacts(o.data);
   s.g = impact_geometry(s.set);
+  s.backend = parse_backend(o.backend);
   s.observed = observed_impulses(s.set, s.g, o.threads);
   s.split = impact_split(static_cast<int>(s.g.size()), o.seed, o.test_fraction);
   const nlohmann::json rec = {{"data", fs::weakly_canonical(fs::path(o.data)).string()},
@@ -140,9 +142,9 @@ References references(const Study& s, const std::vector<Fitted>& fits, const std
   double best_train = INFINITY;
   const std::vector<ImpactGeometry> gt = subset(s.g, train);
   for (int m = 0; m < kImpactModels; ++m) {
-    v[static_cast<size_t>(m)] = velocities(g, predict_impacts(m, g, {fits[static_cast<size_t>(m)].mean}, threads));
+    v[static_cast<size_t>(m)] = velocities(g, predict_impacts(m, g, {fits[static_cast<size_t>(m)].mean}, threads, s.backend));
     r.models.push_back(velocity_errors(s.g, v[static_cast<size_t>(m)], idx));
-    const ErrorStats et = velocity_errors(s.g, velocities(gt, predict_impacts(m, gt, {fits[static_cast<size_t>(m)].mean}, threads)), train);
+    const ErrorStats et = velocity_errors(s.g, velocities(gt, predict_impacts(m, gt, {fits[static_cast<size_t>(m)].mean}, threads, s.backend)), train);
     if (et.mean_normalized < best_train) {
       best_train = et.mean_normalized;
       r.best_model = m;
@@ -157,7 +159,7 @@ References references(const Study& s, const std::vector<Fitted>& fits, const std
     bp.push_back(v[static_cast<size_t>(best)][k]);
   }
   r.best_post_hoc = velocity_errors(s.g, bp, idx);
-  const std::vector<Eigen::Vector2d> irb = irb_impulses(g, threads);
+  const std::vector<Eigen::Vector2d> irb = irb_impulses(g, threads, nullptr, s.backend);
   std::vector<Eigen::Vector3d> vi;
   for (size_t k = 0; k < g.size(); ++k) vi.push_back(g[k].post_velocity(irb[k]));
   r.irb = velocity_errors(s.g, vi, idx);
@@ -174,6 +176,7 @@ void impact_fit(const ImpactStudyOptions& o, std::ostream& log) {
   io.resamples = o.resamples;
   io.seed = o.seed;
   io.threads = o.threads;
+  io.backend = s.backend;
   std::string csv = "model,mu_mean,mu_std,eps_mean,eps_std,k,resamples,mean_cost_per_impact,seconds\n";
   std::string md = "| model | μ | ε |\n|---|---|---|\n";
   for (int m = 0; m < kImpactModels; ++m) {
@@ -276,6 +279,7 @@ void impact_learn(const ImpactStudyOptions& o, std::ostream& log) {
   if (o.curve_seeds < 1) throw Error("impact learn: --curve-seeds must be >= 1");
   LearnOptions lo;
   lo.threads = o.threads;
+  lo.backend = s.backend;
   lo.gp_iterations = o.gp_iterations;
   lo.gp_restarts = o.gp_restarts;
   const auto t0 = Clock::now();

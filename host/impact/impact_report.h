@@ -33,6 +33,7 @@ struct ImpactStudyOptions {
   std::vector<int> sizes = {10, 25, 50, 100, 200, 300, 450, 600};
   int curve_seeds = 3;
   int threads = 0;
+  std::string backend = "cpu";         // cpu | cuda: where the QP batches (Drumwright-Shell, IRB) are solved
   int gp_iterations = 100, gp_restarts = 1;
   std::string figure_script, python = "python3";
 };
