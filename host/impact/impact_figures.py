@@ -83,26 +83,15 @@ def boxes(ax, cols, data, title):
     ax.grid(True, which="both", alpha=0.3)
 
 
-def errors(out):
-    p = os.path.join(out, "errors_test.csv")
+def box_figure(out, name, title, stem, height):
+    p = os.path.join(out, name)
     if not os.path.exists(p):
         return
     r = rows(p)
     cols = [c for c in r[0].keys() if c != "impact"]
-    fig, ax = plt.subplots(figsize=(8, 4.2))
-    boxes(ax, cols, r, f"analytical models on {len(r)} test impacts (Fig. 5)")
-    save(fig, out, "fig_errors")
-
-
-def learned(out):
-    p = os.path.join(out, "errors_learned.csv")
-    if not os.path.exists(p):
-        return
-    r = rows(p)
-    cols = [c for c in r[0].keys() if c != "impact"]
-    fig, ax = plt.subplots(figsize=(8, 4.4))
-    boxes(ax, cols, r, f"learned models on {len(r)} test impacts (Fig. 7)")
-    save(fig, out, "fig_learned")
+    fig, ax = plt.subplots(figsize=(8, height))
+    boxes(ax, cols, r, title.format(n=len(r)))
+    save(fig, out, stem)
 
 
 def curve(out):
@@ -172,8 +161,8 @@ def main():
     if not os.path.exists(os.path.join(out, "study.json")):
         sys.exit(f"{out}: not a study folder (no study.json)")
     table1(out)
-    errors(out)
-    learned(out)
+    box_figure(out, "errors_test.csv", "analytical models on {n} test impacts (Fig. 5)", "fig_errors", 4.2)
+    box_figure(out, "errors_learned.csv", "learned models on {n} test impacts (Fig. 7)", "fig_learned", 4.4)
     curve(out)
     ellipses(out)
 

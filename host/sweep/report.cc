@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <sstream>
 
@@ -203,27 +204,19 @@ nlohmann::json read_json(const std::string& path) {
   }
 }
 
+// "" = the run's first test toss; else a list as `impulse eval --tosses` takes it
+// (rollout_run checks each index against the data)
 std::vector<int> chosen_tosses(const std::string& spec, const std::string& run_dir) {
-  std::vector<int> out;
-  if (spec.empty()) {
-    const nlohmann::json cfg = read_json((fs::path(run_dir) / "config.json").string());
-    const auto& test = cfg.at("split").at("test");
-    if (!test.empty()) out.push_back(test[0].get<int>());
-    return out;
+  const nlohmann::json cfg = read_json((fs::path(run_dir) / "config.json").string());
+  TossSplit split;
+  try {
+    split.test = cfg.at("split").at("test").get<std::vector<int>>();
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(run_dir + "/config.json: no test split (" + e.what() + ")");
   }
-  std::stringstream ss(spec);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    try {
-      size_t used = 0;
-      const int k = std::stoi(item, &used);
-      if (used != item.size() || k < 0) throw std::invalid_argument(item);
-      out.push_back(k);
-    } catch (const std::exception&) {
-      throw Error("--tosses: \"" + item + "\" is not a toss index (a list such as 3,17,42)");
-    }
-  }
-  return out;
+  if (spec.empty()) return split.test.empty() ? std::vector<int>{} : std::vector<int>{split.test.front()};
+  if (spec == "all") throw Error("report --tosses: give a list of tosses (3,17) or test, not all");
+  return select_tosses(spec, std::numeric_limits<int>::max(), split, true);
 }
 
 // rollouts of the chosen tosses with one run; adds them to the manifest
