@@ -1,0 +1,424 @@
+#include "host/planning/cio.h"
+
+#include <LBFGSB.h>
+
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+
+#include "host/planning/spline.h"
+#include "solvers/error.h"
+
+namespace impulse {
+
+namespace {
+
+Eigen::Matrix3d cross_matrix(const Eigen::Vector3d& v) {
+  Eigen::Matrix3d m;
+  m << 0, -v(2), v(1), v(2), 0, -v(0), -v(1), v(0), 0;
+  return m;
+}
+
+// a frame [n t1 t2] from a unit normal, and dV/dn from dV/dframe through the
+// construction (V does not depend on the tangents' choice, only on n)
+Eigen::Matrix3d frame_of(const Eigen::Vector3d& n) {
+  const Eigen::Vector3d a = std::abs(n(0)) < 0.9 ? Eigen::Vector3d::UnitX() : Eigen::Vector3d::UnitY();
+  const Eigen::Vector3d u = n.cross(a), t1 = u.normalized(), t2 = n.cross(t1);
+  Eigen::Matrix3d R;
+  R << n, t1, t2;
+  return R;
+}
+Eigen::Vector3d frame_gradient_to_normal(const Eigen::Vector3d& n, const Eigen::Matrix3d& G) {
+  const Eigen::Vector3d a = std::abs(n(0)) < 0.9 ? Eigen::Vector3d::UnitX() : Eigen::Vector3d::UnitY();
+  const Eigen::Vector3d u = n.cross(a), t1 = u.normalized();
+  const Eigen::Matrix3d Jt1 = (Eigen::Matrix3d::Identity() - t1 * t1.transpose()) / u.norm() * (-cross_matrix(a));
+  const Eigen::Matrix3d Jt2 = -cross_matrix(t1) + cross_matrix(n) * Jt1;
+  return G.col(0) + Jt1.transpose() * G.col(1) + Jt2.transpose() * G.col(2);
+}
+
+Eigen::Vector3d block(const Eigen::VectorXd& x, int at) { return x.segment<3>(at); }
+
+}  // namespace
+
+CioProblem::CioProblem(const CioTask& t) : task_(t) {
+  if (t.fingers < 1 || t.fingers > 5) throw Error("plan: fingers must be 1..5, got " + std::to_string(t.fingers));
+  if (!(t.radius > 0) || !(t.half_length >= 0) || !(t.density > 0)) throw Error("plan: the capsule needs radius > 0, half-length >= 0, density > 0");
+  if (t.keyframes < 3) throw Error("plan: at least 3 keyframes");
+  if (!(t.duration > 0) || !(t.dt > 0) || t.dt > t.duration) throw Error("plan: need 0 < dt <= duration");
+  if (!t.start.allFinite() || !t.target.allFinite()) throw Error("plan: start and target must be finite");
+  if (!(t.reach > 0) || !(t.mu > 0)) throw Error("plan: reach and mu must be > 0");
+  K_ = t.keyframes;
+  S_ = static_cast<int>(std::lround(t.duration / t.dt)) + 1;
+  mass_ = capsule_inertia(t.radius, t.half_length, t.density).mass;
+}
+
+int CioProblem::size() const { return weight(contacts() - 1, K_ - 2) + 1; }
+
+Eigen::VectorXd CioProblem::initial_guess() const {
+  Eigen::VectorXd x = Eigen::VectorXd::Zero(size());
+  const int N = task_.fingers;
+  const double R = task_.radius, H = task_.half_length;
+  for (int k = 0; k < K_; ++k) {
+    const double s = static_cast<double>(k) / (K_ - 1);
+    const Eigen::Vector3d o = (1 - s) * task_.start + s * task_.target;
+    x.segment<3>(obj(k)) = o;
+    const Eigen::Vector3d palm_at = o + Eigen::Vector3d(0, 0, R + 0.06);
+    x.segment<3>(palm(k)) = palm_at;
+    for (int i = 0; i < N; ++i) {  // around the capsule's middle, 1 cm off its surface
+      const double ang = 2 * M_PI * (i + 0.5) / N;
+      const Eigen::Vector3d f = o + Eigen::Vector3d(H * std::cos(ang) * 0.8, (R + 0.01) * std::sin(ang), 0.02);
+      x.segment<3>(finger(i, k)) = f;
+      x.segment<3>(contact(i, k)) = f;
+    }
+    x.segment<3>(contact(N, k)) = palm_at;
+    x.segment<3>(contact(N + 1, k)) = Eigen::Vector3d(o(0) - H, o(1), 0);
+    x.segment<3>(contact(N + 2, k)) = Eigen::Vector3d(o(0) + H, o(1), 0);
+  }
+  for (int j = 0; j < contacts(); ++j)
+    for (int m = 0; m < K_ - 1; ++m) x(weight(j, m)) = 0.5;
+  return x;
+}
+
+void CioProblem::bounds(Eigen::VectorXd& lo, Eigen::VectorXd& hi) const {
+  const double inf = std::numeric_limits<double>::infinity();
+  lo = Eigen::VectorXd::Constant(size(), -inf);
+  hi = Eigen::VectorXd::Constant(size(), inf);
+  for (int j = 0; j < contacts(); ++j)
+    for (int m = 0; m < K_ - 1; ++m) {
+      lo(weight(j, m)) = 0;
+      hi(weight(j, m)) = 1;
+    }
+  // the object's keyframes stay above the ground (between them the penetration cost
+  // holds it), and it starts where the task puts it
+  for (int k = 0; k < K_; ++k) lo(obj(k) + 2) = task_.radius;
+  lo.segment<3>(obj(0)) = hi.segment<3>(obj(0)) = task_.start;
+}
+
+double CioProblem::evaluate(const Eigen::VectorXd& x, const CioWeights& w, Eigen::VectorXd* grad, CioTerms* terms) const {
+  if (x.size() != size()) throw Error("plan: " + std::to_string(x.size()) + " variables, expected " + std::to_string(size()));
+  if (!x.allFinite()) throw Error("plan: non-finite variables");
+  const int N = task_.fingers, J = contacts(), S = S_, K = K_;
+  const double T = task_.duration, dt = task_.dt, R = task_.radius;
+  CioTerms tm;
+  if (grad) grad->setZero(size());
+
+  // per-sample values and the gradients with respect to them
+  struct At {
+    SplineWeights w;
+    int interval = 0;
+    Eigen::Vector3d xo, ao, xp, ap;
+    std::vector<Eigen::Vector3d> p, ap_i, r;
+    std::vector<double> c;
+    // gradients
+    Eigen::Vector3d g_xo = Eigen::Vector3d::Zero(), g_ao = Eigen::Vector3d::Zero(), g_xp = Eigen::Vector3d::Zero(),
+                    g_ap = Eigen::Vector3d::Zero();
+    std::vector<Eigen::Vector3d> g_p, g_api, g_r;
+    std::vector<double> g_c;
+    std::vector<CapsuleProjection> proj;
+    std::vector<Eigen::Vector3d> eo, eh;
+  };
+  std::vector<At> at(static_cast<size_t>(S));
+  for (int s = 0; s < S; ++s) {
+    At& a = at[static_cast<size_t>(s)];
+    const double t = std::min(T, s * dt);
+    a.w = catmull_rom_weights(K, T, t);
+    a.interval = a.w.interval;
+    auto interp = [&](auto off, const Eigen::VectorXd& wt) {
+      Eigen::Vector3d v = Eigen::Vector3d::Zero();
+      for (int k = a.w.first; k <= a.w.last; ++k) v += wt(k) * block(x, off(k));
+      return v;
+    };
+    a.xo = interp([&](int k) { return obj(k); }, a.w.value);
+    a.ao = interp([&](int k) { return obj(k); }, a.w.acceleration);
+    a.xp = interp([&](int k) { return palm(k); }, a.w.value);
+    a.ap = interp([&](int k) { return palm(k); }, a.w.acceleration);
+    for (int i = 0; i < N; ++i) {
+      a.p.push_back(interp([&](int k) { return finger(i, k); }, a.w.value));
+      a.ap_i.push_back(interp([&](int k) { return finger(i, k); }, a.w.acceleration));
+    }
+    for (int j = 0; j < J; ++j) {
+      a.r.push_back(interp([&](int k) { return contact(j, k); }, a.w.value));
+      a.c.push_back(x(weight(j, a.interval)));
+    }
+    a.g_p.assign(static_cast<size_t>(N), Eigen::Vector3d::Zero());
+    a.g_api.assign(static_cast<size_t>(N), Eigen::Vector3d::Zero());
+    a.g_r.assign(static_cast<size_t>(J), Eigen::Vector3d::Zero());
+    a.g_c.assign(static_cast<size_t>(J), 0.0);
+    Capsule cap;
+    cap.radius = R;
+    cap.half_length = task_.half_length;
+    cap.position = a.xo;
+    for (int j = 0; j < J; ++j) {
+      a.proj.push_back(project_to_capsule(cap, a.r[static_cast<size_t>(j)]));
+      a.eo.push_back(a.proj.back().point - a.r[static_cast<size_t>(j)]);
+      Eigen::Vector3d hand;
+      if (j < N)
+        hand = a.p[static_cast<size_t>(j)];
+      else if (j == N)
+        hand = a.xp;
+      else
+        hand = project_to_ground(a.r[static_cast<size_t>(j)]).point;
+      a.eh.push_back(hand - a.r[static_cast<size_t>(j)]);
+    }
+  }
+  // gradient of a cost with respect to e^O / e^H of (s, j), pushed to r, x_O and the hand
+  auto push_eo = [&](int s, int j, const Eigen::Vector3d& g) {
+    At& a = at[static_cast<size_t>(s)];
+    const CapsuleProjection& pr = a.proj[static_cast<size_t>(j)];
+    a.g_r[static_cast<size_t>(j)] += (pr.dpoint_dx - Eigen::Matrix3d::Identity()).transpose() * g;
+    a.g_xo += pr.dpoint_dp.transpose() * g;
+  };
+  auto push_eh = [&](int s, int j, const Eigen::Vector3d& g) {
+    At& a = at[static_cast<size_t>(s)];
+    if (j < N) {
+      a.g_p[static_cast<size_t>(j)] += g;
+      a.g_r[static_cast<size_t>(j)] -= g;
+    } else if (j == N) {
+      a.g_xp += g;
+      a.g_r[static_cast<size_t>(j)] -= g;
+    } else {
+      a.g_r[static_cast<size_t>(j)] += Eigen::Vector3d(0, 0, -g(2));  // e^H = (0, 0, −r_z)
+    }
+  };
+
+  // contact invariance
+  for (int s = 0; s < S; ++s) {
+    At& a = at[static_cast<size_t>(s)];
+    for (int j = 0; j < J; ++j) {
+      const double c = a.c[static_cast<size_t>(j)];
+      const Eigen::Vector3d& eo = a.eo[static_cast<size_t>(j)];
+      const Eigen::Vector3d& eh = a.eh[static_cast<size_t>(j)];
+      double e2 = eo.squaredNorm() + eh.squaredNorm();
+      if (grad) {
+        push_eo(s, j, w.ci * dt * c * 2 * eo);
+        push_eh(s, j, w.ci * dt * c * 2 * eh);
+      }
+      if (s + 1 < S) {
+        const At& b = at[static_cast<size_t>(s + 1)];
+        const Eigen::Vector3d deo = (b.eo[static_cast<size_t>(j)] - eo) / dt, deh = (b.eh[static_cast<size_t>(j)] - eh) / dt;
+        e2 += deo.squaredNorm() + deh.squaredNorm();
+        if (grad) {
+          const Eigen::Vector3d go = w.ci * dt * c * 2 * deo / dt, gh = w.ci * dt * c * 2 * deh / dt;
+          push_eo(s + 1, j, go);
+          push_eo(s, j, -go);
+          push_eh(s + 1, j, gh);
+          push_eh(s, j, -gh);
+        }
+      }
+      tm.ci += w.ci * dt * c * e2;
+      if (grad) a.g_c[static_cast<size_t>(j)] += w.ci * dt * e2;
+    }
+  }
+
+  // physics: one batch over the samples
+  {
+    std::vector<PhysicsSample> ps(static_cast<size_t>(S));
+    std::vector<std::vector<Eigen::Vector3d>> normals(static_cast<size_t>(S));
+    for (int s = 0; s < S; ++s) {
+      const At& a = at[static_cast<size_t>(s)];
+      PhysicsSample& p = ps[static_cast<size_t>(s)];
+      p.mass = mass_;
+      p.x_obj = a.xo;
+      p.accel = a.ao;
+      p.r = a.r;
+      p.c = a.c;
+      for (int j = 0; j < J; ++j) {
+        const Eigen::Vector3d n = j <= N ? Eigen::Vector3d(-a.proj[static_cast<size_t>(j)].normal) : Eigen::Vector3d::UnitZ();
+        normals[static_cast<size_t>(s)].push_back(n);
+        p.frame.push_back(frame_of(n));
+      }
+    }
+    PhysicsQpOptions po;
+    po.mu = task_.mu;
+    po.lambda = w.lambda;
+    po.threads = 1;
+    const std::vector<PhysicsGradient> pg = physics_values(ps, po);
+    for (int s = 0; s < S; ++s) {
+      const PhysicsGradient& g = pg[static_cast<size_t>(s)];
+      tm.physics += w.physics * dt * g.value;
+      if (!grad) continue;
+      At& a = at[static_cast<size_t>(s)];
+      const double f = w.physics * dt;
+      a.g_xo += f * g.d_x_obj;
+      a.g_ao += f * g.d_accel;
+      for (int j = 0; j < J; ++j) {
+        a.g_r[static_cast<size_t>(j)] += f * g.d_r[static_cast<size_t>(j)];
+        a.g_c[static_cast<size_t>(j)] += f * g.d_c[static_cast<size_t>(j)];
+        if (j <= N) {  // the frame follows the capsule's normal at r_j's projection: n = −normal
+          const Eigen::Vector3d dn =
+              f * frame_gradient_to_normal(normals[static_cast<size_t>(s)][static_cast<size_t>(j)], g.d_frame[static_cast<size_t>(j)]);
+          const CapsuleProjection& pr = a.proj[static_cast<size_t>(j)];
+          a.g_r[static_cast<size_t>(j)] -= pr.dnormal_dx.transpose() * dn;
+          a.g_xo -= pr.dnormal_dp.transpose() * dn;
+        }
+      }
+    }
+  }
+
+  // task, penetration, reach, smoothness
+  {
+    At& a = at[static_cast<size_t>(S - 1)];
+    const Eigen::Vector3d d = a.xo - task_.target;
+    tm.task = w.task * d.squaredNorm();
+    if (grad) a.g_xo += 2 * w.task * d;
+  }
+  for (int s = 0; s < S; ++s) {
+    At& a = at[static_cast<size_t>(s)];
+    Capsule cap;
+    cap.radius = R;
+    cap.half_length = task_.half_length;
+    cap.position = a.xo;
+    const double f = w.penetration * dt;
+    for (int i = 0; i <= N; ++i) {  // fingertips, then the palm
+      const Eigen::Vector3d& h = i < N ? a.p[static_cast<size_t>(i)] : a.xp;
+      Eigen::Vector3d& gh = i < N ? a.g_p[static_cast<size_t>(i)] : a.g_xp;
+      const CapsuleProjection pr = project_to_capsule(cap, h);
+      if (pr.distance < 0) {
+        tm.penetration += f * pr.distance * pr.distance;
+        if (grad) {
+          gh += f * 2 * pr.distance * pr.ddistance_dx.transpose();
+          a.g_xo += f * 2 * pr.distance * pr.ddistance_dp.transpose();
+        }
+      }
+      if (h(2) < 0) {
+        tm.penetration += f * h(2) * h(2);
+        if (grad) gh(2) += f * 2 * h(2);
+      }
+      if (i < N) {
+        const Eigen::Vector3d v = h - a.xp;
+        const double over = v.norm() - task_.reach;
+        if (over > 0) {
+          tm.reach += w.reach * dt * over * over;
+          if (grad) {
+            const Eigen::Vector3d g = w.reach * dt * 2 * over * v / v.norm();
+            gh += g;
+            a.g_xp -= g;
+          }
+        }
+      }
+    }
+    const double low = a.xo(2) - R;  // the capsule's lowest point (its axis stays horizontal)
+    if (low < 0) {
+      tm.penetration += f * low * low;
+      if (grad) a.g_xo(2) += f * 2 * low;
+    }
+    tm.smooth += w.smooth * dt * a.ap.squaredNorm();
+    if (grad) a.g_ap += w.smooth * dt * 2 * a.ap;
+    for (int i = 0; i < N; ++i) {
+      tm.smooth += w.smooth * dt * a.ap_i[static_cast<size_t>(i)].squaredNorm();
+      if (grad) a.g_api[static_cast<size_t>(i)] += w.smooth * dt * 2 * a.ap_i[static_cast<size_t>(i)];
+    }
+  }
+  tm.total = tm.ci + tm.physics + tm.task + tm.penetration + tm.reach + tm.smooth;
+  if (terms) *terms = tm;
+  if (!grad) return tm.total;
+
+  // to the keyframes
+  Eigen::VectorXd& G = *grad;
+  for (int s = 0; s < S; ++s) {
+    const At& a = at[static_cast<size_t>(s)];
+    for (int k = a.w.first; k <= a.w.last; ++k) {
+      const double v = a.w.value(k), acc = a.w.acceleration(k);
+      G.segment<3>(obj(k)) += v * a.g_xo + acc * a.g_ao;
+      G.segment<3>(palm(k)) += v * a.g_xp + acc * a.g_ap;
+      for (int i = 0; i < N; ++i)
+        G.segment<3>(finger(i, k)) += v * a.g_p[static_cast<size_t>(i)] + acc * a.g_api[static_cast<size_t>(i)];
+      for (int j = 0; j < J; ++j) G.segment<3>(contact(j, k)) += v * a.g_r[static_cast<size_t>(j)];
+    }
+    for (int j = 0; j < J; ++j) G(weight(j, a.interval)) += a.g_c[static_cast<size_t>(j)];
+  }
+  return tm.total;
+}
+
+std::vector<CioSample> CioProblem::samples(const Eigen::VectorXd& x, const CioWeights& w) const {
+  const int N = task_.fingers, J = contacts();
+  std::vector<CioSample> out;
+  std::vector<PhysicsSample> ps;
+  for (int s = 0; s < S_; ++s) {
+    const double t = std::min(task_.duration, s * task_.dt);
+    const SplineWeights sw = catmull_rom_weights(K_, task_.duration, t);
+    auto interp = [&](auto off, const Eigen::VectorXd& wt) {
+      Eigen::Vector3d v = Eigen::Vector3d::Zero();
+      for (int k = sw.first; k <= sw.last; ++k) v += wt(k) * block(x, off(k));
+      return v;
+    };
+    CioSample c;
+    c.t = t;
+    c.x_obj = interp([&](int k) { return obj(k); }, sw.value);
+    c.accel = interp([&](int k) { return obj(k); }, sw.acceleration);
+    c.palm = interp([&](int k) { return palm(k); }, sw.value);
+    for (int i = 0; i < N; ++i) c.fingertips.push_back(interp([&](int k) { return finger(i, k); }, sw.value));
+    PhysicsSample p;
+    p.mass = mass_;
+    p.x_obj = c.x_obj;
+    p.accel = c.accel;
+    Capsule cap;
+    cap.radius = task_.radius;
+    cap.half_length = task_.half_length;
+    cap.position = c.x_obj;
+    for (int j = 0; j < J; ++j) {
+      c.contacts.push_back(interp([&](int k) { return contact(j, k); }, sw.value));
+      c.c.push_back(x(weight(j, sw.interval)));
+      const Eigen::Vector3d n = j <= N ? Eigen::Vector3d(-project_to_capsule(cap, c.contacts.back()).normal) : Eigen::Vector3d::UnitZ();
+      p.r.push_back(c.contacts.back());
+      p.frame.push_back(frame_of(n));
+      p.c.push_back(c.c.back());
+    }
+    ps.push_back(p);
+    out.push_back(c);
+  }
+  PhysicsQpOptions po;
+  po.mu = task_.mu;
+  po.lambda = w.lambda;
+  const std::vector<PhysicsGradient> pg = physics_values(ps, po);
+  for (size_t s = 0; s < out.size(); ++s)
+    for (int j = 0; j < J; ++j) out[s].forces.push_back(out[s].c[static_cast<size_t>(j)] * pg[s].force[static_cast<size_t>(j)]);
+  return out;
+}
+
+CioResult optimize_cio(const CioProblem& problem, const CioOptions& opt) {
+  const auto t0 = std::chrono::steady_clock::now();
+  CioResult res;
+  res.theta = problem.initial_guess();
+  Eigen::VectorXd lo, hi;
+  problem.bounds(lo, hi);
+  for (size_t st = 0; st < opt.stages.size(); ++st) {
+    CioWeights w = opt.weights;
+    w.ci = opt.stages[st].ci;
+    w.physics = opt.stages[st].physics;
+    Eigen::VectorXd best = res.theta;
+    double best_f = problem.evaluate(best, w);
+    int iteration = 0;
+    auto f = [&](const Eigen::VectorXd& x, Eigen::VectorXd& g) {
+      CioTerms tm;
+      const double v = problem.evaluate(x, w, &g, &tm);
+      if (v < best_f) {
+        best_f = v;
+        best = x;
+      }
+      if (opt.progress) opt.progress(static_cast<int>(st), ++iteration, tm);
+      return v;
+    };
+    LBFGSpp::LBFGSBParam<double> param;
+    param.max_iterations = opt.stages[st].iterations;
+    param.epsilon = 1e-8;
+    param.max_linesearch = 40;
+    LBFGSpp::LBFGSBSolver<double> solver(param);
+    Eigen::VectorXd x = res.theta;
+    double fx = 0;
+    try {
+      solver.minimize(f, x, fx, lo, hi);
+    } catch (const std::runtime_error&) {
+      // a line search that cannot progress: keep the best point seen
+    }
+    res.theta = best;
+    CioTerms tm;
+    problem.evaluate(res.theta, w, nullptr, &tm);
+    res.stage_terms.push_back(tm);
+  }
+  res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return res;
+}
+
+}  // namespace impulse

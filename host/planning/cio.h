@@ -1,0 +1,111 @@
+// Contact-invariant optimization of a hand moving a capsule (Mordatch, Popović, Todorov,
+// SCA 2012; the attempt in ../shared/papers/contact-invariant-optimization-notes-2017.txt),
+// repaired as issue 19 asks. This file: the problem (variables, costs, analytic gradient)
+// and the optimizer with continuation. Work in progress: the object's orientation is held
+// fixed (the notes' task moves the capsule "without rotation"), the replays are not built.
+//
+// Variables (keyframes k = 0..K−1 at t_k = k T/(K−1), Catmull-Rom between them):
+//   x_O,k   object centre (3)           x_P,k   palm point (3)
+//   p_i,k   fingertip i (3), i < N      r_j,k   contact point j (3), j < J = N + 3
+//   c_j,m   contact weight on interval m (piecewise constant, bounds [0, 1])
+// Contacts: j < N the fingertips, j = N the palm, j = N+1, N+2 the ground.
+// Costs, sampled every dt over [0, T] (each term times dt):
+//   contact invariance  Σ c_j (‖e_j^O‖² + ‖ė_j^O‖² + ‖e_j^H‖² + ‖ė_j^H‖²), e^O = π_O(r_j) − r_j
+//                       (the capsule), e^H = the hand point (fingertip, palm) or π_ground(r_j),
+//                       minus r_j; ė by differences between samples
+//   physics             the optimal value of the inner conic QP (host/planning/physics_qp.h):
+//                       forces in friction cones about the capsule's inward normal (hand
+//                       contacts) or +z (ground), one batch over the samples, envelope gradient
+//   task                ‖x_O(T) − target‖² (once, not times dt)
+//   penetration         hand points inside the capsule or below the ground, the capsule below it
+//   reach               (‖p_i − x_P‖ − reach)₊²
+//   smoothness          ‖ẍ_P‖² + Σ‖p̈_i‖² (a small regularizer of the hand's motion)
+#pragma once
+
+#include <functional>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include <Eigen/Dense>
+
+#include "host/planning/capsule.h"
+#include "host/planning/physics_qp.h"
+
+namespace impulse {
+
+struct CioTask {
+  int fingers = 4;
+  double radius = 0.03, half_length = 0.06;  // capsule, m
+  double density = 600;                      // kg/m³ (mass ~0.2 kg)
+  Eigen::Vector3d start{0, 0, 0.03}, target{0.15, 0, 0.08};
+  double duration = 1.0, dt = 0.05;
+  int keyframes = 5;
+  double reach = 0.12;  // fingertip to palm, m
+  double mu = 0.8;      // friction of every contact
+};
+
+struct CioWeights {
+  double ci = 1, physics = 1, task = 1e4, penetration = 1e4, reach = 1e4, smooth = 1e-4;
+  double lambda = 1e-3;  // force regularization inside the physics QP
+};
+
+struct CioTerms {
+  double ci = 0, physics = 0, task = 0, penetration = 0, reach = 0, smooth = 0, total = 0;
+};
+
+// One sample of a plan, for output and checks.
+struct CioSample {
+  double t = 0;
+  Eigen::Vector3d x_obj, accel, palm;
+  std::vector<Eigen::Vector3d> fingertips, contacts, forces;  // forces: world, from the inner QP (times c)
+  std::vector<double> c;
+};
+
+class CioProblem {
+ public:
+  explicit CioProblem(const CioTask& task);
+  const CioTask& task() const { return task_; }
+  int contacts() const { return task_.fingers + 3; }
+  int size() const;
+  double mass() const { return mass_; }
+  // hand above the object, fingertips around it, contact points at their hand points
+  // (ground ones under the capsule's ends), the object on a straight line to the
+  // target, every c = 0.5. bounds(): c in [0, 1], the first object keyframe at the start
+  Eigen::VectorXd initial_guess() const;
+  void bounds(Eigen::VectorXd& lower, Eigen::VectorXd& upper) const;
+  double evaluate(const Eigen::VectorXd& theta, const CioWeights& w, Eigen::VectorXd* grad = nullptr,
+                  CioTerms* terms = nullptr) const;
+  std::vector<CioSample> samples(const Eigen::VectorXd& theta, const CioWeights& w) const;
+
+  // variable offsets
+  int obj(int k) const { return 3 * k; }
+  int palm(int k) const { return 3 * (K_ + k); }
+  int finger(int i, int k) const { return 3 * (2 * K_ + i * K_ + k); }
+  int contact(int j, int k) const { return 3 * (2 * K_ + task_.fingers * K_ + j * K_ + k); }
+  int weight(int j, int m) const { return 3 * K_ * (2 + task_.fingers + contacts()) + j * (K_ - 1) + m; }
+
+ private:
+  CioTask task_;
+  int K_ = 0, S_ = 0;
+  double mass_ = 0;
+};
+
+struct CioStage {
+  double ci, physics;
+  int iterations;
+};
+struct CioOptions {
+  std::vector<CioStage> stages = {{0.01, 0.01, 150}, {0.1, 0.1, 150}, {1, 1, 150}, {10, 10, 200}, {100, 100, 300},
+                                  {1e3, 1e3, 300}, {1e4, 1e4, 400}};
+  CioWeights weights;  // ci and physics are overridden by the stages
+  std::function<void(int stage, int iteration, const CioTerms&)> progress;
+};
+struct CioResult {
+  Eigen::VectorXd theta;
+  std::vector<CioTerms> stage_terms;  // after each stage
+  double seconds = 0;
+};
+CioResult optimize_cio(const CioProblem& problem, const CioOptions& opt);
+
+}  // namespace impulse
