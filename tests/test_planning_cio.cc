@@ -58,7 +58,11 @@ TEST(PlanningCio, EveryTermsGradientMatchesFiniteDifferences) {
   x.segment<3>(pb.finger(0, 1)) = x.segment<3>(pb.obj(1)) + Eigen::Vector3d(0.01, 0.005, 0.0);
   x.segment<3>(pb.finger(1, 2)) = x.segment<3>(pb.palm(2)) + Eigen::Vector3d(0.15, 0.02, 0.0);
   for (const char* term : {"ci", "physics", "task", "penetration", "reach", "smooth"}) check_gradient(pb, x, only(term), term);
-  check_gradient(pb, pb.initial_guess(), CioWeights(), "all terms at the initial guess");
+  // all terms together, at the initial guess lifted 1 mm (there the capsule touches the
+  // ground exactly, where the squared-hinge penetration term's finite difference is one-sided)
+  Eigen::VectorXd x0 = pb.initial_guess();
+  for (int k = 0; k < t.keyframes; ++k) x0(pb.obj(k) + 2) += 1e-3;
+  check_gradient(pb, x0, CioWeights(), "all terms near the initial guess");
 }
 
 TEST(PlanningCio, BadTasksAreNamed) {
