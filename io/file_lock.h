@@ -11,7 +11,9 @@ class FileLock {
  public:
   // Creates `path` if needed and locks it. Throws Error when it cannot be
   // created, or when another process holds it: "<what> is in use by <holder>
-  // (process PID); <advice>".
+  // (process PID); <advice>". When the process whose pid the file names is gone
+  // but the lock is still held (a child it forked, between fork and exec, dying
+  // with it), waits up to 5 s for the lock first.
   FileLock(const std::string& path, const std::string& what, const std::string& holder,
            const std::string& advice);
   ~FileLock();

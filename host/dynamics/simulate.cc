@@ -224,7 +224,7 @@ State Simulator::step(const ContactModel& model, const State& x, StepInfo* info_
   const int nd = options_.friction_directions;
 
   // free-flight velocity
-  nu_free_ = velocity(x) + mass_inv_ * smooth_impulse(x, body_, dt);
+  nu_free_ = velocity(x) + mass_inv_ * (smooth_impulse(x, body_, dt) + external_);
 
   // contacts that free flight would close within the step
   for (int i = 0; i < k; ++i)

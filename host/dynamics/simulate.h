@@ -115,6 +115,10 @@ class Simulator {
 
   // one step from x. Throws Error when the model's frame has inconsistent sizes.
   State step(const ContactModel& model, const State& x, StepInfo* info = nullptr);
+  // an impulse applied in every following step's free flight besides gravity, in ν
+  // coordinates ([linear world; angular body], N s): external forces times dt (a
+  // planner's replay pushes its planned hand forces this way). Zero by default.
+  void set_external_impulse(const Vec6& impulse) { external_ = impulse; }
 
   // ---- what the last step computed (full length k; zero for left-out contacts)
   const Eigen::VectorXd& normal_impulses() const { return lambda_n_; }   // λ_n (k), N s
@@ -138,6 +142,7 @@ class Simulator {
 
   ContactFrame frame_;
   Vec6 nu_free_ = Vec6::Zero(), nu_next_ = Vec6::Zero();
+  Vec6 external_ = Vec6::Zero();
   std::vector<int> active_;
   std::vector<char> in_lcp_;
   Eigen::VectorXd lambda_n_, lambda_t_;

@@ -346,6 +346,7 @@ std::vector<CioSample> CioProblem::samples(const Eigen::VectorXd& x, const CioWe
     CioSample c;
     c.t = t;
     c.x_obj = interp([&](int k) { return obj(k); }, sw.value);
+    c.velocity = interp([&](int k) { return obj(k); }, sw.velocity);
     c.accel = interp([&](int k) { return obj(k); }, sw.acceleration);
     c.palm = interp([&](int k) { return palm(k); }, sw.value);
     for (int i = 0; i < N; ++i) c.fingertips.push_back(interp([&](int k) { return finger(i, k); }, sw.value));

@@ -57,7 +57,7 @@ struct CioTerms {
 // One sample of a plan, for output and checks.
 struct CioSample {
   double t = 0;
-  Eigen::Vector3d x_obj, accel, palm;
+  Eigen::Vector3d x_obj, velocity = Eigen::Vector3d::Zero(), accel, palm;
   std::vector<Eigen::Vector3d> fingertips, contacts, forces;  // forces: world, from the inner QP (times c)
   std::vector<double> c;
 };
