@@ -16,8 +16,12 @@
 #include "host/dynamics/hull.h"
 #include "solvers/error.h"
 
+#include "test_util.h"
+
 namespace impulse {
 namespace {
+
+using testing::expect_error;
 
 using Points = std::vector<Eigen::Vector3d>;
 constexpr double kPi = 3.14159265358979323846;
@@ -46,17 +50,6 @@ Eigen::Matrix3d random_rotation(std::mt19937_64& rng) {
 
 void expect_rel(double got, double want, double rel, const std::string& what) {
   EXPECT_LE(std::abs(got - want), rel * std::abs(want)) << what << ": got " << got << ", want " << want;
-}
-
-// Runs f, expects impulse::Error whose message contains every one of parts.
-void expect_error(const std::function<void()>& f, const std::vector<std::string>& parts) {
-  try {
-    f();
-    ADD_FAILURE() << "no impulse::Error thrown";
-  } catch (const Error& e) {
-    const std::string msg = e.what();
-    for (const auto& p : parts) EXPECT_NE(msg.find(p), std::string::npos) << "'" << p << "' not in: " << msg;
-  }
 }
 
 // ---- volumes --------------------------------------------------------------------------

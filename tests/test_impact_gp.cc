@@ -21,8 +21,12 @@
 
 #include "host/impact/gp.h"
 
+#include "test_util.h"
+
 namespace impulse {
 namespace {
+
+using testing::expect_error;
 
 using Eigen::MatrixXd;
 using Eigen::VectorXd;
@@ -113,17 +117,6 @@ MatrixXd dense_K(const MatrixXd& X, const GpHyper& h) {
     for (Eigen::Index j = 0; j < X.rows(); ++j)
       K(i, j) = kernel(X.row(i), X.row(j), h) + (i == j ? std::exp(2 * h.log_noise_std) : 0.0);
   return K;
-}
-
-void expect_error(const std::function<void()>& f, const std::vector<std::string>& parts) {
-  try {
-    f();
-    ADD_FAILURE() << "expected impulse::Error";
-  } catch (const Error& e) {
-    for (const auto& p : parts)
-      EXPECT_NE(std::string(e.what()).find(p), std::string::npos)
-          << "message \"" << e.what() << "\" lacks \"" << p << "\"";
-  }
 }
 
 bool bitwise_equal(const MatrixXd& a, const MatrixXd& b) {

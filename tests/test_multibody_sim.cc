@@ -23,8 +23,12 @@
 #include "io/system_tosses.h"
 #include "solvers/error.h"
 
+#include "test_util.h"
+
 namespace impulse {
 namespace {
+
+using testing::expect_error;
 
 namespace fs = std::filesystem;
 constexpr double kPi = 3.14159265358979323846;
@@ -78,15 +82,6 @@ double min_phi(const MultibodySystem& sys, const MultibodyParams& p, const Eigen
 }
 
 Eigen::VectorXd row(const MultibodyRollout::Trajectory& t, int i) { return t.row(i).transpose(); }
-
-void expect_error(const std::function<void()>& f, const std::string& part) {
-  try {
-    f();
-    ADD_FAILURE() << "expected an Error mentioning '" << part << "'";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
-  }
-}
 
 MultibodyStepOptions test_options() {
   MultibodyStepOptions o;

@@ -20,20 +20,14 @@
 #include "host/planning/spline.h"
 #include "solvers/error.h"
 
+#include "test_util.h"
+
 namespace impulse {
 namespace {
 
-constexpr double kPi = 3.14159265358979323846;
+using testing::expect_error;
 
-void expect_error(const std::function<void()>& f, const std::vector<std::string>& parts) {
-  try {
-    f();
-    ADD_FAILURE() << "no impulse::Error thrown";
-  } catch (const Error& e) {
-    const std::string msg = e.what();
-    for (const auto& p : parts) EXPECT_NE(msg.find(p), std::string::npos) << "'" << p << "' not in: " << msg;
-  }
-}
+constexpr double kPi = 3.14159265358979323846;
 
 Eigen::Quaterniond random_quaternion(std::mt19937_64& rng) {
   std::normal_distribution<double> nd(0.0, 1.0);

@@ -12,15 +12,6 @@
 namespace impulse {
 namespace {
 
-// a frame whose first column is the unit normal n
-Eigen::Matrix3d frame_of(const Eigen::Vector3d& n) {
-  const Eigen::Vector3d a = std::abs(n(0)) < 0.9 ? Eigen::Vector3d::UnitX() : Eigen::Vector3d::UnitY();
-  const Eigen::Vector3d t1 = n.cross(a).normalized(), t2 = n.cross(t1);
-  Eigen::Matrix3d R;
-  R << n, t1, t2;
-  return R;
-}
-
 // an object at the origin held by 4 contacts around it plus one from below, moving a little
 PhysicsSample random_sample(std::mt19937_64& rng) {
   std::uniform_real_distribution<double> u(-1, 1);
@@ -34,7 +25,7 @@ PhysicsSample random_sample(std::mt19937_64& rng) {
     Eigen::Vector3d r = j < 4 ? Eigen::Vector3d(0.04 * std::cos(ang), 0.04 * std::sin(ang), 0.05 + 0.01 * u(rng))
                               : Eigen::Vector3d(0.005 * u(rng), 0.005 * u(rng), 0.02);
     s.r.push_back(r);
-    s.frame.push_back(frame_of((s.x_obj - r).normalized()));
+    s.frame.push_back(contact_frame((s.x_obj - r).normalized()));
     s.c.push_back(0.3 + 0.6 * std::abs(u(rng)));
   }
   return s;
@@ -111,7 +102,7 @@ TEST(PlanningPhysics, AnObjectAtRestOnTheGroundNeedsNoViolation) {
   s.x_obj = Eigen::Vector3d(0, 0, 0.03);
   for (double x : {-0.05, 0.05}) {
     s.r.emplace_back(x, 0, 0);
-    s.frame.push_back(frame_of(Eigen::Vector3d::UnitZ()));
+    s.frame.push_back(contact_frame(Eigen::Vector3d::UnitZ()));
     s.c.push_back(1);
   }
   PhysicsQpOptions o;

@@ -7,16 +7,19 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <random>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include "host/batch/lcp_batch.h"
 #include "host/batch/qp_batch.h"
+#include "solvers/error.h"
 
 namespace impulse {
 
@@ -146,6 +149,20 @@ inline ConeSpec mixed() {
   c.n_nonneg = 6;
   c.n_soc = 2;
   return c;
+}
+
+// Runs f and expects an impulse::Error whose message contains every one of `parts`.
+inline void expect_error(const std::function<void()>& f, const std::vector<std::string>& parts) {
+  try {
+    f();
+    ADD_FAILURE() << "no impulse::Error thrown";
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    for (const auto& p : parts) EXPECT_NE(msg.find(p), std::string::npos) << "'" << p << "' not in: " << msg;
+  }
+}
+inline void expect_error(const std::function<void()>& f, const char* part) {
+  expect_error(f, std::vector<std::string>{part});
 }
 
 }  // namespace testing

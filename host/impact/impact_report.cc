@@ -17,6 +17,7 @@
 #include "host/impact/impact_eval.h"
 #include "io/file_lock.h"
 #include "io/impact_data.h"
+#include "io/json_file.h"
 #include "io/zip.h"
 #include "solvers/error.h"
 
@@ -32,15 +33,6 @@ std::string fmt(double x, const char* f = "%.6g") {
   char b[48];
   std::snprintf(b, sizeof b, f, x);
   return b;
-}
-
-nlohmann::json read_json(const fs::path& p) {
-  const auto b = read_file_bytes(p.string());
-  try {
-    return nlohmann::json::parse(std::string(b.begin(), b.end()));
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(p.string() + ": not valid JSON (" + e.what() + ")");
-  }
 }
 
 // everything a command needs: the data, the split, the lock on OUT
@@ -77,7 +69,7 @@ Study open_study(const ImpactStudyOptions& o) {
                               {"test", s.split.test}};
   const fs::path rp = s.out / "study.json";
   if (fs::exists(rp)) {
-    const nlohmann::json old = read_json(rp);
+    const nlohmann::json old = read_json_file(rp.string());
     for (const char* k : {"data", "impacts", "seed", "test_fraction"})
       if (old.value(k, nlohmann::json()) != rec[k])
         throw Error(o.out + " holds a study of another " + std::string(k) + " (" + old.value(k, nlohmann::json()).dump() +
@@ -104,7 +96,7 @@ std::vector<Fitted> read_fits(const fs::path& out) {
   for (int m = 0; m < kImpactModels; ++m) {
     const fs::path p = out / (std::string("fit_") + impact_model_name(m) + ".json");
     if (!fs::exists(p)) throw Error(p.string() + " is missing: run `impulse impact fit` with the same --out first");
-    const nlohmann::json j = read_json(p);
+    const nlohmann::json j = read_json_file(p.string());
     f[static_cast<size_t>(m)] = {{j.at("mu_mean"), j.at("eps_mean")}, j.at("mu_std"), j.at("eps_std")};
   }
   return f;
@@ -183,7 +175,7 @@ void impact_fit(const ImpactStudyOptions& o, std::ostream& log) {
     const fs::path p = s.out / (std::string("fit_") + impact_model_name(m) + ".json");
     nlohmann::json j;
     if (fs::exists(p)) {
-      j = read_json(p);
+      j = read_json_file(p.string());
       if (j.value("k", -1) != o.k || j.value("resamples", -1) != o.resamples || j.value("seed", uint64_t(0)) != o.seed)
         j = nlohmann::json();
       else
@@ -325,7 +317,7 @@ void impact_learn(const ImpactStudyOptions& o, std::ostream& log) {
   log << md;
   // learning curves: each (model, size, seed) kept as it finishes
   const fs::path cp = s.out / "learning_curve.json";
-  nlohmann::json done = fs::exists(cp) ? read_json(cp) : nlohmann::json::object();
+  nlohmann::json done = fs::exists(cp) ? read_json_file(cp.string()) : nlohmann::json::object();
   const int total = static_cast<int>(learned_model_names().size() * o.sizes.size()) * o.curve_seeds;
   int at = 0;
   for (int n : o.sizes)

@@ -11,6 +11,7 @@
 #include "host/learning/ccn.h"
 #include "host/learning/mlp.h"
 #include "io/system_tosses.h"
+#include "io/json_file.h"
 #include "io/zip.h"
 #include "solvers/error.h"
 
@@ -18,15 +19,6 @@ namespace impulse {
 namespace fs = std::filesystem;
 
 namespace {
-
-nlohmann::json read_json(const std::string& path) {
-  const std::vector<uint8_t> b = read_file_bytes(path);
-  try {
-    return nlohmann::json::parse(std::string(b.begin(), b.end()));
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(path + ": not valid JSON (" + e.what() + ")");
-  }
-}
 
 struct LoadedRun {
   TrainConfig cfg;
@@ -45,7 +37,7 @@ struct LoadedRun {
 LoadedRun load(const EvalOptions& opt) {
   LoadedRun L;
   const std::string cfg_path = (fs::path(opt.run_dir) / "config.json").string();
-  const nlohmann::json cj = read_json(cfg_path);
+  const nlohmann::json cj = read_json_file(cfg_path);
   L.cfg = TrainConfig::from_json(cj);
   L.sys = system_by_name(L.cfg.system);
   try {
@@ -56,7 +48,7 @@ LoadedRun load(const EvalOptions& opt) {
     throw Error(cfg_path + ": no toss split (" + e.what() + ")");
   }
   const std::string ppath = (fs::path(opt.run_dir) / opt.params).string();
-  const nlohmann::json pj = read_json(ppath);
+  const nlohmann::json pj = read_json_file(ppath);
   L.method = pj.value("method", L.cfg.method);
   try {
     if (L.method == "end-to-end") {
@@ -177,7 +169,7 @@ TossErrors errors_of(const MultibodySystem& sys, const MultibodyRollout::Traject
 bool is_multibody_run(const std::string& run_dir) {
   const fs::path p = fs::path(run_dir) / "config.json";
   if (!fs::exists(p)) return false;
-  const nlohmann::json j = read_json(p.string());
+  const nlohmann::json j = read_json_file(p.string());
   return j.contains("system") && !j["system"].get<std::string>().empty();
 }
 

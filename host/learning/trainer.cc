@@ -33,6 +33,7 @@
 #include "io/npz.h"
 #include "io/system_tosses.h"
 #include "io/file_lock.h"
+#include "io/json_file.h"
 #include "io/zip.h"
 
 namespace impulse {
@@ -190,19 +191,6 @@ std::vector<int> permutation(int n, uint64_t seed) {
     std::swap(p[i], p[j]);
   }
   return p;
-}
-
-std::string read_text(const std::string& path) {
-  const auto b = read_file_bytes(path);
-  return std::string(b.begin(), b.end());
-}
-
-nlohmann::json parse_json_file(const std::string& path) {
-  try {
-    return nlohmann::json::parse(read_text(path));
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(path + ": not valid JSON (" + e.what() + ")");
-  }
 }
 
 // ---- methods ------------------------------------------------------------------
@@ -565,7 +553,7 @@ TrainResult train(const TrainConfig& cfg, std::ostream& log_out) {
   if (fs::exists(config_path)) {
     // the same run may be continued for more epochs or with more patience; the
     // data path is compared as the same folder, however it is written
-    nlohmann::json old_cfg = parse_json_file(config_path.string()), now = config_json;
+    nlohmann::json old_cfg = read_json_file(config_path.string()), now = config_json;
     for (const char* key : {"max_epochs", "patience", "max_seconds"}) {
       old_cfg.erase(key);
       now.erase(key);
@@ -584,7 +572,7 @@ TrainResult train(const TrainConfig& cfg, std::ostream& log_out) {
   }
   if (fs::exists(ckpt_path)) {
     write_text_atomic(config_path.string(), config_json.dump(2) + "\n");
-    const nlohmann::json ck = parse_json_file(ckpt_path.string());
+    const nlohmann::json ck = read_json_file(ckpt_path.string());
     try {
       theta = ck.at("theta").get<std::vector<double>>();
       adam = AdamW::from_json(ck.at("adam"));
@@ -796,7 +784,7 @@ class EndToEndTrained : public TrainedModel {
 
 RunInfo load_run(const std::string& run_dir, const std::string& params_file) {
   RunInfo info;
-  const nlohmann::json cj = parse_json_file((fs::path(run_dir) / "config.json").string());
+  const nlohmann::json cj = read_json_file((fs::path(run_dir) / "config.json").string());
   info.config = TrainConfig::from_json(cj);
   info.config.out = run_dir;
   try {
@@ -814,7 +802,7 @@ RunInfo load_run(const std::string& run_dir, const std::string& params_file) {
   } catch (const nlohmann::json::exception& e) {
     throw Error(run_dir + "/config.json: " + e.what());
   }
-  const nlohmann::json pj = parse_json_file((fs::path(run_dir) / params_file).string());
+  const nlohmann::json pj = read_json_file((fs::path(run_dir) / params_file).string());
   const std::string method = pj.value("method", info.config.method);
   if (method == "contactnets-polytope")
     info.model = std::make_unique<ContactTrained<PolytopeModel>>(method, PolytopeModel(polytope_from_json(pj)));
@@ -837,14 +825,14 @@ RunCheck check_run(const std::string& run_dir) {
   const auto problem = [&](const std::string& p) { c.problems.push_back(p); };
   TrainConfig cfg;
   try {
-    cfg = TrainConfig::from_json(parse_json_file((dir / "config.json").string()));
+    cfg = TrainConfig::from_json(read_json_file((dir / "config.json").string()));
   } catch (const Error& e) {
     problem(std::string("config.json: ") + e.what());
     return c;
   }
   nlohmann::json ck;
   try {
-    ck = parse_json_file((dir / "checkpoint.json").string());
+    ck = read_json_file((dir / "checkpoint.json").string());
   } catch (const Error& e) {
     problem(std::string("checkpoint.json: ") + e.what() + " (the run cannot be resumed or verified)");
     return c;
@@ -859,7 +847,7 @@ RunCheck check_run(const std::string& run_dir) {
     nlohmann::json have;
     bool readable = true;
     try {
-      have = parse_json_file((dir / "params.json").string());
+      have = read_json_file((dir / "params.json").string());
     } catch (const Error& e) {
       readable = false;
       problem(std::string("params.json: ") + e.what());
@@ -868,7 +856,7 @@ RunCheck check_run(const std::string& run_dir) {
     const fs::path hp = dir / "history.csv";
     if (!fs::exists(hp))
       problem("history.csv is missing");
-    else if (read_text(hp.string()) != history_csv(hist))
+    else if (read_text_file(hp.string()) != history_csv(hist))
       problem("history.csv differs from the checkpoint's history");
   } catch (const nlohmann::json::exception& e) {
     problem(std::string("checkpoint.json: corrupt (") + e.what() + ")");

@@ -14,29 +14,6 @@ namespace impulse {
 
 namespace {
 
-Eigen::Matrix3d cross_matrix(const Eigen::Vector3d& v) {
-  Eigen::Matrix3d m;
-  m << 0, -v(2), v(1), v(2), 0, -v(0), -v(1), v(0), 0;
-  return m;
-}
-
-// a frame [n t1 t2] from a unit normal, and dV/dn from dV/dframe through the
-// construction (V does not depend on the tangents' choice, only on n)
-Eigen::Matrix3d frame_of(const Eigen::Vector3d& n) {
-  const Eigen::Vector3d a = std::abs(n(0)) < 0.9 ? Eigen::Vector3d::UnitX() : Eigen::Vector3d::UnitY();
-  const Eigen::Vector3d u = n.cross(a), t1 = u.normalized(), t2 = n.cross(t1);
-  Eigen::Matrix3d R;
-  R << n, t1, t2;
-  return R;
-}
-Eigen::Vector3d frame_gradient_to_normal(const Eigen::Vector3d& n, const Eigen::Matrix3d& G) {
-  const Eigen::Vector3d a = std::abs(n(0)) < 0.9 ? Eigen::Vector3d::UnitX() : Eigen::Vector3d::UnitY();
-  const Eigen::Vector3d u = n.cross(a), t1 = u.normalized();
-  const Eigen::Matrix3d Jt1 = (Eigen::Matrix3d::Identity() - t1 * t1.transpose()) / u.norm() * (-cross_matrix(a));
-  const Eigen::Matrix3d Jt2 = -cross_matrix(t1) + cross_matrix(n) * Jt1;
-  return G.col(0) + Jt1.transpose() * G.col(1) + Jt2.transpose() * G.col(2);
-}
-
 Eigen::Vector3d block(const Eigen::VectorXd& x, int at) { return x.segment<3>(at); }
 
 }  // namespace
@@ -51,6 +28,14 @@ CioProblem::CioProblem(const CioTask& t) : task_(t) {
   K_ = t.keyframes;
   S_ = static_cast<int>(std::lround(t.duration / t.dt)) + 1;
   mass_ = capsule_inertia(t.radius, t.half_length, t.density).mass;
+}
+
+Capsule CioProblem::capsule_at(const Eigen::Vector3d& centre) const {
+  Capsule c;
+  c.radius = task_.radius;
+  c.half_length = task_.half_length;
+  c.position = centre;
+  return c;
 }
 
 int CioProblem::size() const { return weight(contacts() - 1, K_ - 2) + 1; }
@@ -145,10 +130,7 @@ double CioProblem::evaluate(const Eigen::VectorXd& x, const CioWeights& w, Eigen
     a.g_api.assign(static_cast<size_t>(N), Eigen::Vector3d::Zero());
     a.g_r.assign(static_cast<size_t>(J), Eigen::Vector3d::Zero());
     a.g_c.assign(static_cast<size_t>(J), 0.0);
-    Capsule cap;
-    cap.radius = R;
-    cap.half_length = task_.half_length;
-    cap.position = a.xo;
+    const Capsule cap = capsule_at(a.xo);
     for (int j = 0; j < J; ++j) {
       a.proj.push_back(project_to_capsule(cap, a.r[static_cast<size_t>(j)]));
       a.eo.push_back(a.proj.back().point - a.r[static_cast<size_t>(j)]);
@@ -226,7 +208,7 @@ double CioProblem::evaluate(const Eigen::VectorXd& x, const CioWeights& w, Eigen
       for (int j = 0; j < J; ++j) {
         const Eigen::Vector3d n = j <= N ? Eigen::Vector3d(-a.proj[static_cast<size_t>(j)].normal) : Eigen::Vector3d::UnitZ();
         normals[static_cast<size_t>(s)].push_back(n);
-        p.frame.push_back(frame_of(n));
+        p.frame.push_back(contact_frame(n));
       }
     }
     PhysicsQpOptions po;
@@ -247,7 +229,7 @@ double CioProblem::evaluate(const Eigen::VectorXd& x, const CioWeights& w, Eigen
         a.g_c[static_cast<size_t>(j)] += f * g.d_c[static_cast<size_t>(j)];
         if (j <= N) {  // the frame follows the capsule's normal at r_j's projection: n = −normal
           const Eigen::Vector3d dn =
-              f * frame_gradient_to_normal(normals[static_cast<size_t>(s)][static_cast<size_t>(j)], g.d_frame[static_cast<size_t>(j)]);
+              f * contact_frame_gradient_to_normal(normals[static_cast<size_t>(s)][static_cast<size_t>(j)], g.d_frame[static_cast<size_t>(j)]);
           const CapsuleProjection& pr = a.proj[static_cast<size_t>(j)];
           a.g_r[static_cast<size_t>(j)] -= pr.dnormal_dx.transpose() * dn;
           a.g_xo -= pr.dnormal_dp.transpose() * dn;
@@ -265,10 +247,7 @@ double CioProblem::evaluate(const Eigen::VectorXd& x, const CioWeights& w, Eigen
   }
   for (int s = 0; s < S; ++s) {
     At& a = at[static_cast<size_t>(s)];
-    Capsule cap;
-    cap.radius = R;
-    cap.half_length = task_.half_length;
-    cap.position = a.xo;
+    const Capsule cap = capsule_at(a.xo);
     const double f = w.penetration * dt;
     for (int i = 0; i <= N; ++i) {  // fingertips, then the palm
       const Eigen::Vector3d& h = i < N ? a.p[static_cast<size_t>(i)] : a.xp;
@@ -354,16 +333,13 @@ std::vector<CioSample> CioProblem::samples(const Eigen::VectorXd& x, const CioWe
     p.mass = mass_;
     p.x_obj = c.x_obj;
     p.accel = c.accel;
-    Capsule cap;
-    cap.radius = task_.radius;
-    cap.half_length = task_.half_length;
-    cap.position = c.x_obj;
+    const Capsule cap = capsule_at(c.x_obj);
     for (int j = 0; j < J; ++j) {
       c.contacts.push_back(interp([&](int k) { return contact(j, k); }, sw.value));
       c.c.push_back(x(weight(j, sw.interval)));
       const Eigen::Vector3d n = j <= N ? Eigen::Vector3d(-project_to_capsule(cap, c.contacts.back()).normal) : Eigen::Vector3d::UnitZ();
       p.r.push_back(c.contacts.back());
-      p.frame.push_back(frame_of(n));
+      p.frame.push_back(contact_frame(n));
       p.c.push_back(c.c.back());
     }
     ps.push_back(p);

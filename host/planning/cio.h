@@ -84,6 +84,7 @@ class CioProblem {
   int finger(int i, int k) const { return 3 * (2 * K_ + i * K_ + k); }
   int contact(int j, int k) const { return 3 * (2 * K_ + task_.fingers * K_ + j * K_ + k); }
   int weight(int j, int m) const { return 3 * K_ * (2 + task_.fingers + contacts()) + j * (K_ - 1) + m; }
+  Capsule capsule_at(const Eigen::Vector3d& centre) const;  // the task's capsule, axis along x
 
  private:
   CioTask task_;

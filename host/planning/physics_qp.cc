@@ -3,17 +3,12 @@
 #include <cmath>
 #include <string>
 
+#include "host/dynamics/rigid_body.h"
 #include "solvers/error.h"
 
 namespace impulse {
 
 namespace {
-
-Eigen::Matrix3d cross_matrix(const Eigen::Vector3d& v) {
-  Eigen::Matrix3d m;
-  m << 0, -v(2), v(1), v(2), 0, -v(0), -v(1), v(0), 0;
-  return m;
-}
 
 // G (6 × 3J) and g0 (6) of Φ = ‖G f + g0‖² + λ‖f‖²
 void physics_terms(const PhysicsSample& s, Eigen::MatrixXd& G, Eigen::Matrix<double, 6, 1>& g0) {
@@ -22,7 +17,7 @@ void physics_terms(const PhysicsSample& s, Eigen::MatrixXd& G, Eigen::Matrix<dou
   for (size_t j = 0; j < J; ++j) {
     const Eigen::Index k = static_cast<Eigen::Index>(3 * j);
     G.block<3, 3>(0, k) = s.c[j] * s.frame[j];
-    G.block<3, 3>(3, k) = s.c[j] * cross_matrix(s.r[j] - s.x_obj) * s.frame[j];
+    G.block<3, 3>(3, k) = s.c[j] * skew(s.r[j] - s.x_obj) * s.frame[j];
   }
   g0.head<3>() = s.mass * (s.gravity - s.accel);
   g0.tail<3>() = -s.Ldot;
@@ -40,6 +35,22 @@ void check_sample(const PhysicsSample& s, size_t J, size_t index) {
 }
 
 }  // namespace
+
+Eigen::Matrix3d contact_frame(const Eigen::Vector3d& n) {
+  const Eigen::Vector3d a = std::abs(n(0)) < 0.9 ? Eigen::Vector3d::UnitX() : Eigen::Vector3d::UnitY();
+  const Eigen::Vector3d t1 = n.cross(a).normalized(), t2 = n.cross(t1);
+  Eigen::Matrix3d R;
+  R << n, t1, t2;
+  return R;
+}
+
+Eigen::Vector3d contact_frame_gradient_to_normal(const Eigen::Vector3d& n, const Eigen::Matrix3d& G) {
+  const Eigen::Vector3d a = std::abs(n(0)) < 0.9 ? Eigen::Vector3d::UnitX() : Eigen::Vector3d::UnitY();
+  const Eigen::Vector3d u = n.cross(a), t1 = u.normalized();
+  const Eigen::Matrix3d Jt1 = (Eigen::Matrix3d::Identity() - t1 * t1.transpose()) / u.norm() * (-skew(a));
+  const Eigen::Matrix3d Jt2 = -skew(t1) + skew(n) * Jt1;
+  return G.col(0) + Jt1.transpose() * G.col(1) + Jt2.transpose() * G.col(2);
+}
 
 double physics_objective(const PhysicsSample& s, const std::vector<Eigen::Vector3d>& f, double lambda) {
   Eigen::MatrixXd G;

@@ -56,6 +56,12 @@ struct PhysicsQpOptions {
   Backend backend = Backend::kCpu;
 };
 
+// The contact frame [n t1 t2] the QP uses for a unit normal n (tangents by a fixed
+// construction; V depends on n only, the cone being symmetric), and dV/dn from
+// dV/dframe through that construction.
+Eigen::Matrix3d contact_frame(const Eigen::Vector3d& n);
+Eigen::Vector3d contact_frame_gradient_to_normal(const Eigen::Vector3d& n, const Eigen::Matrix3d& dV_dframe);
+
 // The value and its envelope gradient at every sample (all of one contact count).
 std::vector<PhysicsGradient> physics_values(const std::vector<PhysicsSample>& samples, const PhysicsQpOptions& opt);
 

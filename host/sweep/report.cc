@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "host/learning/evaluate.h"
+#include "io/json_file.h"
 #include "io/zip.h"
 #include "solvers/error.h"
 
@@ -195,19 +196,10 @@ std::string shell_quote(const std::string& s) {
   return o + "'";
 }
 
-nlohmann::json read_json(const std::string& path) {
-  const auto b = read_file_bytes(path);
-  try {
-    return nlohmann::json::parse(std::string(b.begin(), b.end()));
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(path + ": not valid JSON (" + e.what() + ")");
-  }
-}
-
 // "" = the run's first test toss; else a list as `impulse eval --tosses` takes it
 // (rollout_run checks each index against the data)
 std::vector<int> chosen_tosses(const std::string& spec, const std::string& run_dir) {
-  const nlohmann::json cfg = read_json((fs::path(run_dir) / "config.json").string());
+  const nlohmann::json cfg = read_json_file((fs::path(run_dir) / "config.json").string());
   TossSplit split;
   try {
     split.test = cfg.at("split").at("test").get<std::vector<int>>();
@@ -250,7 +242,7 @@ ReportResult make_report(const ReportOptions& opt, std::ostream& log) {
 
   if (!opt.sweep_dir.empty()) {
     const std::vector<SweepRow> rows = collect_sweep_rows(opt.sweep_dir);
-    const nlohmann::json rec = read_json((fs::path(opt.sweep_dir) / "sweep.json").string());
+    const nlohmann::json rec = read_json_file((fs::path(opt.sweep_dir) / "sweep.json").string());
     const std::vector<std::string> grid_keys = rec.at("grid_keys").get<std::vector<std::string>>();
     const std::vector<std::string> gk = group_keys_of(grid_keys);
     const std::vector<TableCell> cells = sweep_table(rows, grid_keys);

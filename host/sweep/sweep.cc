@@ -29,6 +29,7 @@
 #include "host/batch/qp_batch.h"
 #include "host/learning/trainer.h"
 #include "io/file_lock.h"
+#include "io/json_file.h"
 #include "io/zip.h"
 #include "solvers/error.h"
 
@@ -93,19 +94,6 @@ nlohmann::ordered_json resolve_options(const nlohmann::ordered_json& in, const s
     out[k] = v;
   }
   return out;
-}
-
-nlohmann::json parse_json_text(const std::string& text, const std::string& name) {
-  try {
-    return nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(name + ": not valid JSON (" + e.what() + ")");
-  }
-}
-
-std::string read_text(const std::string& path) {
-  const auto b = read_file_bytes(path);
-  return std::string(b.begin(), b.end());
 }
 
 }  // namespace
@@ -215,12 +203,7 @@ SweepSpec parse_sweep_config(const nlohmann::ordered_json& j, const std::string&
 }
 
 SweepSpec load_sweep_config(const std::string& path) {
-  nlohmann::ordered_json j;
-  try {
-    j = nlohmann::ordered_json::parse(read_text(path));
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(path + ": not valid JSON (" + e.what() + ")");
-  }
+  const nlohmann::ordered_json j = read_ordered_json_file(path);
   try {
     return parse_sweep_config(j, fs::absolute(fs::path(path)).parent_path().string());
   } catch (const Error& e) {
@@ -273,7 +256,7 @@ bool run_done(const fs::path& dir) {
   std::error_code ec;
   if (!fs::exists(dir / "metrics.json", ec)) return false;
   try {
-    parse_json_text(read_text((dir / "metrics.json").string()), "metrics.json");
+    read_json_file((dir / "metrics.json").string());
     const RunCheck c = check_run(dir.string());
     return c.ok() && c.finished;
   } catch (const std::exception&) {
@@ -290,7 +273,7 @@ SweepRow row_of(const SweepPaths& P, const std::string& name, const nlohmann::or
   std::error_code ec;
   if (fs::exists(dir / "metrics.json", ec)) {
     try {
-      const nlohmann::json m = parse_json_text(read_text((dir / "metrics.json").string()), "metrics.json");
+      const nlohmann::json m = read_json_file((dir / "metrics.json").string());
       for (auto it = m.begin(); it != m.end(); ++it)
         if (it.value().is_number()) r.metrics[it.key()] = it.value();
       r.status = "done";
@@ -300,7 +283,7 @@ SweepRow row_of(const SweepPaths& P, const std::string& name, const nlohmann::or
   }
   if (r.status.empty() && fs::exists(P.status(name), ec)) {
     try {
-      const nlohmann::json s = parse_json_text(read_text(P.status(name).string()), "status");
+      const nlohmann::json s = read_json_file(P.status(name).string());
       r.status = "failed";
       r.error = s.value("error", std::string());
     } catch (const std::exception&) {
@@ -310,7 +293,7 @@ SweepRow row_of(const SweepPaths& P, const std::string& name, const nlohmann::or
   if (r.status.empty()) r.status = "pending";
   if (r.status == "done") {
     try {
-      const nlohmann::json p = parse_json_text(read_text((dir / "params.json").string()), "params.json");
+      const nlohmann::json p = read_json_file((dir / "params.json").string());
       r.best_epoch = p.value("best_epoch", -1);
     } catch (const std::exception&) {
     }
@@ -374,7 +357,7 @@ std::vector<SweepRow> collect_sweep_rows(const std::string& sweep_dir) {
   const SweepPaths P{fs::path(sweep_dir)};
   if (!fs::exists(P.root / "sweep.json"))
     throw Error(sweep_dir + ": not a sweep directory (no sweep.json; `impulse sweep --config C --out DIR` makes one)");
-  const nlohmann::json rec = parse_json_text(read_text((P.root / "sweep.json").string()), sweep_dir + "/sweep.json");
+  const nlohmann::json rec = read_json_file((P.root / "sweep.json").string());
   std::vector<SweepRow> rows;
   try {
     for (const auto& r : rec.at("runs")) rows.push_back(row_of(P, r.at("name"), r.at("grid")));
@@ -629,7 +612,7 @@ SweepResult run_sweep_impl(const SweepOptions& opt, std::ostream& log, const Mpi
   if (fs::exists(rec_path)) {
     nlohmann::ordered_json old;
     try {
-      old = nlohmann::ordered_json::parse(read_text(rec_path.string()));
+      old = nlohmann::ordered_json::parse(read_text_file(rec_path.string()));
     } catch (const nlohmann::json::exception& e) {
       throw Error(rec_path.string() + ": damaged (" + e.what() + "); move the sweep directory aside to start over");
     }
@@ -787,7 +770,7 @@ SweepResult run_sweep_impl(const SweepOptions& opt, std::ostream& log, const Mpi
         fs::remove(P.status(r.name), ec);
         std::string m;
         try {
-          const nlohmann::json mj = parse_json_text(read_text((P.run(r.name) / "metrics.json").string()), "metrics");
+          const nlohmann::json mj = read_json_file((P.run(r.name) / "metrics.json").string());
           char b[160];
           std::snprintf(b, sizeof b, ": position error %.4g m, rotation error %.3g deg",
                         mj.value("position_error_m", NAN), mj.value("rotation_error_deg", NAN));
