@@ -11,10 +11,10 @@
 namespace impulse {
 namespace {
 
-void check_gradient(const CioProblem& pb, const Eigen::VectorXd& x, const CioWeights& w, const std::string& what) {
+void check_gradient(const CioProblem& pb, const Eigen::VectorXd& x, const CioWeights& w, const std::string& what,
+                    double h = 1e-6) {
   Eigen::VectorXd g;
   pb.evaluate(x, w, &g);
-  const double h = 1e-6;
   int checked = 0;
   double worst = 0;
   for (int i = 0; i < pb.size(); ++i) {
@@ -57,7 +57,12 @@ TEST(PlanningCio, EveryTermsGradientMatchesFiniteDifferences) {
   // some fingertips inside the capsule and out of reach, to exercise every branch
   x.segment<3>(pb.finger(0, 1)) = x.segment<3>(pb.obj(1)) + Eigen::Vector3d(0.01, 0.005, 0.0);
   x.segment<3>(pb.finger(1, 2)) = x.segment<3>(pb.palm(2)) + Eigen::Vector3d(0.15, 0.02, 0.0);
-  for (const char* term : {"ci", "physics", "task", "penetration", "reach", "smooth"}) check_gradient(pb, x, only(term), term);
+  // the physics term with h = 1e-5: it is a QP's optimal value, accurate to the solver's
+  // tolerance, and with moments weighted by m / I_min (~3e3 for the capsule) a 1e-6 step's
+  // difference quotient carries ~1e-6 of solver noise; the hinge terms keep 1e-6 (at 1e-5
+  // their kinks show in the difference quotient)
+  for (const char* term : {"ci", "physics", "task", "penetration", "reach", "smooth"})
+    check_gradient(pb, x, only(term), term, std::string(term) == "physics" ? 1e-5 : 1e-6);
   // all terms together, at the initial guess lifted 1 mm (there the capsule touches the
   // ground exactly, where the squared-hinge penetration term's finite difference is one-sided)
   Eigen::VectorXd x0 = pb.initial_guess();

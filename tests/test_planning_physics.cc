@@ -66,7 +66,8 @@ TEST(PlanningPhysics, EnvelopeGradientMatchesFiniteDifferences) {
   o.eps = 1e-12;
   const double h = 1e-6;
   for (int trial = 0; trial < 4; ++trial) {
-    const PhysicsSample s = random_sample(rng);
+    PhysicsSample s = random_sample(rng);
+    s.moment_weight = trial % 2 == 0 ? 1.0 : 3000.0;  // the notes' weighting, then the planner's m / I_min
     const PhysicsGradient g = physics_values({s}, o)[0];
     ASSERT_TRUE(g.solved);
     auto fd = [&](auto perturb) {

@@ -27,5 +27,7 @@ void add_control_commands(CLI::App& app, Commands& out);
 void add_sweep_commands(CLI::App& app, Commands& out);
 // impact_commands.cc: impact fit|eval|learn|figures (host/impact)
 void add_impact_commands(CLI::App& app, Commands& out);
+// plan_commands.cc: plan (host/planning)
+void add_plan_commands(CLI::App& app, Commands& out);
 
 }  // namespace impulse::cli

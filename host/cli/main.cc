@@ -49,6 +49,7 @@ int main(int argc, char** argv) {
   cli::add_control_commands(app, commands);
   cli::add_sweep_commands(app, commands);
   cli::add_impact_commands(app, commands);
+  cli::add_plan_commands(app, commands);
 
   CLI11_PARSE(app, argc, argv);
   try {

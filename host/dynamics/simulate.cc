@@ -117,6 +117,7 @@ void Simulator::build_lcp(double reg) {
         rd[col] = dir_cos_[j] * frame_.Jt(2 * c, col) + dir_sin_[j] * frame_.Jt(2 * c + 1, col);
     }
   }
+  const bool moving = frame_.vn.size() == frame_.contacts() && frame_.vt.size() == 2 * frame_.contacts();
   // Y = J M⁻¹ (M⁻¹ symmetric), and q's first m entries J ν_free
   for (int r = 0; r < m; ++r) {
     const Eigen::Map<const Eigen::Matrix<double, 1, 6>> Jr(&J_[static_cast<size_t>(r) * 6]);
@@ -125,6 +126,12 @@ void Simulator::build_lcp(double reg) {
     q_[r] = Jr.dot(nu_free_);
   }
   for (int a = 0; a < na; ++a) q_[a] += frame_.phi(active_[a]) / dt;
+  if (moving)  // a moving obstacle: its velocity enters the gap and slip rates
+    for (int a = 0; a < na; ++a) {
+      const int c = active_[a];
+      q_[a] += frame_.vn(c);
+      for (int j = 0; j < nd; ++j) q_[na + a * nd + j] += dir_cos_[j] * frame_.vt(2 * c) + dir_sin_[j] * frame_.vt(2 * c + 1);
+    }
   for (int a = 0; a < na; ++a) q_[m + a] = 0.0;
 
   // M: J M⁻¹ Jᵀ block (symmetric), the E couplings and the cone rows
@@ -210,6 +217,8 @@ void Simulator::apply_impulses() {
 
 State Simulator::step(const ContactModel& model, const State& x, StepInfo* info_out) {
   StepInfo info;
+  frame_.vn.setZero();  // a model that does not set them: a static environment
+  frame_.vt.setZero();
   model.evaluate(x, frame_);
   const int k = frame_.contacts();
   if (frame_.Jn.rows() != k || frame_.Jn.cols() != 6 || frame_.Jt.rows() != 2 * k ||
@@ -219,6 +228,9 @@ State Simulator::step(const ContactModel& model, const State& x, StepInfo* info_
                 std::to_string(frame_.Jn.cols()) + " and Jt " + std::to_string(frame_.Jt.rows()) +
                 " x " + std::to_string(frame_.Jt.cols()));
   reserve(k);
+  // a model that leaves vn, vt unsized describes a static environment
+  const bool moving = frame_.vn.size() == k && frame_.vt.size() == 2 * k;
+  auto vn = [&](int i) { return moving ? frame_.vn(i) : 0.0; };
   info.contacts = k;
   const double dt = options_.dt;
   const int nd = options_.friction_directions;
@@ -228,7 +240,7 @@ State Simulator::step(const ContactModel& model, const State& x, StepInfo* info_
 
   // contacts that free flight would close within the step
   for (int i = 0; i < k; ++i)
-    in_lcp_[i] = !options_.drop_separated || frame_.phi(i) + dt * frame_.Jn.row(i).dot(nu_free_) <= 0.0;
+    in_lcp_[i] = !options_.drop_separated || frame_.phi(i) + dt * (frame_.Jn.row(i).dot(nu_free_) + vn(i)) <= 0.0;
 
   SolveStatus status = SolveStatus::kSolved;
   for (;;) {
@@ -251,7 +263,7 @@ State Simulator::step(const ContactModel& model, const State& x, StepInfo* info_
     bool added = false;
     for (int i = 0; i < k; ++i) {
       if (in_lcp_[i]) continue;
-      if (frame_.phi(i) / dt + frame_.Jn.row(i).dot(nu_next_) < 0.0) {
+      if (frame_.phi(i) / dt + frame_.Jn.row(i).dot(nu_next_) + vn(i) < 0.0) {
         in_lcp_[i] = 1;
         added = true;
       }
@@ -280,7 +292,8 @@ State Simulator::step(const ContactModel& model, const State& x, StepInfo* info_
 
   // non-finite input shows up as a status, not as a "solved" step full of NaN
   if (status == SolveStatus::kSolved &&
-      !(x.allFinite() && frame_.phi.allFinite() && frame_.Jn.allFinite() && frame_.Jt.allFinite()))
+      !(x.allFinite() && frame_.phi.allFinite() && frame_.Jn.allFinite() && frame_.Jt.allFinite() &&
+        (!moving || (frame_.vn.allFinite() && frame_.vt.allFinite()))))
     status = SolveStatus::kInvalidInput;
   else if (status == SolveStatus::kSolved && !nu_next_.allFinite())
     status = SolveStatus::kNumericalError;

@@ -15,7 +15,9 @@
 //       [J_D M⁻¹ J_nᵀ   J_D M⁻¹ J_Dᵀ   E ]           [J_D ν_free        ]
 //       [I              −Eᵀ            0 ] + r I     [0                 ]
 // (r = regularization, 0.001 as in the reference implementation), solved by
-// Lemke's method; then x' = integrate(x, ν', dt).
+// Lemke's method; then x' = integrate(x, ν', dt). A moving kinematic obstacle
+// (ContactFrame::vn, vt, zero for a static environment) adds its share of the gap
+// and slip rates: q_n += v_n, q_β += D_i v_t (w_n = φ/dt + J_n ν' + v_n, ...).
 //
 // Separated contacts (options.drop_separated, on by default). A contact i enters
 // the LCP only if free flight would close it within the step,

@@ -27,7 +27,9 @@ CioProblem::CioProblem(const CioTask& t) : task_(t) {
   if (!(t.reach > 0) || !(t.mu > 0)) throw Error("plan: reach and mu must be > 0");
   K_ = t.keyframes;
   S_ = static_cast<int>(std::lround(t.duration / t.dt)) + 1;
-  mass_ = capsule_inertia(t.radius, t.half_length, t.density).mass;
+  const LinkInertia li = capsule_inertia(t.radius, t.half_length, t.density);
+  mass_ = li.mass;
+  moment_weight_ = mass_ / li.inertia_com.diagonal().minCoeff();  // 1/ℓ², ℓ the smallest radius of gyration
 }
 
 Capsule CioProblem::capsule_at(const Eigen::Vector3d& centre) const {
@@ -96,7 +98,7 @@ double CioProblem::evaluate(const Eigen::VectorXd& x, const CioWeights& w, Eigen
     std::vector<Eigen::Vector3d> p, ap_i, r;
     std::vector<double> c;
     // gradients
-    Eigen::Vector3d g_xo = Eigen::Vector3d::Zero(), g_ao = Eigen::Vector3d::Zero(), g_xp = Eigen::Vector3d::Zero(),
+    Eigen::Vector3d g_xo = Eigen::Vector3d::Zero(), g_vo = Eigen::Vector3d::Zero(), g_ao = Eigen::Vector3d::Zero(), g_xp = Eigen::Vector3d::Zero(),
                     g_ap = Eigen::Vector3d::Zero();
     std::vector<Eigen::Vector3d> g_p, g_api, g_r;
     std::vector<double> g_c;
@@ -176,7 +178,7 @@ double CioProblem::evaluate(const Eigen::VectorXd& x, const CioWeights& w, Eigen
         push_eo(s, j, w.ci * dt * c * 2 * eo);
         push_eh(s, j, w.ci * dt * c * 2 * eh);
       }
-      if (s + 1 < S) {
+      if (s + 1 < S && !w.no_slip) {  // the notes' ė: the rate of e
         const At& b = at[static_cast<size_t>(s + 1)];
         const Eigen::Vector3d deo = (b.eo[static_cast<size_t>(j)] - eo) / dt, deh = (b.eh[static_cast<size_t>(j)] - eh) / dt;
         e2 += deo.squaredNorm() + deh.squaredNorm();
@@ -186,6 +188,35 @@ double CioProblem::evaluate(const Eigen::VectorXd& x, const CioWeights& w, Eigen
           push_eo(s, j, -go);
           push_eh(s + 1, j, gh);
           push_eh(s, j, -gh);
+        }
+      } else if (s + 1 < S) {
+        // ė: the contact point's velocity relative to the material points it touches,
+        // the object's (its centre's velocity: the orientation is fixed) and the hand's,
+        // or the ground's (at rest): an active contact does not slide
+        const At& b = at[static_cast<size_t>(s + 1)];
+        const Eigen::Vector3d dr = (b.r[static_cast<size_t>(j)] - a.r[static_cast<size_t>(j)]) / dt;
+        const Eigen::Vector3d deo = (b.xo - a.xo) / dt - dr;
+        Eigen::Vector3d dh = Eigen::Vector3d::Zero();
+        if (j < N)
+          dh = (b.p[static_cast<size_t>(j)] - a.p[static_cast<size_t>(j)]) / dt;
+        else if (j == N)
+          dh = (b.xp - a.xp) / dt;
+        const Eigen::Vector3d deh = dh - dr;
+        e2 += deo.squaredNorm() + deh.squaredNorm();
+        if (grad) {
+          const Eigen::Vector3d go = w.ci * dt * c * 2 * deo / dt, gh = w.ci * dt * c * 2 * deh / dt;
+          At& bm = at[static_cast<size_t>(s + 1)];
+          bm.g_xo += go;
+          a.g_xo -= go;
+          bm.g_r[static_cast<size_t>(j)] -= go + gh;
+          a.g_r[static_cast<size_t>(j)] += go + gh;
+          if (j < N) {
+            bm.g_p[static_cast<size_t>(j)] += gh;
+            a.g_p[static_cast<size_t>(j)] -= gh;
+          } else if (j == N) {
+            bm.g_xp += gh;
+            a.g_xp -= gh;
+          }
         }
       }
       tm.ci += w.ci * dt * c * e2;
@@ -201,6 +232,8 @@ double CioProblem::evaluate(const Eigen::VectorXd& x, const CioWeights& w, Eigen
       const At& a = at[static_cast<size_t>(s)];
       PhysicsSample& p = ps[static_cast<size_t>(s)];
       p.mass = mass_;
+    p.moment_weight = moment_weight_;
+      p.moment_weight = moment_weight_;
       p.x_obj = a.xo;
       p.accel = a.ao;
       p.r = a.r;
@@ -215,6 +248,7 @@ double CioProblem::evaluate(const Eigen::VectorXd& x, const CioWeights& w, Eigen
     po.mu = task_.mu;
     po.lambda = w.lambda;
     po.threads = 1;
+    po.cones = w.cones;
     const std::vector<PhysicsGradient> pg = physics_values(ps, po);
     for (int s = 0; s < S; ++s) {
       const PhysicsGradient& g = pg[static_cast<size_t>(s)];
@@ -244,6 +278,13 @@ double CioProblem::evaluate(const Eigen::VectorXd& x, const CioWeights& w, Eigen
     const Eigen::Vector3d d = a.xo - task_.target;
     tm.task = w.task * d.squaredNorm();
     if (grad) a.g_xo += 2 * w.task * d;
+    for (int e = 0; e < 2; ++e) {  // at rest at the start and at the end
+      At& b = at[static_cast<size_t>(e == 0 ? 0 : S - 1)];
+      Eigen::Vector3d v = Eigen::Vector3d::Zero();
+      for (int k = b.w.first; k <= b.w.last; ++k) v += b.w.velocity(k) * block(x, obj(k));
+      tm.task += w.task * v.squaredNorm();
+      if (grad) b.g_vo += 2 * w.task * v;
+    }
   }
   for (int s = 0; s < S; ++s) {
     At& a = at[static_cast<size_t>(s)];
@@ -289,6 +330,13 @@ double CioProblem::evaluate(const Eigen::VectorXd& x, const CioWeights& w, Eigen
       if (grad) a.g_api[static_cast<size_t>(i)] += w.smooth * dt * 2 * a.ap_i[static_cast<size_t>(i)];
     }
   }
+  if (w.weight_bounds > 0)  // the notes' c ∈ [0, 1] as a penalty (counted with penetration)
+    for (int j = 0; j < J; ++j)
+      for (int m = 0; m + 1 < K; ++m) {
+        const double c = x(weight(j, m)), v = c < 0 ? c : (c > 1 ? c - 1 : 0.0);
+        tm.penetration += w.weight_bounds * v * v;
+        if (grad) (*grad)(weight(j, m)) += 2 * w.weight_bounds * v;
+      }
   tm.total = tm.ci + tm.physics + tm.task + tm.penetration + tm.reach + tm.smooth;
   if (terms) *terms = tm;
   if (!grad) return tm.total;
@@ -299,7 +347,7 @@ double CioProblem::evaluate(const Eigen::VectorXd& x, const CioWeights& w, Eigen
     const At& a = at[static_cast<size_t>(s)];
     for (int k = a.w.first; k <= a.w.last; ++k) {
       const double v = a.w.value(k), acc = a.w.acceleration(k);
-      G.segment<3>(obj(k)) += v * a.g_xo + acc * a.g_ao;
+      G.segment<3>(obj(k)) += v * a.g_xo + a.w.velocity(k) * a.g_vo + acc * a.g_ao;
       G.segment<3>(palm(k)) += v * a.g_xp + acc * a.g_ap;
       for (int i = 0; i < N; ++i)
         G.segment<3>(finger(i, k)) += v * a.g_p[static_cast<size_t>(i)] + acc * a.g_api[static_cast<size_t>(i)];
@@ -310,12 +358,15 @@ double CioProblem::evaluate(const Eigen::VectorXd& x, const CioWeights& w, Eigen
   return tm.total;
 }
 
-std::vector<CioSample> CioProblem::samples(const Eigen::VectorXd& x, const CioWeights& w) const {
+std::vector<CioSample> CioProblem::samples(const Eigen::VectorXd& x, const CioWeights& w, double dt) const {
   const int N = task_.fingers, J = contacts();
+  if (!(dt >= 0) || (dt > 0 && dt > task_.duration)) throw Error("plan: sample dt must be in (0, duration]");
+  if (dt == 0) dt = task_.dt;
+  const int S = static_cast<int>(std::lround(task_.duration / dt)) + 1;
   std::vector<CioSample> out;
   std::vector<PhysicsSample> ps;
-  for (int s = 0; s < S_; ++s) {
-    const double t = std::min(task_.duration, s * task_.dt);
+  for (int s = 0; s < S; ++s) {
+    const double t = std::min(task_.duration, s * dt);
     const SplineWeights sw = catmull_rom_weights(K_, task_.duration, t);
     auto interp = [&](auto off, const Eigen::VectorXd& wt) {
       Eigen::Vector3d v = Eigen::Vector3d::Zero();
@@ -331,6 +382,7 @@ std::vector<CioSample> CioProblem::samples(const Eigen::VectorXd& x, const CioWe
     for (int i = 0; i < N; ++i) c.fingertips.push_back(interp([&](int k) { return finger(i, k); }, sw.value));
     PhysicsSample p;
     p.mass = mass_;
+    p.moment_weight = moment_weight_;
     p.x_obj = c.x_obj;
     p.accel = c.accel;
     const Capsule cap = capsule_at(c.x_obj);
@@ -348,10 +400,24 @@ std::vector<CioSample> CioProblem::samples(const Eigen::VectorXd& x, const CioWe
   PhysicsQpOptions po;
   po.mu = task_.mu;
   po.lambda = w.lambda;
+  po.cones = w.cones;
   const std::vector<PhysicsGradient> pg = physics_values(ps, po);
-  for (size_t s = 0; s < out.size(); ++s)
+  for (size_t s = 0; s < out.size(); ++s) {
     for (int j = 0; j < J; ++j) out[s].forces.push_back(out[s].c[static_cast<size_t>(j)] * pg[s].force[static_cast<size_t>(j)]);
+    out[s].residual_force = pg[s].residual_force;
+    out[s].residual_moment = pg[s].residual_moment;
+  }
   return out;
+}
+
+CioOptions notes_options(int iterations) {
+  CioOptions o;
+  o.stages = {{1e4, 1e4, iterations}};
+  o.weights.no_slip = false;
+  o.weights.cones = false;
+  o.weights.weight_bounds = 1e4;
+  o.finite_differences = true;
+  return o;
 }
 
 CioResult optimize_cio(const CioProblem& problem, const CioOptions& opt) {
@@ -360,6 +426,12 @@ CioResult optimize_cio(const CioProblem& problem, const CioOptions& opt) {
   res.theta = problem.initial_guess();
   Eigen::VectorXd lo, hi;
   problem.bounds(lo, hi);
+  if (opt.weights.weight_bounds > 0)  // c's bounds are a penalty instead
+    for (int j = 0; j < problem.contacts(); ++j)
+      for (int m = 0; m + 1 < problem.task().keyframes; ++m) {
+        lo(problem.weight(j, m)) = -std::numeric_limits<double>::infinity();
+        hi(problem.weight(j, m)) = std::numeric_limits<double>::infinity();
+      }
   for (size_t st = 0; st < opt.stages.size(); ++st) {
     CioWeights w = opt.weights;
     w.ci = opt.stages[st].ci;
@@ -369,7 +441,20 @@ CioResult optimize_cio(const CioProblem& problem, const CioOptions& opt) {
     int iteration = 0;
     auto f = [&](const Eigen::VectorXd& x, Eigen::VectorXd& g) {
       CioTerms tm;
-      const double v = problem.evaluate(x, w, &g, &tm);
+      double v = 0;
+      if (opt.finite_differences) {
+        v = problem.evaluate(x, w, nullptr, &tm);
+        g.resize(x.size());
+        Eigen::VectorXd y = x;
+        for (Eigen::Index i = 0; i < x.size(); ++i) {
+          const double h = 1e-6 * std::max(1.0, std::abs(x(i)));
+          y(i) = x(i) + h;
+          g(i) = (problem.evaluate(y, w) - v) / h;
+          y(i) = x(i);
+        }
+      } else {
+        v = problem.evaluate(x, w, &g, &tm);
+      }
       if (v < best_f) {
         best_f = v;
         best = x;
@@ -386,8 +471,9 @@ CioResult optimize_cio(const CioProblem& problem, const CioOptions& opt) {
     double fx = 0;
     try {
       solver.minimize(f, x, fx, lo, hi);
-    } catch (const std::runtime_error&) {
-      // a line search that cannot progress: keep the best point seen
+    } catch (const std::exception&) {
+      // a line search that cannot progress (LBFGS++ throws runtime_error or, when the
+      // direction does not descend, logic_error): keep the best point seen
     }
     res.theta = best;
     CioTerms tm;

@@ -12,11 +12,18 @@
 // Costs, sampled every dt over [0, T] (each term times dt):
 //   contact invariance  Σ c_j (‖e_j^O‖² + ‖ė_j^O‖² + ‖e_j^H‖² + ‖ė_j^H‖²), e^O = π_O(r_j) − r_j
 //                       (the capsule), e^H = the hand point (fingertip, palm) or π_ground(r_j),
-//                       minus r_j; ė by differences between samples
-//   physics             the optimal value of the inner conic QP (host/planning/physics_qp.h):
+//                       minus r_j; ė^O, ė^H the velocity of r_j relative to the material
+//                       point it touches on the object (ẋ_O − ṙ_j, the orientation is fixed)
+//                       and on the hand (ṗ_i − ṙ_j) or the ground (−ṙ_j), by differences
+//                       between samples: an active contact neither separates nor slides
+//                       (the notes' ė, the rate of e, let a ground contact slide along
+//                       with the object, pushed by a friction force no replay reproduces)
+//   physics             the optimal value of the inner conic QP (host/planning/physics_qp.h,
+//                       moments weighted by m / I_min there):
 //                       forces in friction cones about the capsule's inward normal (hand
 //                       contacts) or +z (ground), one batch over the samples, envelope gradient
-//   task                ‖x_O(T) − target‖² (once, not times dt)
+//   task                ‖x_O(T) − target‖² + ‖ẋ_O(0)‖² + ‖ẋ_O(T)‖² (once, not times dt): at the
+//                       target, from rest to rest
 //   penetration         hand points inside the capsule or below the ground, the capsule below it
 //   reach               (‖p_i − x_P‖ − reach)₊²
 //   smoothness          ‖ẍ_P‖² + Σ‖p̈_i‖² (a small regularizer of the hand's motion)
@@ -46,8 +53,13 @@ struct CioTask {
 };
 
 struct CioWeights {
-  double ci = 1, physics = 1, task = 1e4, penetration = 1e4, reach = 1e4, smooth = 1e-4;
+  double ci = 1, physics = 1, task = 1e5, penetration = 1e4, reach = 1e4, smooth = 1e-4;
   double lambda = 1e-3;  // force regularization inside the physics QP
+  // the formulation; false for both is the notes' (their ė, the rate of e, lets an
+  // active contact slide; their forces are unconstrained)
+  bool no_slip = true;   // ė relative to the touched material points (above)
+  bool cones = true;     // forces in friction cones
+  double weight_bounds = 0;  // > 0: c ∈ [0, 1] as this quadratic penalty (the notes), not bounds
 };
 
 struct CioTerms {
@@ -60,6 +72,7 @@ struct CioSample {
   Eigen::Vector3d x_obj, velocity = Eigen::Vector3d::Zero(), accel, palm;
   std::vector<Eigen::Vector3d> fingertips, contacts, forces;  // forces: world, from the inner QP (times c)
   std::vector<double> c;
+  Eigen::Vector3d residual_force = Eigen::Vector3d::Zero(), residual_moment = Eigen::Vector3d::Zero();  // the inner QP's ρ
 };
 
 class CioProblem {
@@ -76,7 +89,8 @@ class CioProblem {
   void bounds(Eigen::VectorXd& lower, Eigen::VectorXd& upper) const;
   double evaluate(const Eigen::VectorXd& theta, const CioWeights& w, Eigen::VectorXd* grad = nullptr,
                   CioTerms* terms = nullptr) const;
-  std::vector<CioSample> samples(const Eigen::VectorXd& theta, const CioWeights& w) const;
+  // the plan at the cost's samples (every task().dt), or every `dt` when dt > 0
+  std::vector<CioSample> samples(const Eigen::VectorXd& theta, const CioWeights& w, double dt = 0) const;
 
   // variable offsets
   int obj(int k) const { return 3 * k; }
@@ -89,7 +103,7 @@ class CioProblem {
  private:
   CioTask task_;
   int K_ = 0, S_ = 0;
-  double mass_ = 0;
+  double mass_ = 0, moment_weight_ = 1;
 };
 
 struct CioStage {
@@ -97,11 +111,19 @@ struct CioStage {
   int iterations;
 };
 struct CioOptions {
-  std::vector<CioStage> stages = {{0.01, 0.01, 150}, {0.1, 0.1, 150}, {1, 1, 150}, {10, 10, 200}, {100, 100, 300},
-                                  {1e3, 1e3, 300}, {1e4, 1e4, 400}};
+  // contact invariance 10× the physics throughout: at equal weights the force
+  // regularization inside the physics term outweighs an active contact's slip, and the
+  // plan slides the capsule on the ground in ways no replay follows
+  std::vector<CioStage> stages = {{0.1, 0.01, 150}, {1, 0.1, 150}, {10, 1, 150}, {100, 10, 200}, {1e3, 100, 300},
+                                  {1e4, 1e3, 300}, {1e5, 1e4, 400}};
   CioWeights weights;  // ci and physics are overridden by the stages
+  bool finite_differences = false;  // forward differences (step 1e-6) instead of the analytic gradient
   std::function<void(int stage, int iteration, const CioTerms&)> progress;
 };
+// The notes' method: their formulation (no friction cones, sliding contacts, c's
+// bounds as a penalty), forward finite differences, one weight setting (the final
+// stage's, no continuation), `iterations` quasi-Newton iterations.
+CioOptions notes_options(int iterations);
 struct CioResult {
   Eigen::VectorXd theta;
   std::vector<CioTerms> stage_terms;  // after each stage

@@ -17,10 +17,10 @@ void physics_terms(const PhysicsSample& s, Eigen::MatrixXd& G, Eigen::Matrix<dou
   for (size_t j = 0; j < J; ++j) {
     const Eigen::Index k = static_cast<Eigen::Index>(3 * j);
     G.block<3, 3>(0, k) = s.c[j] * s.frame[j];
-    G.block<3, 3>(3, k) = s.c[j] * skew(s.r[j] - s.x_obj) * s.frame[j];
+    G.block<3, 3>(3, k) = std::sqrt(s.moment_weight) * s.c[j] * skew(s.r[j] - s.x_obj) * s.frame[j];
   }
   g0.head<3>() = s.mass * (s.gravity - s.accel);
-  g0.tail<3>() = -s.Ldot;
+  g0.tail<3>() = -std::sqrt(s.moment_weight) * s.Ldot;
 }
 
 void check_sample(const PhysicsSample& s, size_t J, size_t index) {
@@ -28,6 +28,7 @@ void check_sample(const PhysicsSample& s, size_t J, size_t index) {
   if (s.r.size() != J || s.frame.size() != J || s.c.size() != J)
     throw Error(w + "every sample needs the same number of contacts (" + std::to_string(J) + ") in r, frame and c");
   if (!(s.mass > 0)) throw Error(w + "mass must be > 0");
+  if (!(s.moment_weight > 0) || !std::isfinite(s.moment_weight)) throw Error(w + "moment weight must be finite and > 0");
   for (size_t j = 0; j < J; ++j)
     if (!s.r[j].allFinite() || !s.frame[j].allFinite() || !std::isfinite(s.c[j]))
       throw Error(w + "contact " + std::to_string(j) + " has a non-finite point, frame or weight");
@@ -93,7 +94,17 @@ std::vector<PhysicsGradient> physics_values(const std::vector<PhysicsSample>& sa
   bo.threads = opt.threads;
   bo.backend = opt.backend;
   QpSolutions<double> sol;
-  solve_batch(b, st, bo, sol);
+  if (opt.cones) {
+    solve_batch(b, st, bo, sol);
+  } else {  // no cones: the minimizer of the quadratic, P x = −q
+    sol.x.assign(static_cast<size_t>(B) * n, 0.0);
+    sol.status.assign(static_cast<size_t>(B), SolveStatus::kSolved);
+    for (int k = 0; k < B; ++k) {
+      const Eigen::Map<const Eigen::MatrixXd> P(&b.P[static_cast<size_t>(k) * n * n], n, n);
+      const Eigen::Map<const Eigen::VectorXd> q(&b.q[static_cast<size_t>(k) * n], n);
+      Eigen::Map<Eigen::VectorXd>(&sol.x[static_cast<size_t>(k) * n], n) = P.ldlt().solve(-q);
+    }
+  }
   std::vector<PhysicsGradient> out(static_cast<size_t>(B));
   for (int k = 0; k < B; ++k) {
     const PhysicsSample& s = samples[static_cast<size_t>(k)];
@@ -106,18 +117,19 @@ std::vector<PhysicsGradient> physics_values(const std::vector<PhysicsSample>& sa
     const Eigen::Matrix<double, 6, 1> rho = G * x + g0;
     g.value = rho.squaredNorm() + opt.lambda * x.squaredNorm();
     g.residual_force = rho.head<3>();
-    g.residual_moment = rho.tail<3>();
+    g.residual_moment = rho.tail<3>() / std::sqrt(s.moment_weight);
+    const Eigen::Vector3d mbar = std::sqrt(s.moment_weight) * rho.tail<3>();  // w_M ρ_M
     g.d_accel = -2 * s.mass * g.residual_force;
-    g.d_Ldot = -2 * g.residual_moment;
+    g.d_Ldot = -2 * mbar;
     for (size_t j = 0; j < J; ++j) {
       const Eigen::Vector3d f = x.segment<3>(static_cast<Eigen::Index>(3 * j));
       const Eigen::Vector3d F = s.frame[j] * f, d = s.r[j] - s.x_obj;
       g.force.push_back(F);
-      g.d_c.push_back(2 * g.residual_force.dot(F) + 2 * g.residual_moment.dot(d.cross(F)));
-      const Eigen::Vector3d dr = 2 * s.c[j] * F.cross(g.residual_moment);
+      g.d_c.push_back(2 * g.residual_force.dot(F) + 2 * mbar.dot(d.cross(F)));
+      const Eigen::Vector3d dr = 2 * s.c[j] * F.cross(mbar);
       g.d_r.push_back(dr);
       g.d_x_obj -= dr;
-      g.d_frame.push_back(2 * s.c[j] * (g.residual_force + g.residual_moment.cross(d)) * f.transpose());
+      g.d_frame.push_back(2 * s.c[j] * (g.residual_force + mbar.cross(d)) * f.transpose());
     }
   }
   return out;

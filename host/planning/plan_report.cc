@@ -1,0 +1,229 @@
+#include "host/planning/plan_report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <iomanip>
+#include <memory>
+#include <ostream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "host/planning/capsule.h"
+#include "io/file_lock.h"
+#include "io/zip.h"
+#include "solvers/error.h"
+
+namespace impulse {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string contact_name(int j, int fingers) {
+  if (j < fingers) return "finger" + std::to_string(j);
+  if (j == fingers) return "palm";
+  return "ground" + std::to_string(j - fingers - 1);
+}
+
+void put3(std::ostream& o, const Eigen::Vector3d& v) { o << ',' << v(0) << ',' << v(1) << ',' << v(2); }
+void head3(std::ostream& o, const std::string& n) { o << ',' << n << "_x," << n << "_y," << n << "_z"; }
+
+nlohmann::json terms_json(const CioTerms& t) {
+  return {{"contact_invariance", t.ci}, {"physics", t.physics}, {"task", t.task}, {"penetration", t.penetration},
+          {"reach", t.reach},           {"smoothness", t.smooth}, {"total", t.total}};
+}
+
+}  // namespace
+
+PlanCheck check_plan(const CioProblem& pb, const Eigen::VectorXd& theta, const CioWeights& w, const HandReplayOptions& hand) {
+  const CioTask& t = pb.task();
+  const std::vector<CioSample> plan = pb.samples(theta, w);
+  const int N = t.fingers, J = pb.contacts();
+  PlanCheck c;
+  c.plan_final_error = (plan.back().x_obj - t.target).norm();
+  const double mg = pb.mass() * 9.81;
+  for (const CioSample& s : plan) {
+    const Capsule cap = pb.capsule_at(s.x_obj);
+    c.worst_residual_force = std::max(c.worst_residual_force, s.residual_force.norm());
+    c.worst_residual_moment = std::max(c.worst_residual_moment, s.residual_moment.norm());
+    for (int j = 0; j < J; ++j) {
+      const Eigen::Vector3d& r = s.contacts[static_cast<size_t>(j)];
+      const CapsuleProjection pr = project_to_capsule(cap, r);
+      const Eigen::Vector3d n = j <= N ? Eigen::Vector3d(-pr.normal) : Eigen::Vector3d::UnitZ();
+      const Eigen::Vector3d& F = s.forces[static_cast<size_t>(j)];
+      const double fn = F.dot(n), ft = (F - fn * n).norm();
+      c.worst_cone_violation = std::max({c.worst_cone_violation, ft - t.mu * fn, -fn});
+      if (s.c[static_cast<size_t>(j)] <= 0.5) continue;
+      ++c.active;
+      c.worst_object_gap = std::max(c.worst_object_gap, std::abs(pr.distance));
+      double hg = 0;
+      if (j < N)
+        hg = (s.fingertips[static_cast<size_t>(j)] - r).norm();
+      else if (j == N)
+        hg = (s.palm - r).norm();
+      else
+        hg = std::abs(r(2));
+      c.worst_hand_gap = std::max(c.worst_hand_gap, hg);
+    }
+  }
+  const std::vector<CioSample> dense = pb.samples(theta, w, hand.dt);
+  for (const CioSample& s : dense) c.worst_dense_residual_force = std::max(c.worst_dense_residual_force, s.residual_force.norm());
+  c.forces = replay_forces(pb, dense, hand.dt);
+  c.hand = replay_hand(pb, dense, hand);
+  // the replays at the cost's samples
+  const int every = static_cast<int>(std::lround(t.dt / hand.dt));
+  for (ReplayResult* r : {&c.forces, &c.hand}) {
+    std::vector<Eigen::Vector3d> at;
+    for (size_t s = 0; s < r->replayed.size(); s += static_cast<size_t>(every)) at.push_back(r->replayed[s]);
+    if (at.size() != plan.size()) throw Error("plan: the replay step must divide the sample interval");
+    r->replayed = at;
+  }
+  c.final_ok = c.plan_final_error <= 0.01 && c.forces.final_error <= 0.01 && c.hand.final_error <= 0.01;
+  c.contacts_ok = c.worst_object_gap <= 0.002 && c.worst_hand_gap <= 0.002;
+  c.cones_ok = c.worst_cone_violation <= 1e-6 * mg;
+  c.success = c.final_ok && c.contacts_ok && c.cones_ok;
+  return c;
+}
+
+PlanRun run_plan(const PlanRunOptions& o, std::ostream& log) {
+  if (o.out.empty()) throw Error("plan: --out is required");
+  if (o.method != "cio" && o.method != "notes") throw Error("plan: --method must be cio or notes, got '" + o.method + "'");
+  if (o.notes_iterations < 1) throw Error("plan: --notes-iterations must be >= 1");
+  const CioProblem pb(o.task);  // validates the task
+  fs::create_directories(o.out);
+  const FileLock lock((fs::path(o.out) / ".lock").string(), o.out, "another impulse plan",
+                      "wait for it or choose another --out");
+  CioOptions co = o.method == "notes" ? notes_options(o.notes_iterations) : CioOptions{};
+  const int every = o.method == "notes" ? 5 : 200;
+  const size_t stages = co.stages.size();
+  co.progress = [&](int stage, int it, const CioTerms& tm) {
+    if (it % every != 0) return;
+    log << "  stage " << stage + 1 << "/" << stages << ", evaluation " << it << ": total " << std::setprecision(4)
+        << tm.total << " (task " << tm.task << ", contact " << tm.ci << ", physics " << tm.physics << ")\n";
+    log.flush();
+  };
+  log << "plan: " << o.task.fingers << " fingers, target (" << o.task.target.transpose() << "), method " << o.method
+      << ", " << pb.size() << " variables, " << stages << " stage(s)\n";
+  PlanRun run;
+  run.result = optimize_cio(pb, co);
+  run.plan = pb.samples(run.result.theta, co.weights);
+  log << "plan: optimized in " << std::setprecision(3) << run.result.seconds << " s; replaying\n";
+  run.check = check_plan(pb, run.result.theta, co.weights, o.hand);
+  const PlanCheck& c = run.check;
+  const int N = o.task.fingers, J = pb.contacts();
+
+  std::ostringstream pc;
+  pc << std::setprecision(9) << "t";
+  head3(pc, "object");
+  head3(pc, "palm");
+  for (int i = 0; i < N; ++i) head3(pc, "finger" + std::to_string(i) + "_tip");
+  for (int j = 0; j < J; ++j) {
+    const std::string n = contact_name(j, N);
+    head3(pc, n + "_point");
+    pc << ',' << n << "_c";
+    head3(pc, n + "_force");
+  }
+  pc << '\n';
+  for (const CioSample& s : run.plan) {
+    pc << s.t;
+    put3(pc, s.x_obj);
+    put3(pc, s.palm);
+    for (int i = 0; i < N; ++i) put3(pc, s.fingertips[static_cast<size_t>(i)]);
+    for (int j = 0; j < J; ++j) {
+      put3(pc, s.contacts[static_cast<size_t>(j)]);
+      pc << ',' << s.c[static_cast<size_t>(j)];
+      put3(pc, s.forces[static_cast<size_t>(j)]);
+    }
+    pc << '\n';
+  }
+  write_text_atomic((fs::path(o.out) / "plan.csv").string(), pc.str());
+
+  std::ostringstream rc;
+  rc << std::setprecision(9) << "t";
+  head3(rc, "planned");
+  head3(rc, "replay_forces");
+  head3(rc, "replay_hand");
+  rc << '\n';
+  for (size_t s = 0; s < run.plan.size(); ++s) {
+    rc << run.plan[s].t;
+    put3(rc, run.plan[s].x_obj);
+    put3(rc, c.forces.replayed[s]);
+    put3(rc, c.hand.replayed[s]);
+    rc << '\n';
+  }
+  write_text_atomic((fs::path(o.out) / "replay.csv").string(), rc.str());
+
+  std::ostringstream sc;
+  sc << std::setprecision(9) << "stage,contact_weight,physics_weight,iterations,contact_invariance,physics,task,penetration,reach,smoothness,total\n";
+  for (size_t st = 0; st < run.result.stage_terms.size(); ++st) {
+    const CioTerms& t = run.result.stage_terms[st];
+    sc << st + 1 << ',' << co.stages[st].ci << ',' << co.stages[st].physics << ',' << co.stages[st].iterations << ','
+       << t.ci << ',' << t.physics << ',' << t.task << ',' << t.penetration << ',' << t.reach << ',' << t.smooth << ','
+       << t.total << '\n';
+  }
+  write_text_atomic((fs::path(o.out) / "stages.csv").string(), sc.str());
+
+  auto replay_json = [](const ReplayResult& r) {
+    return nlohmann::json{{"final_error_m", r.final_error}, {"max_deviation_m", r.max_deviation}, {"failed_steps", r.failed_steps}};
+  };
+  const nlohmann::json summary = {
+      {"task",
+       {{"name", "capsule-move"},
+        {"fingers", N},
+        {"start", {o.task.start(0), o.task.start(1), o.task.start(2)}},
+        {"target", {o.task.target(0), o.task.target(1), o.task.target(2)}},
+        {"radius_m", o.task.radius},
+        {"half_length_m", o.task.half_length},
+        {"mass_kg", pb.mass()},
+        {"mu", o.task.mu},
+        {"keyframes", o.task.keyframes},
+        {"duration_s", o.task.duration},
+        {"sample_dt_s", o.task.dt}}},
+      {"method", o.method},
+      {"variables", pb.size()},
+      {"seconds", run.result.seconds},
+      {"final_terms", terms_json(run.result.stage_terms.back())},
+      {"criteria",
+       {{"plan_final_error_m", c.plan_final_error},
+        {"replay_forces", replay_json(c.forces)},
+        {"replay_hand", replay_json(c.hand)},
+        {"final_within_1cm", c.final_ok},
+        {"active_contacts", c.active},
+        {"worst_active_object_gap_m", c.worst_object_gap},
+        {"worst_active_hand_gap_m", c.worst_hand_gap},
+        {"contacts_within_2mm", c.contacts_ok},
+        {"worst_cone_violation_N", c.worst_cone_violation},
+        {"worst_residual_force_N", c.worst_residual_force},
+        {"worst_residual_moment_Nm", c.worst_residual_moment},
+        {"worst_residual_force_between_samples_N", c.worst_dense_residual_force},
+        {"weight_N", pb.mass() * 9.81},
+        {"forces_in_cones", c.cones_ok}}},
+      {"hand_replay", {{"dt_s", o.hand.dt}, {"sphere_radius_m", o.hand.sphere_radius}, {"squeeze_m", o.hand.squeeze}}},
+      {"success", c.success}};
+  write_text_atomic((fs::path(o.out) / "summary.json").string(), summary.dump(1) + "\n");
+
+  log << std::setprecision(3) << "plan: final object " << c.plan_final_error * 1e3 << " mm from the target (replay 1: "
+      << c.forces.final_error * 1e3 << " mm, replay 2: " << c.hand.final_error * 1e3 << " mm; largest deviations "
+      << c.forces.max_deviation * 1e3 << " and " << c.hand.max_deviation * 1e3 << " mm)\n"
+      << "plan: active contacts within " << c.worst_object_gap * 1e3 << " mm of the object and " << c.worst_hand_gap * 1e3
+      << " mm of their hand points; worst cone violation " << c.worst_cone_violation << " N; unexplained force up to "
+      << c.worst_residual_force << " N at the samples, " << c.worst_dense_residual_force << " N between them (weight " << pb.mass() * 9.81 << " N)\n"
+      << "plan: " << (c.success ? "valid" : "NOT valid") << " by the criteria; " << o.out << "/summary.json\n";
+
+  if (o.figures) {
+    if (std::system((o.python + " -c 'import matplotlib' >/dev/null 2>&1").c_str()) != 0) {
+      log << "plan figures: skipped: " << o.python << " with matplotlib not found (apt-get install python3-matplotlib)\n";
+    } else {
+      const std::string cmd = o.python + " '" + o.figure_script + "' '" + o.out + "'";
+      log.flush();
+      if (std::system(cmd.c_str()) != 0) throw Error("the figure script failed: " + cmd);
+    }
+  }
+  return run;
+}
+
+}  // namespace impulse
