@@ -361,6 +361,64 @@ TEST(SimulateTest, RejectsBadOptionsAndFrames) {
   EXPECT_EQ(info.status, SolveStatus::kInvalidInput);
 }
 
+// ---- moving obstacles (ContactFrame::vn, vt) ------------------------------------------------
+
+// a point-like body (one contact at its centre) on a plane that moves with velocity v:
+// a conveyor (v along x) or an elevator (v along z)
+struct MovingPlane : ContactModel {
+  Eigen::Vector3d v = Eigen::Vector3d::Zero();
+  double mu = 0.5, height = 0.0;  // the plane's height now
+  int contacts() const override { return 1; }
+  void evaluate(const State& x, ContactFrame& out) const override {
+    out.resize(1, 6);
+    out.phi(0) = position(x)(2) - height;
+    out.Jn(0, 2) = 1;
+    out.Jt(0, 0) = mu;
+    out.Jt(1, 1) = mu;
+    out.vn(0) = -v(2);  // the gap closes as the plane rises
+    out.vt(0) = -mu * v(0);
+    out.vt(1) = -mu * v(1);
+  }
+};
+
+TEST(SimulateTest, AConveyorDragsABodyUpToItsSpeedAtMuG) {
+  const BodyParams body;
+  SimOptions opt;
+  opt.dt = 0.002;
+  Simulator sim(body, opt);
+  MovingPlane belt;
+  belt.v = Eigen::Vector3d(0.5, 0, 0);
+  State x = make_state({0, 0, 0}, Eigen::Quaterniond::Identity(), {0, 0, 0}, {0, 0, 0});
+  // slipping: friction accelerates it at μ g until it reaches the belt's speed
+  const double t_slip = 0.5 / (belt.mu * body.gravity);
+  const int n_half = static_cast<int>(0.5 * t_slip / opt.dt);
+  for (int k = 0; k < n_half; ++k) x = sim.step(belt, x);
+  EXPECT_NEAR(velocity(x)(0), belt.mu * body.gravity * n_half * opt.dt, 0.02 * 0.5);
+  for (int k = 0; k < 2 * n_half + 50; ++k) x = sim.step(belt, x);
+  EXPECT_NEAR(velocity(x)(0), 0.5, 1e-3) << "then it rides along";
+  EXPECT_NEAR(position(x)(2), 0.0, 1e-4);
+  // a static plane (vn, vt zero) stops it instead
+  MovingPlane still;
+  for (int k = 0; k < 4 * n_half; ++k) x = sim.step(still, x);
+  EXPECT_NEAR(velocity(x)(0), 0.0, 1e-3);
+}
+
+TEST(SimulateTest, AnElevatorLiftsABody) {
+  const BodyParams body;
+  SimOptions opt;
+  opt.dt = 0.002;
+  Simulator sim(body, opt);
+  MovingPlane lift;
+  lift.v = Eigen::Vector3d(0, 0, 0.2);
+  State x = make_state({0, 0, 0}, Eigen::Quaterniond::Identity(), {0, 0, 0}, {0, 0, 0});
+  for (int k = 0; k < 250; ++k) {
+    lift.height = 0.2 * k * opt.dt;  // where the plane is at the step's start; vn moves it on
+    x = sim.step(lift, x);
+  }
+  EXPECT_NEAR(velocity(x)(2), 0.2, 1e-3);
+  EXPECT_NEAR(position(x)(2), 0.2 * 250 * opt.dt, 1e-5) << "it rides on the plane, neither sinking nor flying off";
+}
+
 // ---- metrics -----------------------------------------------------------------------------
 
 std::vector<StateRow> toy_trajectory(int n, uint64_t seed) {

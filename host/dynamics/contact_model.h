@@ -17,7 +17,8 @@ struct ContactFrame {
   Eigen::MatrixXd Jt;   // 2k x 6, rows 2i, 2i+1 belong to contact i
   // the other body's share of each contact's velocities, added to J_n ν (k) and J_t ν
   // (2k): zero for a static environment; for a moving kinematic obstacle, −n·v_obstacle
-  // and −μ t·v_obstacle (the rates are of the gap and of the relative tangential slip)
+  // and −μ t·v_obstacle (the rates are of the gap and of the relative tangential slip;
+  // φ is then the gap to the obstacle where it is at the step's start)
   Eigen::VectorXd vn, vt;
   int contacts() const { return static_cast<int>(phi.size()); }
   // k contacts in n velocity coordinates, zeroed (allocates only when the sizes change)

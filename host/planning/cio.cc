@@ -423,7 +423,9 @@ CioOptions notes_options(int iterations) {
 CioResult optimize_cio(const CioProblem& problem, const CioOptions& opt) {
   const auto t0 = std::chrono::steady_clock::now();
   CioResult res;
-  res.theta = problem.initial_guess();
+  if (opt.start.size() != 0 && opt.start.size() != problem.size())
+    throw Error("plan: the start has " + std::to_string(opt.start.size()) + " variables, expected " + std::to_string(problem.size()));
+  res.theta = opt.start.size() != 0 ? opt.start : problem.initial_guess();
   Eigen::VectorXd lo, hi;
   problem.bounds(lo, hi);
   if (opt.weights.weight_bounds > 0)  // c's bounds are a penalty instead

@@ -118,6 +118,7 @@ struct CioOptions {
                                   {1e4, 1e3, 300}, {1e5, 1e4, 400}};
   CioWeights weights;  // ci and physics are overridden by the stages
   bool finite_differences = false;  // forward differences (step 1e-6) instead of the analytic gradient
+  Eigen::VectorXd start;             // where to start (empty: the problem's initial guess)
   std::function<void(int stage, int iteration, const CioTerms&)> progress;
 };
 // The notes' method: their formulation (no friction cones, sliding contacts, c's

@@ -138,8 +138,8 @@ ReplayResult replay_hand(const CioProblem& pb, const std::vector<CioSample>& pla
     const int steps = std::max(1, static_cast<int>(std::lround(span / o.dt)));
     for (int k = 0; k < steps; ++k) {
       // the spheres move linearly between the plan's samples; each step sees where
-      // they are at its end (the gap the step must keep) and how fast they move
-      const double f = static_cast<double>(k + 1) / steps;
+      // they are at its start and how fast they move (the LCP keeps the gap at its end)
+      const double f = static_cast<double>(k) / steps;
       for (int i = 0; i <= N; ++i) {
         const Eigen::Vector3d a = centre_of(plan[s], i), b = centre_of(plan[s + 1], i);
         model.set_sphere(i, (1 - f) * a + f * b, (b - a) / span);
