@@ -47,6 +47,7 @@ def main(folder):
         ax.set_xlabel(f"{a} (m)")
         ax.set_ylabel(f"{b} (m)")
         ax.set_aspect("equal", adjustable="datalim")
+        ax.locator_params(axis="x", nbins=6)
         ax.grid(alpha=0.3)
     axes[0].set_title("object centre, side view")
     axes[1].set_title("top view")
