@@ -7,6 +7,7 @@
 #include <limits>
 #include <stdexcept>
 
+#include "host/dynamics/rigid_body.h"
 #include "host/planning/spline.h"
 #include "solvers/error.h"
 
@@ -29,18 +30,26 @@ CioProblem::CioProblem(const CioTask& t) : task_(t) {
   S_ = static_cast<int>(std::lround(t.duration / t.dt)) + 1;
   const LinkInertia li = capsule_inertia(t.radius, t.half_length, t.density);
   mass_ = li.mass;
+  inertia_body_ = li.inertia_com;
   moment_weight_ = mass_ / li.inertia_com.diagonal().minCoeff();  // 1/ℓ², ℓ the smallest radius of gyration
 }
 
-Capsule CioProblem::capsule_at(const Eigen::Vector3d& centre) const {
+Capsule CioProblem::capsule_at(const Eigen::Vector3d& centre, const Eigen::Quaterniond& q) const {
   Capsule c;
   c.radius = task_.radius;
   c.half_length = task_.half_length;
   c.position = centre;
+  c.orientation = q;
   return c;
 }
 
-int CioProblem::size() const { return weight(contacts() - 1, K_ - 2) + 1; }
+int CioProblem::size() const { return rot(K_ - 1) + 3; }
+
+std::vector<Eigen::Quaterniond> CioProblem::orientations(const Eigen::VectorXd& x) const {
+  std::vector<Eigen::Quaterniond> q;
+  for (int k = 0; k < K_; ++k) q.push_back(rotation_exp(x.segment<3>(rot(k))));
+  return q;
+}
 
 Eigen::VectorXd CioProblem::initial_guess() const {
   Eigen::VectorXd x = Eigen::VectorXd::Zero(size());
@@ -80,6 +89,10 @@ void CioProblem::bounds(Eigen::VectorXd& lo, Eigen::VectorXd& hi) const {
   // holds it), and it starts where the task puts it
   for (int k = 0; k < K_; ++k) lo(obj(k) + 2) = task_.radius;
   lo.segment<3>(obj(0)) = hi.segment<3>(obj(0)) = task_.start;
+  for (int k = 0; k < (task_.free_orientation ? 1 : K_); ++k) {  // and with the orientation it starts in
+    lo.segment<3>(rot(k)).setZero();
+    hi.segment<3>(rot(k)).setZero();
+  }
 }
 
 double CioProblem::evaluate(const Eigen::VectorXd& x, const CioWeights& w, Eigen::VectorXd* grad, CioTerms* terms) const {
@@ -104,7 +117,13 @@ double CioProblem::evaluate(const Eigen::VectorXd& x, const CioWeights& w, Eigen
     std::vector<double> g_c;
     std::vector<CapsuleProjection> proj;
     std::vector<Eigen::Vector3d> eo, eh;
+    // the orientation (SLERP): q, the world inertia, ω; gradients with respect to a left
+    // rotation-vector perturbation ε of q(t) and to ω
+    SlerpSample sl;
+    Eigen::Matrix3d Iw;
+    Eigen::Vector3d g_rot = Eigen::Vector3d::Zero(), g_om = Eigen::Vector3d::Zero();
   };
+  const std::vector<Eigen::Quaterniond> keys = orientations(x);
   std::vector<At> at(static_cast<size_t>(S));
   for (int s = 0; s < S; ++s) {
     At& a = at[static_cast<size_t>(s)];
@@ -132,7 +151,12 @@ double CioProblem::evaluate(const Eigen::VectorXd& x, const CioWeights& w, Eigen
     a.g_api.assign(static_cast<size_t>(N), Eigen::Vector3d::Zero());
     a.g_r.assign(static_cast<size_t>(J), Eigen::Vector3d::Zero());
     a.g_c.assign(static_cast<size_t>(J), 0.0);
-    const Capsule cap = capsule_at(a.xo);
+    a.sl = slerp_keyframes(keys, T, t);
+    {
+      const Eigen::Matrix3d Rq = a.sl.q.toRotationMatrix();
+      a.Iw = Rq * inertia_body_ * Rq.transpose();
+    }
+    const Capsule cap = capsule_at(a.xo, a.sl.q);
     for (int j = 0; j < J; ++j) {
       a.proj.push_back(project_to_capsule(cap, a.r[static_cast<size_t>(j)]));
       a.eo.push_back(a.proj.back().point - a.r[static_cast<size_t>(j)]);
@@ -152,6 +176,7 @@ double CioProblem::evaluate(const Eigen::VectorXd& x, const CioWeights& w, Eigen
     const CapsuleProjection& pr = a.proj[static_cast<size_t>(j)];
     a.g_r[static_cast<size_t>(j)] += (pr.dpoint_dx - Eigen::Matrix3d::Identity()).transpose() * g;
     a.g_xo += pr.dpoint_dp.transpose() * g;
+    a.g_rot += pr.dpoint_drot.transpose() * g;
   };
   auto push_eh = [&](int s, int j, const Eigen::Vector3d& g) {
     At& a = at[static_cast<size_t>(s)];
@@ -195,7 +220,8 @@ double CioProblem::evaluate(const Eigen::VectorXd& x, const CioWeights& w, Eigen
         // or the ground's (at rest): an active contact does not slide
         const At& b = at[static_cast<size_t>(s + 1)];
         const Eigen::Vector3d dr = (b.r[static_cast<size_t>(j)] - a.r[static_cast<size_t>(j)]) / dt;
-        const Eigen::Vector3d deo = (b.xo - a.xo) / dt - dr;
+        const Eigen::Vector3d arm = a.r[static_cast<size_t>(j)] - a.xo;
+        const Eigen::Vector3d deo = (b.xo - a.xo) / dt + a.sl.omega.cross(arm) - dr;
         Eigen::Vector3d dh = Eigen::Vector3d::Zero();
         if (j < N)
           dh = (b.p[static_cast<size_t>(j)] - a.p[static_cast<size_t>(j)]) / dt;
@@ -210,6 +236,12 @@ double CioProblem::evaluate(const Eigen::VectorXd& x, const CioWeights& w, Eigen
           a.g_xo -= go;
           bm.g_r[static_cast<size_t>(j)] -= go + gh;
           a.g_r[static_cast<size_t>(j)] += go + gh;
+          // ω × arm: d/dω = −[arm]×, d/darm = [ω]×; arm = r − x_O
+          const Eigen::Vector3d gt = go * dt;  // go is per 1/dt
+          a.g_om += arm.cross(gt);
+          const Eigen::Vector3d garm = -a.sl.omega.cross(gt);
+          a.g_r[static_cast<size_t>(j)] += garm;
+          a.g_xo -= garm;
           if (j < N) {
             bm.g_p[static_cast<size_t>(j)] += gh;
             a.g_p[static_cast<size_t>(j)] -= gh;
@@ -232,10 +264,10 @@ double CioProblem::evaluate(const Eigen::VectorXd& x, const CioWeights& w, Eigen
       const At& a = at[static_cast<size_t>(s)];
       PhysicsSample& p = ps[static_cast<size_t>(s)];
       p.mass = mass_;
-    p.moment_weight = moment_weight_;
       p.moment_weight = moment_weight_;
       p.x_obj = a.xo;
       p.accel = a.ao;
+      p.Ldot = a.sl.omega.cross(a.Iw * a.sl.omega);  // within an interval ω is constant, I_w turns
       p.r = a.r;
       p.c = a.c;
       for (int j = 0; j < J; ++j) {
@@ -258,6 +290,12 @@ double CioProblem::evaluate(const Eigen::VectorXd& x, const CioWeights& w, Eigen
       const double f = w.physics * dt;
       a.g_xo += f * g.d_x_obj;
       a.g_ao += f * g.d_accel;
+      {  // L̇ = ω × I_w ω: ∂/∂ω = [ω]× I_w − [I_w ω]×, ∂/∂ε = [ω]× (I_w [ω]× − [I_w ω]×)
+        const Eigen::Vector3d& om = a.sl.omega;
+        const Eigen::Vector3d gl = f * g.d_Ldot;
+        a.g_om += (skew(om) * a.Iw - skew(a.Iw * om)).transpose() * gl;
+        a.g_rot += (skew(om) * (a.Iw * skew(om) - skew(a.Iw * om))).transpose() * gl;
+      }
       for (int j = 0; j < J; ++j) {
         a.g_r[static_cast<size_t>(j)] += f * g.d_r[static_cast<size_t>(j)];
         a.g_c[static_cast<size_t>(j)] += f * g.d_c[static_cast<size_t>(j)];
@@ -267,6 +305,7 @@ double CioProblem::evaluate(const Eigen::VectorXd& x, const CioWeights& w, Eigen
           const CapsuleProjection& pr = a.proj[static_cast<size_t>(j)];
           a.g_r[static_cast<size_t>(j)] -= pr.dnormal_dx.transpose() * dn;
           a.g_xo -= pr.dnormal_dp.transpose() * dn;
+          a.g_rot -= pr.dnormal_drot.transpose() * dn;
         }
       }
     }
@@ -278,17 +317,44 @@ double CioProblem::evaluate(const Eigen::VectorXd& x, const CioWeights& w, Eigen
     const Eigen::Vector3d d = a.xo - task_.target;
     tm.task = w.task * d.squaredNorm();
     if (grad) a.g_xo += 2 * w.task * d;
-    for (int e = 0; e < 2; ++e) {  // at rest at the start and at the end
-      At& b = at[static_cast<size_t>(e == 0 ? 0 : S - 1)];
+    // at rest at the end, and over the whole first interval (the capsule waits on the
+    // floor while the hand reaches it: it must leave the floor from rest, which the
+    // Catmull-Rom tangent at the first inner knot otherwise contradicts)
+    std::vector<int> rest = {S - 1};
+    for (int s = 0; s < S && at[static_cast<size_t>(s)].w.interval == 0; ++s) rest.push_back(s);
+    for (int e : rest) {
+      At& b = at[static_cast<size_t>(e)];
       Eigen::Vector3d v = Eigen::Vector3d::Zero();
       for (int k = b.w.first; k <= b.w.last; ++k) v += b.w.velocity(k) * block(x, obj(k));
       tm.task += w.task * v.squaredNorm();
       if (grad) b.g_vo += 2 * w.task * v;
+      const Eigen::Vector3d& om = b.sl.omega;  // and not turning
+      tm.task += w.task * om.squaredNorm();
+      if (grad) b.g_om += 2 * w.task * om;
+    }
+  }
+  // SLERP's ω is constant on each interval and jumps at the knots: the jump takes an
+  // angular impulse I_w Δω, charged as the physics term charges an unexplained moment
+  // over one sample, w_physics w_M ‖I_w Δω / dt‖² dt
+  for (int s = 1; s < S; ++s) {
+    At& a = at[static_cast<size_t>(s - 1)];
+    At& b = at[static_cast<size_t>(s)];
+    if (a.sl.interval == b.sl.interval) continue;
+    const Eigen::Vector3d dL = b.Iw * (b.sl.omega - a.sl.omega);
+    const double f = w.physics * moment_weight_ / dt;
+    tm.physics += f * dL.squaredNorm();
+    if (grad) {
+      const Eigen::Vector3d g = 2 * f * b.Iw * dL;  // I_w symmetric
+      b.g_om += g;
+      a.g_om -= g;
+      // I_w = R I_b Rᵀ turns with ε: δ(I_w u) = [ε]× I_w u − I_w [ε]× u = (I_w [u]× − [I_w u]×) ε
+      const Eigen::Vector3d u = b.sl.omega - a.sl.omega;
+      b.g_rot += (b.Iw * skew(u) - skew(b.Iw * u)).transpose() * (2 * f * dL);
     }
   }
   for (int s = 0; s < S; ++s) {
     At& a = at[static_cast<size_t>(s)];
-    const Capsule cap = capsule_at(a.xo);
+    const Capsule cap = capsule_at(a.xo, a.sl.q);
     const double f = w.penetration * dt;
     for (int i = 0; i <= N; ++i) {  // fingertips, then the palm
       const Eigen::Vector3d& h = i < N ? a.p[static_cast<size_t>(i)] : a.xp;
@@ -299,6 +365,7 @@ double CioProblem::evaluate(const Eigen::VectorXd& x, const CioWeights& w, Eigen
         if (grad) {
           gh += f * 2 * pr.distance * pr.ddistance_dx.transpose();
           a.g_xo += f * 2 * pr.distance * pr.ddistance_dp.transpose();
+          a.g_rot += f * 2 * pr.distance * pr.ddistance_drot.transpose();
         }
       }
       if (h(2) < 0) {
@@ -318,10 +385,20 @@ double CioProblem::evaluate(const Eigen::VectorXd& x, const CioWeights& w, Eigen
         }
       }
     }
-    const double low = a.xo(2) - R;  // the capsule's lowest point (its axis stays horizontal)
-    if (low < 0) {
-      tm.penetration += f * low * low;
-      if (grad) a.g_xo(2) += f * 2 * low;
+    {  // the capsule's end spheres, centres x_O ± H·axis, below the ground
+      const Eigen::Vector3d axis = a.sl.q * Eigen::Vector3d::UnitX();
+      const double H = task_.half_length;
+      for (int e = -1; e <= 1; e += 2) {
+        const double low = a.xo(2) + e * H * axis(2) - R;
+        const Eigen::Vector3d dlow_drot = e * H * Eigen::Vector3d(axis(1), -axis(0), 0);  // δaxis = ε × axis
+        if (low >= 0) continue;
+        const double fg = w.ground * dt;
+        tm.penetration += fg * low * low;
+        if (grad) {
+          a.g_xo(2) += fg * 2 * low;
+          a.g_rot += fg * 2 * low * dlow_drot;
+        }
+      }
     }
     tm.smooth += w.smooth * dt * a.ap.squaredNorm();
     if (grad) a.g_ap += w.smooth * dt * 2 * a.ap;
@@ -355,6 +432,17 @@ double CioProblem::evaluate(const Eigen::VectorXd& x, const CioWeights& w, Eigen
     }
     for (int j = 0; j < J; ++j) G(weight(j, a.interval)) += a.g_c[static_cast<size_t>(j)];
   }
+  // orientations: per sample to the interval's two keyframes (left perturbations δ_k),
+  // then to the rotation vectors, exp(φ + dφ) = exp(J_l(φ) dφ) exp(φ)
+  std::vector<Eigen::Vector3d> g_key(static_cast<size_t>(K), Eigen::Vector3d::Zero());
+  for (int s = 0; s < S; ++s) {
+    const At& a = at[static_cast<size_t>(s)];
+    const size_t i = static_cast<size_t>(a.sl.interval);
+    g_key[i] += a.sl.dq_dkey0.transpose() * a.g_rot + a.sl.domega_dkey0.transpose() * a.g_om;
+    g_key[i + 1] += a.sl.dq_dkey1.transpose() * a.g_rot + a.sl.domega_dkey1.transpose() * a.g_om;
+  }
+  for (int k = 0; k < K; ++k)
+    G.segment<3>(rot(k)) += so3_left_jacobian(x.segment<3>(rot(k))).transpose() * g_key[static_cast<size_t>(k)];
   return tm.total;
 }
 
@@ -363,6 +451,7 @@ std::vector<CioSample> CioProblem::samples(const Eigen::VectorXd& x, const CioWe
   if (!(dt >= 0) || (dt > 0 && dt > task_.duration)) throw Error("plan: sample dt must be in (0, duration]");
   if (dt == 0) dt = task_.dt;
   const int S = static_cast<int>(std::lround(task_.duration / dt)) + 1;
+  const std::vector<Eigen::Quaterniond> keys = orientations(x);
   std::vector<CioSample> out;
   std::vector<PhysicsSample> ps;
   for (int s = 0; s < S; ++s) {
@@ -379,13 +468,20 @@ std::vector<CioSample> CioProblem::samples(const Eigen::VectorXd& x, const CioWe
     c.velocity = interp([&](int k) { return obj(k); }, sw.velocity);
     c.accel = interp([&](int k) { return obj(k); }, sw.acceleration);
     c.palm = interp([&](int k) { return palm(k); }, sw.value);
+    const SlerpSample sl = slerp_keyframes(keys, task_.duration, t);
+    c.q = sl.q;
+    c.omega = sl.omega;
     for (int i = 0; i < N; ++i) c.fingertips.push_back(interp([&](int k) { return finger(i, k); }, sw.value));
     PhysicsSample p;
     p.mass = mass_;
     p.moment_weight = moment_weight_;
     p.x_obj = c.x_obj;
     p.accel = c.accel;
-    const Capsule cap = capsule_at(c.x_obj);
+    {
+      const Eigen::Matrix3d Rq = sl.q.toRotationMatrix();
+      p.Ldot = sl.omega.cross(Rq * inertia_body_ * Rq.transpose() * sl.omega);
+    }
+    const Capsule cap = capsule_at(c.x_obj, c.q);
     for (int j = 0; j < J; ++j) {
       c.contacts.push_back(interp([&](int k) { return contact(j, k); }, sw.value));
       c.c.push_back(x(weight(j, sw.interval)));
@@ -438,6 +534,8 @@ CioResult optimize_cio(const CioProblem& problem, const CioOptions& opt) {
     CioWeights w = opt.weights;
     w.ci = opt.stages[st].ci;
     w.physics = opt.stages[st].physics;
+    // the floor's penalty rises with the physics weight, reaching `ground` in the last stage
+    w.ground = opt.weights.ground * opt.stages[st].physics / opt.stages.back().physics;
     Eigen::VectorXd best = res.theta;
     double best_f = problem.evaluate(best, w);
     int iteration = 0;

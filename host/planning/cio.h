@@ -50,10 +50,15 @@ struct CioTask {
   int keyframes = 5;
   double reach = 0.12;  // fingertip to palm, m
   double mu = 0.8;      // friction of every contact
+  bool free_orientation = true;  // false: the capsule keeps its initial orientation (bounds)
 };
 
 struct CioWeights {
   double ci = 1, physics = 1, task = 1e5, penetration = 1e4, reach = 1e4, smooth = 1e-4;
+  // the capsule below the ground: a hand may not push it through the floor, and a
+  // millimetre of it (free at 1e4) let plans slide the capsule along the floor with no
+  // ground force, which no replay follows
+  double ground = 1e8;
   double lambda = 1e-3;  // force regularization inside the physics QP
   // the formulation; false for both is the notes' (their ė, the rate of e, lets an
   // active contact slide; their forces are unconstrained)
@@ -70,6 +75,8 @@ struct CioTerms {
 struct CioSample {
   double t = 0;
   Eigen::Vector3d x_obj, velocity = Eigen::Vector3d::Zero(), accel, palm;
+  Eigen::Quaterniond q = Eigen::Quaterniond::Identity();  // the object's orientation
+  Eigen::Vector3d omega = Eigen::Vector3d::Zero();        // its angular velocity, world
   std::vector<Eigen::Vector3d> fingertips, contacts, forces;  // forces: world, from the inner QP (times c)
   std::vector<double> c;
   Eigen::Vector3d residual_force = Eigen::Vector3d::Zero(), residual_moment = Eigen::Vector3d::Zero();  // the inner QP's ρ
@@ -98,12 +105,16 @@ class CioProblem {
   int finger(int i, int k) const { return 3 * (2 * K_ + i * K_ + k); }
   int contact(int j, int k) const { return 3 * (2 * K_ + task_.fingers * K_ + j * K_ + k); }
   int weight(int j, int m) const { return 3 * K_ * (2 + task_.fingers + contacts()) + j * (K_ - 1) + m; }
-  Capsule capsule_at(const Eigen::Vector3d& centre) const;  // the task's capsule, axis along x
+  int rot(int k) const { return weight(contacts() - 1, K_ - 2) + 1 + 3 * k; }
+  // the task's capsule (body axis x) at a pose
+  Capsule capsule_at(const Eigen::Vector3d& centre, const Eigen::Quaterniond& q = Eigen::Quaterniond::Identity()) const;
+  std::vector<Eigen::Quaterniond> orientations(const Eigen::VectorXd& theta) const;  // exp(φ_k) per keyframe
 
  private:
   CioTask task_;
   int K_ = 0, S_ = 0;
   double mass_ = 0, moment_weight_ = 1;
+  Eigen::Matrix3d inertia_body_ = Eigen::Matrix3d::Identity();
 };
 
 struct CioStage {

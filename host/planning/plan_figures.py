@@ -39,8 +39,9 @@ def main(folder):
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
     for ax, (a, b) in zip(axes, [("x", "z"), ("x", "y")]):
         for key, label, style in [("planned", "plan", "k-"),
-                                  ("replay_forces", f"replay 1, planned forces (final {crit['replay_forces']['final_error_m'] * 1e3:.1f} mm)", "C0--"),
-                                  ("replay_hand", f"replay 2, kinematic hand (final {crit['replay_hand']['final_error_m'] * 1e3:.1f} mm)", "C1-.")]:
+                                  ("replay_forces", f"replay 1, all planned forces (final {crit['replay_forces']['final_error_m'] * 1e3:.1f} mm)", "C0--"),
+                                  ("replay_hand", f"replay 2, kinematic hand (final {crit['replay_hand']['final_error_m'] * 1e3:.1f} mm)", "C1-."),
+                                  ("replay_hand_forces_only", f"replay 1 strict, hand forces only (final {crit['replay_forces_strict_hand_only']['final_error_m'] * 1e3:.1f} mm)", "C2:")]:
             ax.plot(col(replay, f"{key}_{a}"), col(replay, f"{key}_{b}"), style, label=label, marker="." if key == "planned" else None)
         ia, ib = "xyz".index(a), "xyz".index(b)
         ax.plot([target[ia]], [target[ib]], "r*", markersize=12, label="target")

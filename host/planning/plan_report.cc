@@ -47,7 +47,7 @@ PlanCheck check_plan(const CioProblem& pb, const Eigen::VectorXd& theta, const C
   c.plan_final_error = (plan.back().x_obj - t.target).norm();
   const double mg = pb.mass() * 9.81;
   for (const CioSample& s : plan) {
-    const Capsule cap = pb.capsule_at(s.x_obj);
+    const Capsule cap = pb.capsule_at(s.x_obj, s.q);
     c.worst_residual_force = std::max(c.worst_residual_force, s.residual_force.norm());
     c.worst_residual_moment = std::max(c.worst_residual_moment, s.residual_moment.norm());
     for (int j = 0; j < J; ++j) {
@@ -72,15 +72,21 @@ PlanCheck check_plan(const CioProblem& pb, const Eigen::VectorXd& theta, const C
   }
   const std::vector<CioSample> dense = pb.samples(theta, w, hand.dt);
   for (const CioSample& s : dense) c.worst_dense_residual_force = std::max(c.worst_dense_residual_force, s.residual_force.norm());
-  c.forces = replay_forces(pb, dense, hand.dt);
+  c.forces = replay_forces(pb, dense, hand.dt, true);
+  c.hand_forces_only = replay_forces(pb, dense, hand.dt, false);
   c.hand = replay_hand(pb, dense, hand);
   // the replays at the cost's samples
   const int every = static_cast<int>(std::lround(t.dt / hand.dt));
-  for (ReplayResult* r : {&c.forces, &c.hand}) {
+  for (ReplayResult* r : {&c.forces, &c.hand, &c.hand_forces_only}) {
     std::vector<Eigen::Vector3d> at;
-    for (size_t s = 0; s < r->replayed.size(); s += static_cast<size_t>(every)) at.push_back(r->replayed[s]);
+    std::vector<Eigen::Quaterniond> aq;
+    for (size_t s = 0; s < r->replayed.size(); s += static_cast<size_t>(every)) {
+      at.push_back(r->replayed[s]);
+      aq.push_back(r->orientation[s]);
+    }
     if (at.size() != plan.size()) throw Error("plan: the replay step must divide the sample interval");
     r->replayed = at;
+    r->orientation = aq;
   }
   c.final_ok = c.plan_final_error <= 0.01 && c.forces.final_error <= 0.01 && c.hand.final_error <= 0.01;
   c.contacts_ok = c.worst_object_gap <= 0.002 && c.worst_hand_gap <= 0.002;
@@ -119,6 +125,7 @@ PlanRun run_plan(const PlanRunOptions& o, std::ostream& log) {
   std::ostringstream pc;
   pc << std::setprecision(9) << "t";
   head3(pc, "object");
+  pc << ",object_qw,object_qx,object_qy,object_qz";
   head3(pc, "palm");
   for (int i = 0; i < N; ++i) head3(pc, "finger" + std::to_string(i) + "_tip");
   for (int j = 0; j < J; ++j) {
@@ -131,6 +138,7 @@ PlanRun run_plan(const PlanRunOptions& o, std::ostream& log) {
   for (const CioSample& s : run.plan) {
     pc << s.t;
     put3(pc, s.x_obj);
+    pc << ',' << s.q.w() << ',' << s.q.x() << ',' << s.q.y() << ',' << s.q.z();
     put3(pc, s.palm);
     for (int i = 0; i < N; ++i) put3(pc, s.fingertips[static_cast<size_t>(i)]);
     for (int j = 0; j < J; ++j) {
@@ -147,12 +155,14 @@ PlanRun run_plan(const PlanRunOptions& o, std::ostream& log) {
   head3(rc, "planned");
   head3(rc, "replay_forces");
   head3(rc, "replay_hand");
+  head3(rc, "replay_hand_forces_only");
   rc << '\n';
   for (size_t s = 0; s < run.plan.size(); ++s) {
     rc << run.plan[s].t;
     put3(rc, run.plan[s].x_obj);
     put3(rc, c.forces.replayed[s]);
     put3(rc, c.hand.replayed[s]);
+    put3(rc, c.hand_forces_only.replayed[s]);
     rc << '\n';
   }
   write_text_atomic((fs::path(o.out) / "replay.csv").string(), rc.str());
@@ -168,7 +178,10 @@ PlanRun run_plan(const PlanRunOptions& o, std::ostream& log) {
   write_text_atomic((fs::path(o.out) / "stages.csv").string(), sc.str());
 
   auto replay_json = [](const ReplayResult& r) {
-    return nlohmann::json{{"final_error_m", r.final_error}, {"max_deviation_m", r.max_deviation}, {"failed_steps", r.failed_steps}};
+    return nlohmann::json{{"final_error_m", r.final_error},
+                           {"max_deviation_m", r.max_deviation},
+                           {"max_rotation_deviation_rad", r.max_rotation_deviation},
+                           {"failed_steps", r.failed_steps}};
   };
   const nlohmann::json summary = {
       {"task",
@@ -191,6 +204,7 @@ PlanRun run_plan(const PlanRunOptions& o, std::ostream& log) {
        {{"plan_final_error_m", c.plan_final_error},
         {"replay_forces", replay_json(c.forces)},
         {"replay_hand", replay_json(c.hand)},
+        {"replay_forces_strict_hand_only", replay_json(c.hand_forces_only)},
         {"final_within_1cm", c.final_ok},
         {"active_contacts", c.active},
         {"worst_active_object_gap_m", c.worst_object_gap},
@@ -208,7 +222,8 @@ PlanRun run_plan(const PlanRunOptions& o, std::ostream& log) {
 
   log << std::setprecision(3) << "plan: final object " << c.plan_final_error * 1e3 << " mm from the target (replay 1: "
       << c.forces.final_error * 1e3 << " mm, replay 2: " << c.hand.final_error * 1e3 << " mm; largest deviations "
-      << c.forces.max_deviation * 1e3 << " and " << c.hand.max_deviation * 1e3 << " mm)\n"
+      << c.forces.max_deviation * 1e3 << " and " << c.hand.max_deviation * 1e3 << " mm; replay 1 under the hand's forces only: "
+      << c.hand_forces_only.final_error * 1e3 << " mm)\n"
       << "plan: active contacts within " << c.worst_object_gap * 1e3 << " mm of the object and " << c.worst_hand_gap * 1e3
       << " mm of their hand points; worst cone violation " << c.worst_cone_violation << " N; unexplained force up to "
       << c.worst_residual_force << " N at the samples, " << c.worst_dense_residual_force << " N between them (weight " << pb.mass() * 9.81 << " N)\n"

@@ -33,6 +33,7 @@ namespace impulse {
 struct PlanCheck {
   double plan_final_error = 0;       // m
   ReplayResult forces, hand;         // replay 1, replay 2 (replayed: at the cost's samples)
+  ReplayResult hand_forces_only;     // replay 1, strict (replay.h): reported, not a criterion
   double worst_object_gap = 0;       // m, over active contacts and samples
   double worst_hand_gap = 0;         // m
   double worst_cone_violation = 0;   // N, max(‖f_t‖ − μ f_n, −f_n) over forces

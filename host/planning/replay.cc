@@ -106,7 +106,10 @@ BodyParams capsule_body(const CioTask& t) {
 }
 
 void finish(const CioProblem& pb, const std::vector<CioSample>& plan, ReplayResult& r) {
-  for (size_t s = 0; s < plan.size(); ++s) r.max_deviation = std::max(r.max_deviation, (r.replayed[s] - plan[s].x_obj).norm());
+  for (size_t s = 0; s < plan.size(); ++s) {
+    r.max_deviation = std::max(r.max_deviation, (r.replayed[s] - plan[s].x_obj).norm());
+    r.max_rotation_deviation = std::max(r.max_rotation_deviation, rotation_angle_between(r.orientation[s], plan[s].q));
+  }
   r.final_error = (r.replayed.back() - pb.task().target).norm();
 }
 
@@ -127,12 +130,13 @@ ReplayResult replay_hand(const CioProblem& pb, const std::vector<CioSample>& pla
   // the sphere's radius less the squeeze, so a hand point on the surface grips it
   auto centre_of = [&](const CioSample& c, int i) {
     const Eigen::Vector3d& h = i < N ? c.fingertips[static_cast<size_t>(i)] : c.palm;
-    const CapsuleProjection pr = project_to_capsule(pb.capsule_at(c.x_obj), h);
+    const CapsuleProjection pr = project_to_capsule(pb.capsule_at(c.x_obj, c.q), h);
     return Eigen::Vector3d(h + (o.sphere_radius - o.squeeze) * pr.normal);
   };
-  State x = make_state(plan[0].x_obj, Eigen::Quaterniond::Identity(), plan[0].velocity, Eigen::Vector3d::Zero());
+  State x = make_state(plan[0].x_obj, plan[0].q, plan[0].velocity, plan[0].q.conjugate() * plan[0].omega);
   ReplayResult r;
   r.replayed.push_back(position(x));
+  r.orientation.push_back(orientation(x));
   for (size_t s = 0; s + 1 < plan.size(); ++s) {
     const double span = plan[s + 1].t - plan[s].t;
     const int steps = std::max(1, static_cast<int>(std::lround(span / o.dt)));
@@ -149,12 +153,13 @@ ReplayResult replay_hand(const CioProblem& pb, const std::vector<CioSample>& pla
       if (info.status != SolveStatus::kSolved) ++r.failed_steps;
     }
     r.replayed.push_back(position(x));
+    r.orientation.push_back(orientation(x));
   }
   finish(pb, plan, r);
   return r;
 }
 
-ReplayResult replay_forces(const CioProblem& pb, const std::vector<CioSample>& plan, double dt) {
+ReplayResult replay_forces(const CioProblem& pb, const std::vector<CioSample>& plan, double dt, bool with_ground_forces) {
   if (plan.size() < 2) throw Error("replay: the plan needs at least 2 samples");
   if (!(dt > 0)) throw Error("replay: dt must be > 0");
   const CioTask& t = pb.task();
@@ -162,14 +167,15 @@ ReplayResult replay_forces(const CioProblem& pb, const std::vector<CioSample>& p
   so.dt = dt;
   Simulator sim(capsule_body(t), so);
   const CapsuleGround ground(t.radius, t.half_length, t.mu);
-  State x = make_state(plan[0].x_obj, Eigen::Quaterniond::Identity(), plan[0].velocity, Eigen::Vector3d::Zero());
+  State x = make_state(plan[0].x_obj, plan[0].q, plan[0].velocity, plan[0].q.conjugate() * plan[0].omega);
   ReplayResult r;
   r.replayed.push_back(position(x));
+  r.orientation.push_back(orientation(x));
   const int N = t.fingers;
   for (size_t s = 0; s + 1 < plan.size(); ++s) {
     // the hand forces of sample s, about the planned centre; torque into the body frame
     Eigen::Vector3d F = Eigen::Vector3d::Zero(), tau = Eigen::Vector3d::Zero();
-    for (int j = 0; j <= N; ++j) {
+    for (int j = 0; j < (with_ground_forces ? pb.contacts() : N + 1); ++j) {
       F += plan[s].forces[static_cast<size_t>(j)];
       tau += (plan[s].contacts[static_cast<size_t>(j)] - plan[s].x_obj).cross(plan[s].forces[static_cast<size_t>(j)]);
     }
@@ -183,6 +189,7 @@ ReplayResult replay_forces(const CioProblem& pb, const std::vector<CioSample>& p
       if (info.status != SolveStatus::kSolved) ++r.failed_steps;
     }
     r.replayed.push_back(position(x));
+    r.orientation.push_back(orientation(x));
   }
   finish(pb, plan, r);
   return r;
