@@ -512,6 +512,7 @@ CioOptions notes_options(int iterations) {
   o.weights.no_slip = false;
   o.weights.cones = false;
   o.weights.weight_bounds = 1e4;
+  o.weights.ground = o.weights.penetration;  // one penetration weight
   o.finite_differences = true;
   return o;
 }
