@@ -381,14 +381,20 @@ struct MovingPlane : ContactModel {
   }
 };
 
-TEST(SimulateTest, AConveyorDragsABodyUpToItsSpeedAtMuG) {
-  const BodyParams body;
+SimOptions fine_steps() {
   SimOptions opt;
   opt.dt = 0.002;
+  return opt;
+}
+const State kAtRestAtOrigin = make_state({0, 0, 0}, Eigen::Quaterniond::Identity(), {0, 0, 0}, {0, 0, 0});
+
+TEST(SimulateTest, AConveyorDragsABodyUpToItsSpeedAtMuG) {
+  const BodyParams body;
+  const SimOptions opt = fine_steps();
   Simulator sim(body, opt);
   MovingPlane belt;
   belt.v = Eigen::Vector3d(0.5, 0, 0);
-  State x = make_state({0, 0, 0}, Eigen::Quaterniond::Identity(), {0, 0, 0}, {0, 0, 0});
+  State x = kAtRestAtOrigin;
   // slipping: friction accelerates it at μ g until it reaches the belt's speed
   const double t_slip = 0.5 / (belt.mu * body.gravity);
   const int n_half = static_cast<int>(0.5 * t_slip / opt.dt);
@@ -404,13 +410,11 @@ TEST(SimulateTest, AConveyorDragsABodyUpToItsSpeedAtMuG) {
 }
 
 TEST(SimulateTest, AnElevatorLiftsABody) {
-  const BodyParams body;
-  SimOptions opt;
-  opt.dt = 0.002;
-  Simulator sim(body, opt);
+  const SimOptions opt = fine_steps();
+  Simulator sim(BodyParams{}, opt);
   MovingPlane lift;
   lift.v = Eigen::Vector3d(0, 0, 0.2);
-  State x = make_state({0, 0, 0}, Eigen::Quaterniond::Identity(), {0, 0, 0}, {0, 0, 0});
+  State x = kAtRestAtOrigin;
   for (int k = 0; k < 250; ++k) {
     lift.height = 0.2 * k * opt.dt;  // where the plane is at the step's start; vn moves it on
     x = sim.step(lift, x);

@@ -6,10 +6,23 @@
 
 #include <CLI/CLI.hpp>
 
+#include <fstream>
 #include <functional>
+#include <string>
 #include <vector>
 
 namespace impulse::cli {
+
+// A file of the source tree (a figure script, the built-in data set): under the source
+// directory the binary was built from, or relative to the working directory when the
+// binary has moved and that copy is gone.
+inline std::string source_file(const std::string& relative) {
+#ifdef IMPULSE_SOURCE_DIR
+  const std::string p = std::string(IMPULSE_SOURCE_DIR) + "/" + relative;
+  if (std::ifstream(p).good()) return p;
+#endif
+  return relative;
+}
 
 struct Command {
   CLI::App* app = nullptr;   // the subcommand

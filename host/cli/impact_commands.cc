@@ -19,12 +19,7 @@ void add_impact_commands(CLI::App& app, Commands& out) {
     std::string sizes;
   };
   auto a = std::make_shared<Args>();
-#ifdef IMPULSE_SOURCE_DIR
-  a->o.figure_script = std::string(IMPULSE_SOURCE_DIR) + "/host/impact/impact_figures.py";
-  if (!std::ifstream(a->o.figure_script).good()) a->o.figure_script = "host/impact/impact_figures.py";
-#else
-  a->o.figure_script = "host/impact/impact_figures.py";
-#endif
+  a->o.figure_script = source_file("host/impact/impact_figures.py");
   auto common = [&](CLI::App* c, bool data) {
     if (data) c->add_option("--data", a->o.data, "impacts (.npz), e.g. ../shared/data/planar_impact/ellipse_impacts.npz")->required();
     c->add_option("--out", a->o.out, "the study folder (shared by fit, eval, learn, figures)")->required();

@@ -22,13 +22,7 @@ namespace {
 
 // the built-in data set: data/synthetic_cube.npz of the source tree (or of the
 // working directory when the binary has moved).
-std::string default_data_path() {
-#ifdef IMPULSE_SOURCE_DIR
-  const std::string p = std::string(IMPULSE_SOURCE_DIR) + "/data/synthetic_cube.npz";
-  if (std::ifstream(p).good()) return p;
-#endif
-  return "data/synthetic_cube.npz";
-}
+std::string default_data_path() { return source_file("data/synthetic_cube.npz"); }
 
 }  // namespace
 

@@ -44,12 +44,7 @@ void add_plan_commands(CLI::App& app, Commands& out) {
     std::string task = "capsule-move", target;
   };
   auto a = std::make_shared<Args>();
-#ifdef IMPULSE_SOURCE_DIR
-  a->o.figure_script = std::string(IMPULSE_SOURCE_DIR) + "/host/planning/plan_figures.py";
-  if (!std::ifstream(a->o.figure_script).good()) a->o.figure_script = "host/planning/plan_figures.py";
-#else
-  a->o.figure_script = "host/planning/plan_figures.py";
-#endif
+  a->o.figure_script = source_file("host/planning/plan_figures.py");
   c->add_option("--task", a->task, "the task (capsule-move: the capsule from rest on the ground to --target)")
       ->check(CLI::IsMember({"capsule-move"}));
   c->add_option("--fingers", a->o.task.fingers, "fingertips N (2-5)")->check(CLI::Range(2, 5));

@@ -13,13 +13,7 @@
 namespace impulse::cli {
 namespace {
 
-std::string figure_script_path() {
-#ifdef IMPULSE_SOURCE_DIR
-  const std::string p = std::string(IMPULSE_SOURCE_DIR) + "/host/sweep/report_figures.py";
-  if (std::ifstream(p).good()) return p;
-#endif
-  return "host/sweep/report_figures.py";
-}
+std::string figure_script_path() { return source_file("host/sweep/report_figures.py"); }
 
 }  // namespace
 

@@ -105,6 +105,34 @@ BodyParams capsule_body(const CioTask& t) {
   return body;
 }
 
+// what both replays share: the simulator from the plan's first state, a step that counts
+// failed solves, the record at each plan sample
+struct Replayer {
+  Simulator sim;
+  State x;
+  ReplayResult r;
+  Replayer(const CioProblem& pb, const std::vector<CioSample>& plan, double dt) : sim(capsule_body(pb.task()), options(dt)) {
+    if (plan.size() < 2) throw Error("replay: the plan needs at least 2 samples");
+    x = make_state(plan[0].x_obj, plan[0].q, plan[0].velocity, plan[0].q.conjugate() * plan[0].omega);
+    record();
+  }
+  static SimOptions options(double dt) {
+    if (!(dt > 0)) throw Error("replay: dt must be > 0");
+    SimOptions so;
+    so.dt = dt;
+    return so;
+  }
+  void step(const ContactModel& model) {
+    StepInfo info;
+    x = sim.step(model, x, &info);
+    if (info.status != SolveStatus::kSolved) ++r.failed_steps;
+  }
+  void record() {
+    r.replayed.push_back(position(x));
+    r.orientation.push_back(orientation(x));
+  }
+};
+
 void finish(const CioProblem& pb, const std::vector<CioSample>& plan, ReplayResult& r) {
   for (size_t s = 0; s < plan.size(); ++s) {
     r.max_deviation = std::max(r.max_deviation, (r.replayed[s] - plan[s].x_obj).norm());
@@ -116,15 +144,11 @@ void finish(const CioProblem& pb, const std::vector<CioSample>& plan, ReplayResu
 }  // namespace
 
 ReplayResult replay_hand(const CioProblem& pb, const std::vector<CioSample>& plan, const HandReplayOptions& o) {
-  if (plan.size() < 2) throw Error("replay: the plan needs at least 2 samples");
-  if (!(o.dt > 0)) throw Error("replay: dt must be > 0");
   if (!(o.sphere_radius > 0) || !(o.squeeze >= 0) || o.squeeze >= o.sphere_radius)
     throw Error("replay: need sphere radius > 0 and 0 <= squeeze < sphere radius");
   const CioTask& t = pb.task();
   const int N = t.fingers;
-  SimOptions so;
-  so.dt = o.dt;
-  Simulator sim(capsule_body(t), so);
+  Replayer rp(pb, plan, o.dt);
   CapsuleAmongSpheres model(t.radius, t.half_length, t.mu, N + 1, o.sphere_radius);
   // a sphere's centre: its hand point moved out from the planned capsule's surface by
   // the sphere's radius less the squeeze, so a hand point on the surface grips it
@@ -133,10 +157,6 @@ ReplayResult replay_hand(const CioProblem& pb, const std::vector<CioSample>& pla
     const CapsuleProjection pr = project_to_capsule(pb.capsule_at(c.x_obj, c.q), h);
     return Eigen::Vector3d(h + (o.sphere_radius - o.squeeze) * pr.normal);
   };
-  State x = make_state(plan[0].x_obj, plan[0].q, plan[0].velocity, plan[0].q.conjugate() * plan[0].omega);
-  ReplayResult r;
-  r.replayed.push_back(position(x));
-  r.orientation.push_back(orientation(x));
   for (size_t s = 0; s + 1 < plan.size(); ++s) {
     const double span = plan[s + 1].t - plan[s].t;
     const int steps = std::max(1, static_cast<int>(std::lround(span / o.dt)));
@@ -148,29 +168,18 @@ ReplayResult replay_hand(const CioProblem& pb, const std::vector<CioSample>& pla
         const Eigen::Vector3d a = centre_of(plan[s], i), b = centre_of(plan[s + 1], i);
         model.set_sphere(i, (1 - f) * a + f * b, (b - a) / span);
       }
-      StepInfo info;
-      x = sim.step(model, x, &info);
-      if (info.status != SolveStatus::kSolved) ++r.failed_steps;
+      rp.step(model);
     }
-    r.replayed.push_back(position(x));
-    r.orientation.push_back(orientation(x));
+    rp.record();
   }
-  finish(pb, plan, r);
-  return r;
+  finish(pb, plan, rp.r);
+  return rp.r;
 }
 
 ReplayResult replay_forces(const CioProblem& pb, const std::vector<CioSample>& plan, double dt, bool with_ground_forces) {
-  if (plan.size() < 2) throw Error("replay: the plan needs at least 2 samples");
-  if (!(dt > 0)) throw Error("replay: dt must be > 0");
   const CioTask& t = pb.task();
-  SimOptions so;
-  so.dt = dt;
-  Simulator sim(capsule_body(t), so);
+  Replayer rp(pb, plan, dt);
   const CapsuleGround ground(t.radius, t.half_length, t.mu);
-  State x = make_state(plan[0].x_obj, plan[0].q, plan[0].velocity, plan[0].q.conjugate() * plan[0].omega);
-  ReplayResult r;
-  r.replayed.push_back(position(x));
-  r.orientation.push_back(orientation(x));
   const int N = t.fingers;
   for (size_t s = 0; s + 1 < plan.size(); ++s) {
     // the hand forces of sample s, about the planned centre; torque into the body frame
@@ -182,17 +191,14 @@ ReplayResult replay_forces(const CioProblem& pb, const std::vector<CioSample>& p
     const int steps = std::max(1, static_cast<int>(std::lround((plan[s + 1].t - plan[s].t) / dt)));
     for (int k = 0; k < steps; ++k) {
       Vec6 J;
-      J << F * dt, rotation(x).transpose() * tau * dt;
-      sim.set_external_impulse(J);
-      StepInfo info;
-      x = sim.step(ground, x, &info);
-      if (info.status != SolveStatus::kSolved) ++r.failed_steps;
+      J << F * dt, rotation(rp.x).transpose() * tau * dt;
+      rp.sim.set_external_impulse(J);
+      rp.step(ground);
     }
-    r.replayed.push_back(position(x));
-    r.orientation.push_back(orientation(x));
+    rp.record();
   }
-  finish(pb, plan, r);
-  return r;
+  finish(pb, plan, rp.r);
+  return rp.r;
 }
 
 }  // namespace impulse
