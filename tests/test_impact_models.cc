@@ -3,6 +3,7 @@
 // the real data; the IRB bound's optimality; identification of known parameters.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <random>
@@ -164,6 +165,53 @@ TEST(ImpactModels, MatchTheAuthorsPredictions) {
     // their own IRB fit agrees with ours to 1.3e-4 (below): the data's precision
     EXPECT_LT(err / norm, 1e-3) << name << " at mu " << f.params.mu << " eps " << f.params.eps;
   }
+}
+
+// AP Poisson and Mirtich follow the authors' own forms in the stored predictions
+// (impact_models.h, predict_impact_authors): fitted on 300 impacts, checked on the other
+// 900. Mirtich's form reproduces them to 3e-6 (to rounding at the (μ, ε) they used, which
+// the fit finds to ~2e-6); AP Poisson's on the impacts where the
+// authors' LCP solves converged (their solver stopped early on ~10%, near the ellipse's
+// vertices, where no converged form can match them)
+TEST(ImpactModels, TheAuthorsFormsOfApPoissonAndMirtichMatchTheirPredictions) {
+  if (!std::filesystem::exists(kData)) IMPULSE_SKIP_WITHOUT_DATA("planar impact data not found at " << kData);
+  const ImpactSet s = load_impacts(kData);
+  ASSERT_TRUE(s.has_models);
+  const std::vector<ImpactGeometry> g = impact_geometry(s);
+  const std::vector<ImpactGeometry> fit_g(g.begin(), g.begin() + 300);
+  for (const char* name : {"mirtich", "ap-poisson"}) {
+    const int m = impact_model_index(name);
+    std::vector<Eigen::Vector2d> theirs;
+    for (const Impact& im : s.impacts) theirs.emplace_back(im.p_models[2 * m], im.p_models[2 * m + 1]);
+    IdentifyOptions o;
+    o.authors_form = true;
+    o.grid_mu = 11;
+    o.grid_eps = 11;
+    o.refine_steps = 80;
+    o.refine_tol = 1e-7;
+    const Identified f = identify(m, fit_g, std::vector<Eigen::Vector2d>(theirs.begin(), theirs.begin() + 300), o);
+    std::vector<double> rel;
+    double err = 0, norm = 0;
+    for (size_t i = 300; i < g.size(); ++i) {
+      const ImpactPrediction p = predict_impact_authors(m, g[i], f.params);
+      EXPECT_EQ(p.status, kImpactOk);
+      err += (p.P - theirs[i]).norm();
+      norm += theirs[i].norm();
+      rel.push_back((p.P - theirs[i]).norm() / theirs[i].norm());
+    }
+    std::sort(rel.begin(), rel.end());
+    const double median = rel[rel.size() / 2], p85 = rel[rel.size() * 85 / 100];
+    SCOPED_TRACE(std::string(name) + " at mu " + std::to_string(f.params.mu) + " eps " + std::to_string(f.params.eps));
+    if (std::string(name) == "mirtich") {
+      EXPECT_LT(err / norm, 1e-5) << "the fit lands within ~2e-6 of the (mu, eps) they used, where it is exact";
+      EXPECT_NEAR(f.params.mu, 0.062, 0.01) << "Table 1's Mirtich mu";
+    } else {
+      EXPECT_LT(median, 1e-5);
+      EXPECT_LT(p85, 1e-4) << "85% of the impacts to 1e-4";
+      EXPECT_NEAR(f.params.mu, 0.101, 0.01) << "Table 1's AP Poisson mu";
+    }
+  }
+  EXPECT_THROW(predict_impact_authors(impact_model_index("whittaker"), g[0], {0.1, 0.5}), Error);
 }
 
 TEST(ImpactIrb, AdmissibleOptimalAndAsTheData) {

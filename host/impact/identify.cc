@@ -39,6 +39,15 @@ std::vector<double> grid_errors(int model, const std::vector<ImpactGeometry>& g,
   return err;
 }
 
+// the cost under the options' form of the model
+double cost_of(int model, const std::vector<ImpactGeometry>& g, const std::vector<Eigen::Vector2d>& t, ImpactParams p,
+               const IdentifyOptions& o) {
+  if (!o.authors_form) return identification_cost(model, g, t, p, o.threads, o.backend);
+  double c = 0;
+  for (size_t i = 0; i < g.size(); ++i) c += (predict_impact_authors(model, g[i], p).P - t[i]).norm();
+  return c;
+}
+
 // pattern search from p0 over the impacts `idx`
 Identified refine(int model, const std::vector<ImpactGeometry>& g, const std::vector<Eigen::Vector2d>& t,
                   ImpactParams p0, double c0, const IdentifyOptions& o) {
@@ -53,7 +62,7 @@ Identified refine(int model, const std::vector<ImpactGeometry>& g, const std::ve
     for (ImpactParams c : cand) {
       c.mu = std::max(0.0, c.mu);
       c.eps = std::clamp(c.eps, 0.0, 1.0);
-      const double cost = identification_cost(model, g, t, c, o.threads, o.backend);
+      const double cost = cost_of(model, g, t, c, o);
       if (cost < best.cost) {
         best = {c, cost};
         moved = true;
@@ -84,7 +93,7 @@ Identified identify(int model, const std::vector<ImpactGeometry>& g, const std::
   for (int a = 0; a < o.grid_mu; ++a)
     for (int b = 0; b < o.grid_eps; ++b) {
       const ImpactParams p = grid_point(o, a, b);
-      const double c = identification_cost(model, g, target, p, o.threads, o.backend);
+      const double c = cost_of(model, g, target, p, o);
       if (c < best.cost) best = {p, c};
     }
   return refine(model, g, target, best.params, best.cost, o);
@@ -94,6 +103,7 @@ ResampledFit identify_resampled(int model, const std::vector<ImpactGeometry>& g,
                                 const std::vector<Eigen::Vector2d>& target, const std::vector<int>& pool,
                                 const IdentifyOptions& o) {
   check(g, target, o);
+  if (o.authors_form) throw Error("identify: the authors' forms are fitted by identify() only");
   if (o.k < 1 || o.k > static_cast<int>(pool.size()))
     throw Error("identify: k = " + std::to_string(o.k) + " training impacts from a pool of " + std::to_string(pool.size()));
   if (o.resamples < 1) throw Error("identify: resamples must be >= 1");

@@ -30,6 +30,9 @@ struct IdentifyOptions {
   int threads = 0;
   Backend backend = Backend::kCpu;  // where the Drumwright-Shell QPs are solved
   std::function<void(int done, int total)> progress;  // called after each resample
+  // identify() only: fit the authors' form of the model (predict_impact_authors:
+  // ap-poisson and mirtich), to check it against the predictions stored in the data
+  bool authors_form = false;
 };
 
 struct Identified {

@@ -114,6 +114,45 @@ ImpactPrediction ap_poisson(const ImpactGeometry& g, ImpactParams p) {
   return restitution_phase(g, p, Pc);
 }
 
+// ---- the authors' own forms of AP Poisson and Mirtich (see the header) ----------------
+
+// the gravity impulse over the impact window, in (ẋ, ẏ, θ̇) and at the contact
+Eigen::Vector3d window_gravity() { return Eigen::Vector3d(0, -kAuthorsGravity * kAuthorsWindow, 0); }
+
+ImpactPrediction ap_poisson_authors(const ImpactGeometry& g, ImpactParams p) {
+  ImpactGeometry h = g;
+  const Eigen::Vector2d ua = g.J * window_gravity();
+  h.vc = g.vc + ua;
+  Eigen::Vector2d Pc;
+  if (!ap_lcp(h, p.mu, 0.0, Pc)) return {Pc, kImpactFailed};
+  ImpactPrediction out = restitution_phase(h, p, Pc);
+  out.P += g.W.inverse() * ua;  // the data's impulse, M_c J (v_f − v_i), counts the window's gravity
+  return out;
+}
+
+ImpactPrediction mirtich_authors(const ImpactGeometry& g, ImpactParams p) {
+  const Eigen::Vector2d ua = g.J * window_gravity();
+  const Eigen::Vector2d u0 = g.vc + ua;
+  Eigen::Vector2d u = u0;
+  double work_c = 0, work_d = 0;  // the normal impulse's work in compression (≤ 0) and restitution
+  const double e2 = p.eps * p.eps, d = kAuthorsMirtichStep;
+  ImpactPrediction out;
+  long steps = 0;
+  while (u(1) < 0 || work_d < -e2 * work_c) {
+    if (u(1) < 0)  // the work of this step at its start's velocity, then the step
+      work_c += u(1) * d;
+    else
+      work_d += u(1) * d;
+    u += d * g.W * Eigen::Vector2d(-p.mu * u(0), 1.0);  // dP_t/dP_n = −μ u_t
+    if (++steps > 100000000L) {
+      out.status = kImpactFailed;
+      break;
+    }
+  }
+  out.P = g.W.inverse() * (u - u0) + g.W.inverse() * ua;
+  return out;
+}
+
 // Routh's impulse-space integration along P_n (Wang-Mason: Poisson; Mirtich: energetic)
 ImpactPrediction integrate(const ImpactGeometry& g, ImpactParams p, bool energetic) {
   ImpactPrediction out;
@@ -284,6 +323,13 @@ std::vector<ImpactPrediction> predict_impacts(int model, const std::vector<Impac
     }
   });
   return out;
+}
+
+ImpactPrediction predict_impact_authors(int model, const ImpactGeometry& g, ImpactParams p) {
+  const std::string name = model >= 0 && model < kImpactModels ? impact_model_name(model) : "";
+  if (name == "ap-poisson") return ap_poisson_authors(g, p);
+  if (name == "mirtich") return mirtich_authors(g, p);
+  throw Error("predict_impact_authors: only ap-poisson and mirtich have an authors' form, not model " + std::to_string(model));
 }
 
 std::vector<Eigen::Vector2d> irb_impulses(const std::vector<ImpactGeometry>& g, int threads, int* solved, Backend backend) {
