@@ -139,6 +139,13 @@ TEST(ImpactModels, NoModelCreatesEnergyOnTheRealImpacts) {
     }
 }
 
+// the authors' stored impulses of model m (p_models), one per impact
+std::vector<Eigen::Vector2d> their_predictions(const ImpactSet& s, int m) {
+  std::vector<Eigen::Vector2d> theirs;
+  for (const Impact& im : s.impacts) theirs.emplace_back(im.p_models[2 * m], im.p_models[2 * m + 1]);
+  return theirs;
+}
+
 // the authors' predictions (p_models), with (μ, ε) identified for them on 300 impacts,
 // checked on the other 900
 TEST(ImpactModels, MatchTheAuthorsPredictions) {
@@ -149,8 +156,7 @@ TEST(ImpactModels, MatchTheAuthorsPredictions) {
   const std::vector<ImpactGeometry> fit_g(g.begin(), g.begin() + 300);
   for (const char* name : {"drumwright-shell", "ap-newton", "wang-mason", "whittaker"}) {
     const int m = impact_model_index(name);
-    std::vector<Eigen::Vector2d> theirs;
-    for (const Impact& im : s.impacts) theirs.emplace_back(im.p_models[2 * m], im.p_models[2 * m + 1]);
+    const std::vector<Eigen::Vector2d> theirs = their_predictions(s, m);
     IdentifyOptions o;
     o.threads = 2;
     o.refine_steps = 60;
@@ -181,8 +187,7 @@ TEST(ImpactModels, TheAuthorsFormsOfApPoissonAndMirtichMatchTheirPredictions) {
   const std::vector<ImpactGeometry> fit_g(g.begin(), g.begin() + 300);
   for (const char* name : {"mirtich", "ap-poisson"}) {
     const int m = impact_model_index(name);
-    std::vector<Eigen::Vector2d> theirs;
-    for (const Impact& im : s.impacts) theirs.emplace_back(im.p_models[2 * m], im.p_models[2 * m + 1]);
+    const std::vector<Eigen::Vector2d> theirs = their_predictions(s, m);
     IdentifyOptions o;
     o.authors_form = true;
     o.grid_mu = 11;
