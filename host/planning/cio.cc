@@ -45,6 +45,39 @@ Capsule CioProblem::capsule_at(const Eigen::Vector3d& centre, const Eigen::Quate
 
 int CioProblem::size() const { return rot(K_ - 1) + 3; }
 
+Eigen::Matrix3d CioProblem::world_inertia(const Eigen::Quaterniond& q) const {
+  const Eigen::Matrix3d R = q.toRotationMatrix();
+  return R * inertia_body_ * R.transpose();
+}
+
+PhysicsSample CioProblem::physics_sample(const Eigen::Vector3d& xo, const Eigen::Vector3d& ao, const Eigen::Quaterniond& q,
+                                         const Eigen::Vector3d& omega, const std::vector<Eigen::Vector3d>& r,
+                                         const std::vector<double>& c) const {
+  PhysicsSample p;
+  p.mass = mass_;
+  p.moment_weight = moment_weight_;
+  p.x_obj = xo;
+  p.accel = ao;
+  p.Ldot = omega.cross(world_inertia(q) * omega);  // within an interval ω is constant, I_w turns
+  p.r = r;
+  p.c = c;
+  const Capsule cap = capsule_at(xo, q);
+  for (size_t j = 0; j < r.size(); ++j) {
+    const bool hand = static_cast<int>(j) <= task_.fingers;
+    p.frame.push_back(contact_frame(hand ? Eigen::Vector3d(-project_to_capsule(cap, r[j]).normal) : Eigen::Vector3d::UnitZ()));
+  }
+  return p;
+}
+
+PhysicsQpOptions CioProblem::physics_options(const CioWeights& w, int threads) const {
+  PhysicsQpOptions po;
+  po.mu = task_.mu;
+  po.lambda = w.lambda;
+  po.cones = w.cones;
+  po.threads = threads;
+  return po;
+}
+
 std::vector<Eigen::Quaterniond> CioProblem::orientations(const Eigen::VectorXd& x) const {
   std::vector<Eigen::Quaterniond> q;
   for (int k = 0; k < K_; ++k) q.push_back(rotation_exp(x.segment<3>(rot(k))));
@@ -152,10 +185,7 @@ double CioProblem::evaluate(const Eigen::VectorXd& x, const CioWeights& w, Eigen
     a.g_r.assign(static_cast<size_t>(J), Eigen::Vector3d::Zero());
     a.g_c.assign(static_cast<size_t>(J), 0.0);
     a.sl = slerp_keyframes(keys, T, t);
-    {
-      const Eigen::Matrix3d Rq = a.sl.q.toRotationMatrix();
-      a.Iw = Rq * inertia_body_ * Rq.transpose();
-    }
+    a.Iw = world_inertia(a.sl.q);
     const Capsule cap = capsule_at(a.xo, a.sl.q);
     for (int j = 0; j < J; ++j) {
       a.proj.push_back(project_to_capsule(cap, a.r[static_cast<size_t>(j)]));
@@ -216,8 +246,8 @@ double CioProblem::evaluate(const Eigen::VectorXd& x, const CioWeights& w, Eigen
         }
       } else if (s + 1 < S) {
         // ė: the contact point's velocity relative to the material points it touches,
-        // the object's (its centre's velocity: the orientation is fixed) and the hand's,
-        // or the ground's (at rest): an active contact does not slide
+        // the object's (ẋ_O + ω × (r − x_O)) and the hand's, or the ground's (at rest):
+        // an active contact does not slide
         const At& b = at[static_cast<size_t>(s + 1)];
         const Eigen::Vector3d dr = (b.r[static_cast<size_t>(j)] - a.r[static_cast<size_t>(j)]) / dt;
         const Eigen::Vector3d arm = a.r[static_cast<size_t>(j)] - a.xo;
@@ -258,30 +288,9 @@ double CioProblem::evaluate(const Eigen::VectorXd& x, const CioWeights& w, Eigen
 
   // physics: one batch over the samples
   {
-    std::vector<PhysicsSample> ps(static_cast<size_t>(S));
-    std::vector<std::vector<Eigen::Vector3d>> normals(static_cast<size_t>(S));
-    for (int s = 0; s < S; ++s) {
-      const At& a = at[static_cast<size_t>(s)];
-      PhysicsSample& p = ps[static_cast<size_t>(s)];
-      p.mass = mass_;
-      p.moment_weight = moment_weight_;
-      p.x_obj = a.xo;
-      p.accel = a.ao;
-      p.Ldot = a.sl.omega.cross(a.Iw * a.sl.omega);  // within an interval ω is constant, I_w turns
-      p.r = a.r;
-      p.c = a.c;
-      for (int j = 0; j < J; ++j) {
-        const Eigen::Vector3d n = j <= N ? Eigen::Vector3d(-a.proj[static_cast<size_t>(j)].normal) : Eigen::Vector3d::UnitZ();
-        normals[static_cast<size_t>(s)].push_back(n);
-        p.frame.push_back(contact_frame(n));
-      }
-    }
-    PhysicsQpOptions po;
-    po.mu = task_.mu;
-    po.lambda = w.lambda;
-    po.threads = 1;
-    po.cones = w.cones;
-    const std::vector<PhysicsGradient> pg = physics_values(ps, po);
+    std::vector<PhysicsSample> ps;
+    for (const At& a : at) ps.push_back(physics_sample(a.xo, a.ao, a.sl.q, a.sl.omega, a.r, a.c));
+    const std::vector<PhysicsGradient> pg = physics_values(ps, physics_options(w, 1));
     for (int s = 0; s < S; ++s) {
       const PhysicsGradient& g = pg[static_cast<size_t>(s)];
       tm.physics += w.physics * dt * g.value;
@@ -301,7 +310,8 @@ double CioProblem::evaluate(const Eigen::VectorXd& x, const CioWeights& w, Eigen
         a.g_c[static_cast<size_t>(j)] += f * g.d_c[static_cast<size_t>(j)];
         if (j <= N) {  // the frame follows the capsule's normal at r_j's projection: n = −normal
           const Eigen::Vector3d dn =
-              f * contact_frame_gradient_to_normal(normals[static_cast<size_t>(s)][static_cast<size_t>(j)], g.d_frame[static_cast<size_t>(j)]);
+              f * contact_frame_gradient_to_normal(ps[static_cast<size_t>(s)].frame[static_cast<size_t>(j)].col(0),
+                                                   g.d_frame[static_cast<size_t>(j)]);
           const CapsuleProjection& pr = a.proj[static_cast<size_t>(j)];
           a.g_r[static_cast<size_t>(j)] -= pr.dnormal_dx.transpose() * dn;
           a.g_xo -= pr.dnormal_dp.transpose() * dn;
@@ -472,32 +482,14 @@ std::vector<CioSample> CioProblem::samples(const Eigen::VectorXd& x, const CioWe
     c.q = sl.q;
     c.omega = sl.omega;
     for (int i = 0; i < N; ++i) c.fingertips.push_back(interp([&](int k) { return finger(i, k); }, sw.value));
-    PhysicsSample p;
-    p.mass = mass_;
-    p.moment_weight = moment_weight_;
-    p.x_obj = c.x_obj;
-    p.accel = c.accel;
-    {
-      const Eigen::Matrix3d Rq = sl.q.toRotationMatrix();
-      p.Ldot = sl.omega.cross(Rq * inertia_body_ * Rq.transpose() * sl.omega);
-    }
-    const Capsule cap = capsule_at(c.x_obj, c.q);
     for (int j = 0; j < J; ++j) {
       c.contacts.push_back(interp([&](int k) { return contact(j, k); }, sw.value));
       c.c.push_back(x(weight(j, sw.interval)));
-      const Eigen::Vector3d n = j <= N ? Eigen::Vector3d(-project_to_capsule(cap, c.contacts.back()).normal) : Eigen::Vector3d::UnitZ();
-      p.r.push_back(c.contacts.back());
-      p.frame.push_back(contact_frame(n));
-      p.c.push_back(c.c.back());
     }
-    ps.push_back(p);
+    ps.push_back(physics_sample(c.x_obj, c.accel, c.q, c.omega, c.contacts, c.c));
     out.push_back(c);
   }
-  PhysicsQpOptions po;
-  po.mu = task_.mu;
-  po.lambda = w.lambda;
-  po.cones = w.cones;
-  const std::vector<PhysicsGradient> pg = physics_values(ps, po);
+  const std::vector<PhysicsGradient> pg = physics_values(ps, physics_options(w, 0));
   for (size_t s = 0; s < out.size(); ++s) {
     for (int j = 0; j < J; ++j) out[s].forces.push_back(out[s].c[static_cast<size_t>(j)] * pg[s].force[static_cast<size_t>(j)]);
     out[s].residual_force = pg[s].residual_force;

@@ -1,11 +1,12 @@
 // Contact-invariant optimization of a hand moving a capsule (Mordatch, Popović, Todorov,
 // SCA 2012; the attempt in ../shared/papers/contact-invariant-optimization-notes-2017.txt),
 // repaired as issue 19 asks. This file: the problem (variables, costs, analytic gradient)
-// and the optimizer with continuation. Work in progress: the object's orientation is held
-// fixed (the notes' task moves the capsule "without rotation"), the replays are not built.
+// and the optimizer with continuation; the replays and the criteria are in replay.h and
+// plan_report.h.
 //
 // Variables (keyframes k = 0..K−1 at t_k = k T/(K−1), Catmull-Rom between them):
 //   x_O,k   object centre (3)           x_P,k   palm point (3)
+//   φ_k     object orientation, q_k = exp(φ_k) (3; SLERP between keyframes; φ_0 = 0)
 //   p_i,k   fingertip i (3), i < N      r_j,k   contact point j (3), j < J = N + 3
 //   c_j,m   contact weight on interval m (piecewise constant, bounds [0, 1])
 // Contacts: j < N the fingertips, j = N the palm, j = N+1, N+2 the ground.
@@ -13,7 +14,7 @@
 //   contact invariance  Σ c_j (‖e_j^O‖² + ‖ė_j^O‖² + ‖e_j^H‖² + ‖ė_j^H‖²), e^O = π_O(r_j) − r_j
 //                       (the capsule), e^H = the hand point (fingertip, palm) or π_ground(r_j),
 //                       minus r_j; ė^O, ė^H the velocity of r_j relative to the material
-//                       point it touches on the object (ẋ_O − ṙ_j, the orientation is fixed)
+//                       point it touches on the object (ẋ_O + ω × (r_j − x_O) − ṙ_j)
 //                       and on the hand (ṗ_i − ṙ_j) or the ground (−ṙ_j), by differences
 //                       between samples: an active contact neither separates nor slides
 //                       (the notes' ė, the rate of e, let a ground contact slide along
@@ -22,9 +23,12 @@
 //                       moments weighted by m / I_min there):
 //                       forces in friction cones about the capsule's inward normal (hand
 //                       contacts) or +z (ground), one batch over the samples, envelope gradient
-//   task                ‖x_O(T) − target‖² + ‖ẋ_O(0)‖² + ‖ẋ_O(T)‖² (once, not times dt): at the
-//                       target, from rest to rest
-//   penetration         hand points inside the capsule or below the ground, the capsule below it
+//   task                ‖x_O(T) − target‖², once, plus ‖ẋ_O‖² + ‖ω‖² at T and at every
+//                       sample of the first interval (not times dt): at the target, from rest
+//                       to rest
+//   penetration         hand points inside the capsule or below the ground; the capsule's end
+//                       spheres below the ground (weight `ground`); the jumps of ω at the knots
+//                       count with the physics term
 //   reach               (‖p_i − x_P‖ − reach)₊²
 //   smoothness          ‖ẍ_P‖² + Σ‖p̈_i‖² (a small regularizer of the hand's motion)
 #pragma once
@@ -115,6 +119,13 @@ class CioProblem {
   int K_ = 0, S_ = 0;
   double mass_ = 0, moment_weight_ = 1;
   Eigen::Matrix3d inertia_body_ = Eigen::Matrix3d::Identity();
+  Eigen::Matrix3d world_inertia(const Eigen::Quaterniond& q) const;
+  // the inner QP's sample at a pose: frames about the capsule's inward normal at r_j
+  // (fingertips, palm) or +z (ground)
+  PhysicsSample physics_sample(const Eigen::Vector3d& xo, const Eigen::Vector3d& ao, const Eigen::Quaterniond& q,
+                               const Eigen::Vector3d& omega, const std::vector<Eigen::Vector3d>& r,
+                               const std::vector<double>& c) const;
+  PhysicsQpOptions physics_options(const CioWeights& w, int threads) const;
 };
 
 struct CioStage {

@@ -19,6 +19,10 @@ class CapsuleGround : public ContactModel {
   int contacts() const override { return 2; }
   void evaluate(const State& x, ContactFrame& out) const override {
     out.resize(2, 6);
+    fill(x, out);
+  }
+  // the two ground contacts into rows 0 and 1 of a frame already sized (and zeroed)
+  void fill(const State& x, ContactFrame& out) const {
     const Eigen::Matrix3d Rot = rotation(x);
     const Eigen::Vector3d ez = Rot.transpose() * Eigen::Vector3d::UnitZ();  // world z in the body frame
     const Eigen::Vector3d tx = Rot.transpose() * Eigen::Vector3d::UnitX(), ty = Rot.transpose() * Eigen::Vector3d::UnitY();
@@ -57,12 +61,8 @@ class CapsuleAmongSpheres : public ContactModel {
   }
   void evaluate(const State& x, ContactFrame& out) const override {
     const int k = contacts();
-    ContactFrame g;
-    ground_.evaluate(x, g);
     out.resize(k, 6);
-    out.phi.head<2>() = g.phi;
-    out.Jn.topRows<2>() = g.Jn;
-    out.Jt.topRows<4>() = g.Jt;
+    ground_.fill(x, out);
     const Eigen::Matrix3d Rot = rotation(x);
     const Eigen::Vector3d axis = Rot * Eigen::Vector3d(H_, 0, 0);
     for (int i = 0; i + 2 < k; ++i) {
