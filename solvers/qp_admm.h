@@ -115,6 +115,11 @@ struct QpSettings {
   // OSQP's converge (3,281 iterations in all at eps 1e-6). Float: off (its
   // stagnation near the tolerance is rounding, which a restart does not cure).
   bool fallback = sizeof(T) == 8;
+  // host batch path (solve_batch): a stall returns at once, with
+  // QpInfo::stalled set, instead of restarting; the caller finishes the
+  // problem (host/batch/qp_ipm.h's interior point, then the restart above if
+  // that fails). The device and the real-time path keep the restart.
+  bool stall_return = false;
   // duality gap (on by default): `solved` also needs
   //   |xᵀPx + qᵀx + bᵀy| <= eps_abs + eps_rel·max(|xᵀPx|, |qᵀx|, |bᵀy|)
   // (the primal objective minus the dual one, −½xᵀPx − bᵀy, in the original
@@ -161,6 +166,7 @@ struct QpInfo {
   T prim_res = T(0);  // ||Ax - z||_inf
   T dual_res = T(0);  // ||Px + q + A^T y||_inf
   T rho = T(0);       // final rho
+  bool stalled = false;  // returned at a stall (QpSettings::stall_return)
 };
 
 // Shape of every problem in a batch.
@@ -1123,6 +1129,11 @@ IMPULSE_HD_NOINLINE QpInfo<T> qp_admm_solve(const QpShape& sh, const QpData<T, S
         stalled = true;
         break;
       }
+    }
+    if (stalled && cur.stall_return) {
+      detail::qp_finish(sh, d, x, y, w, cur, SolveStatus::kMaxIterations, it, c, rho, info);
+      info.stalled = true;
+      return info;
     }
     if (stalled) {
       used = it;

@@ -1,5 +1,6 @@
 #include "host/batch/qp_batch.h"
 
+#include "host/batch/qp_ipm.h"
 #include "solvers/qp_admm_lanes.h"
 
 #include <omp.h>
@@ -243,6 +244,7 @@ void QpSolutions<T>::resize(int size_, int n_, int m_) {
   fault.assign(size, InputFault::kNone);
   iterations.assign(size, 0);
   rho_updates.assign(size, 0);
+  ipm_iterations.assign(size, 0);
   solve_us.assign(size, 0.0);
 }
 
@@ -290,6 +292,49 @@ void store_info(const QpInfo<T>& info, int k, QpSolutions<T>& out) {
   out.rho_updates[k] = info.rho_updates;
 }
 
+// The interior point's iteration bound after a stall (within what is left of
+// the budget): it converges in 15-40 on the Maros-Meszaros problems.
+constexpr int kIpmMaxIterations = 100;
+
+// Problem k after a stall (QpSettings::stall_return; `so_far` is what ADMM
+// did): the interior-point finish from scratch (host/batch/qp_ipm.h); when it
+// does not solve (or does not apply), ADMM restarts cold with the fallback
+// settings for the rest of the budget, which is what qp_admm_solve does
+// itself after a stall. The iterations of both count against the budget;
+// out.ipm_iterations[k] says how many were the interior point's.
+template <class T>
+QpInfo<T> finish_stalled(const QpBatch<T>& batch, const QpShape& shape, int k,
+                         const QpSettings<T>& settings, const QpInfo<T>& so_far, T* x, T* y,
+                         std::vector<T>& work, QpSolutions<T>& out) {
+  const int n = batch.n, m = batch.m(), nnz = batch.nnz();
+  int used = so_far.iterations;
+  if (qp_ipm_eligible(shape) && settings.max_iter - used > 1) {
+    std::vector<T> xi(n), yi(m);
+    QpInfo<T> ipm = qp_ipm_solve(shape, batch.P.data() + size_t(k) * n * n,
+                                 batch.q.data() + size_t(k) * n, batch.A.data() + size_t(k) * nnz,
+                                 batch.b.data() + size_t(k) * m, xi.data(), yi.data(), settings,
+                                 std::min(kIpmMaxIterations, settings.max_iter - used - 1));
+    out.ipm_iterations[k] = ipm.iterations;
+    used += ipm.iterations;
+    if (ipm.status == SolveStatus::kSolved) {
+      std::copy(xi.begin(), xi.end(), x);
+      std::copy(yi.begin(), yi.end(), y);
+      ipm.iterations = used;
+      ipm.rho_updates = so_far.rho_updates;
+      ipm.rho = so_far.rho;
+      return ipm;
+    }
+  }
+  QpSettings<T> rest = detail::qp_fallback_settings(settings, settings.max_iter - used);
+  rest.stall_return = false;
+  QpInfo<T> more = qp_admm_solve(
+      shape, problem_data(batch, k), unit_view(x), unit_view(y),
+      QpWork<T, UnitStride>::carve(unit_view(qp_work_align(work.data())), n, m, true), rest, false);
+  more.iterations += used;
+  more.rho_updates += so_far.rho_updates;
+  return more;
+}
+
 // problem k alone (qp_admm_solve), into out; `work` holds qp_work_host_size
 template <class T>
 void solve_one(const QpBatch<T>& batch, const QpShape& shape, int k, const QpSettings<T>& settings,
@@ -297,9 +342,13 @@ void solve_one(const QpBatch<T>& batch, const QpShape& shape, int k, const QpSet
   const int n = batch.n, m = batch.m();
   auto w = QpWork<T, UnitStride>::carve(unit_view(qp_work_align(work.data())), n, m, true);
   const auto t0 = std::chrono::steady_clock::now();
-  const QpInfo<T> info =
-      qp_admm_solve(shape, problem_data(batch, k), unit_view(out.x.data() + size_t(k) * n),
-                    unit_view(out.y.data() + size_t(k) * m), w, settings, options.warm_start);
+  QpSettings<T> st = settings;
+  st.stall_return = settings.fallback;  // finished here (finish_stalled)
+  T* x = out.x.data() + size_t(k) * n;
+  T* y = out.y.data() + size_t(k) * m;
+  QpInfo<T> info =
+      qp_admm_solve(shape, problem_data(batch, k), unit_view(x), unit_view(y), w, st, options.warm_start);
+  if (info.stalled) info = finish_stalled(batch, shape, k, settings, info, x, y, work, out);
   if (options.time_each)
     out.solve_us[k] =
         std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
@@ -392,18 +441,21 @@ void solve_cpu_lanes(const QpBatch<T>& batch, const QpSettings<T>& settings,
         // converges (real train QP #451: 291 iterations alone, the
         // 1,000-iteration budget after a hand-off at 75 with none left)
         rest.max_rho_updates = settings.max_rho_updates;
-        // a lane that stalled restarts cold with the fallback settings, as
-        // qp_admm_solve does after a stall (QpSettings::fallback)
-        const bool restart = lo.stalled[l] && settings.fallback;
-        if (restart) rest = detail::qp_fallback_settings(settings, rest.max_iter);
-        const QpInfo<T> more = qp_admm_solve(
+        // a lane that stalled is finished as one-problem solves are after a
+        // stall (finish_stalled); the others go on from where they were
+        if (lo.stalled[l] && settings.fallback) {
+          info = finish_stalled(batch, shape, k, settings, info, lo.x[l], lo.y[l], bf.one, out);
+          continue;
+        }
+        rest.stall_return = settings.fallback;
+        QpInfo<T> more = qp_admm_solve(
             shape, problem_data(batch, k), unit_view(lo.x[l]), unit_view(lo.y[l]),
             QpWork<T, UnitStride>::carve(unit_view(qp_work_align(bf.one.data())), n, m, true), rest,
-            !restart);
-        const int done = info.iterations, updates = info.rho_updates;
-        info = more;
-        info.iterations += done;
-        info.rho_updates += updates;
+            true);
+        more.iterations += info.iterations;
+        more.rho_updates += info.rho_updates;
+        info = more.stalled ? finish_stalled(batch, shape, k, settings, more, lo.x[l], lo.y[l], bf.one, out)
+                            : more;
       }
       const double us =
           std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();

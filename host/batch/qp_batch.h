@@ -67,6 +67,9 @@ struct QpSolutions {
   std::vector<SolveStatus> status;
   std::vector<InputFault> fault;
   std::vector<int> iterations, rho_updates;
+  // of `iterations`, those of the interior-point finish after a stall (CPU,
+  // double: QpSettings::stall_return, host/batch/qp_ipm.h); 0 for most problems
+  std::vector<int> ipm_iterations;
   std::vector<double> solve_us;  // per-problem wall time (CPU backend only, when timed)
 
   void resize(int size_, int n_, int m_);

@@ -78,7 +78,8 @@ template <class T>
 void write_solution_file(const std::string& path, const QpSolutions<T>& s) {
   const int64_t B = s.size;
   auto d = [](const std::vector<T>& v) { return std::vector<double>(v.begin(), v.end()); };
-  std::vector<int32_t> status(B), fault(B), iters(s.iterations.begin(), s.iterations.end());
+  std::vector<int32_t> status(B), fault(B), iters(s.iterations.begin(), s.iterations.end()),
+      ipm(s.ipm_iterations.begin(), s.ipm_iterations.end());
   for (int64_t k = 0; k < B; ++k) {
     status[k] = static_cast<int32_t>(s.status[k]);
     fault[k] = static_cast<int32_t>(s.fault[k]);
@@ -93,6 +94,7 @@ void write_solution_file(const std::string& path, const QpSolutions<T>& s) {
   ar["status"] = make_npy(dims({B}), status);
   ar["fault"] = make_npy(dims({B}), fault);
   ar["iterations"] = make_npy(dims({B}), iters);
+  ar["ipm_iterations"] = make_npy(dims({B}), ipm);
   ar["solve_us"] = make_npy(dims({B}), s.solve_us);
   write_npz(path, ar);
 }
@@ -112,6 +114,7 @@ QpSolutions<double> read_solution_file(const std::string& path) {
   s.value = npz_get(ar, "value", path).as<double>();
   s.solve_us = npz_get(ar, "solve_us", path).as<double>();
   s.iterations = npz_get(ar, "iterations", path).as<int>();
+  if (ar.count("ipm_iterations")) s.ipm_iterations = npz_get(ar, "ipm_iterations", path).as<int>();
   const std::vector<int> st = npz_get(ar, "status", path).as<int>();
   for (size_t k = 0; k < st.size() && k < s.status.size(); ++k)
     s.status[k] = static_cast<SolveStatus>(st[k]);

@@ -64,6 +64,11 @@ int run_solve(const SolveArgs& a) {
               sol.count(SolveStatus::kMaxIterations), sol.count(SolveStatus::kPrimalInfeasible),
               sol.count(SolveStatus::kDualInfeasible), invalid,
               sol.count(SolveStatus::kNumericalError));
+  int finished_ipm = 0;
+  for (int k : sol.ipm_iterations) finished_ipm += k > 0;
+  if (finished_ipm > 0)
+    std::printf("%d problems stalled in ADMM and went to the interior-point finish "
+                "(ipm_iterations in the output)\n", finished_ipm);
   const auto bad = sol.problems_not_solved();
   for (size_t i = 0; i < bad.size() && i < 20; ++i) std::fprintf(stderr, "%s\n", bad[i].c_str());
   if (bad.size() > 20) std::fprintf(stderr, "... and %zu more\n", bad.size() - 20);

@@ -1,0 +1,278 @@
+#include "host/batch/qp_ipm.h"
+
+#include <Eigen/Dense>
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+namespace impulse {
+
+namespace {
+
+using Mat = Eigen::MatrixXd;
+using Vec = Eigen::VectorXd;
+
+// The reduced Newton system [H0 + δI, Eᵀ; E, −δI] of one iteration, with H0 =
+// P + A_inᵀ W A_in, E = A_eq; solves with iterative refinement against δ = 0.
+class NewtonSystem {
+ public:
+  // false when no regularization up to 1e-2 makes the factors exist
+  bool factor(const Mat& P, const Mat& Ain, const Vec& w, const Mat& Aeq) {
+    H0_ = P;
+    H0_.noalias() += Ain.transpose() * w.asDiagonal() * Ain;
+    Aeq_ = &Aeq;
+    // absolute (the data are equilibrated): relative to H0's diagonal, which
+    // grows as 1/s on the active rows, δ would swamp the other directions
+    for (delta_ = 1e-10; delta_ <= 1e-2; delta_ *= 100) {
+      Mat H = H0_;
+      H.diagonal().array() += delta_;
+      llt_h_.compute(H);
+      if (llt_h_.info() != Eigen::Success) continue;
+      if (Aeq.rows() == 0) return true;
+      Mat HinvEt = llt_h_.solve(Aeq.transpose());
+      Mat S = Aeq * HinvEt;
+      S.diagonal().array() += delta_;
+      llt_s_.compute(S);
+      if (llt_s_.info() == Eigen::Success) return true;
+    }
+    return false;
+  }
+
+  void solve(const Vec& g1, const Vec& g2, Vec& dx, Vec& dy) const {
+    solve_regularized(g1, g2, dx, dy);
+    for (int pass = 0; pass < 3; ++pass) {  // refinement against the unregularized system
+      Vec r1 = g1 - H0_ * dx;
+      Vec r2 = g2;
+      if (Aeq_->rows() > 0) {
+        r1.noalias() -= Aeq_->transpose() * dy;
+        r2.noalias() -= *Aeq_ * dx;
+      }
+      Vec cx, cy;
+      solve_regularized(r1, r2, cx, cy);
+      dx += cx;
+      dy += cy;
+    }
+  }
+
+ private:
+  void solve_regularized(const Vec& g1, const Vec& g2, Vec& dx, Vec& dy) const {
+    if (Aeq_->rows() == 0) {
+      dx = llt_h_.solve(g1);
+      dy.resize(0);
+      return;
+    }
+    // (E H⁻¹ Eᵀ + δI) dy = E H⁻¹ g₁ − g₂, then H dx = g₁ − Eᵀ dy
+    const Vec hg = llt_h_.solve(g1);
+    dy = llt_s_.solve(*Aeq_ * hg - g2);
+    dx = llt_h_.solve(g1 - Aeq_->transpose() * dy);
+  }
+
+  Mat H0_;
+  const Mat* Aeq_ = nullptr;
+  double delta_ = 0;
+  Eigen::LLT<Mat> llt_h_, llt_s_;
+};
+
+// the largest step in (0, 1] keeping v + α dv ≥ 0
+double max_step(const Vec& v, const Vec& dv) {
+  double a = 1.0;
+  for (Eigen::Index i = 0; i < v.size(); ++i)
+    if (dv[i] < 0) a = std::min(a, -v[i] / dv[i]);
+  return a;
+}
+
+}  // namespace
+
+bool qp_ipm_eligible(const QpShape& sh) { return sh.cones.n_soc == 0; }
+
+template <class T>
+QpInfo<T> qp_ipm_solve(const QpShape& sh, const T* P_, const T* q_, const T* A_, const T* b_, T* x_out,
+                       T* y_out, const QpSettings<T>& st, int max_iter) {
+  const int n = sh.n, m = sh.m(), n_eq = sh.cones.n_zero;
+  QpInfo<T> info;
+  // the original data, dense
+  Mat P(n, n), A = Mat::Zero(m, n);
+  Vec q(n), b(m);
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < n; ++j) P(i, j) = double(P_[i * n + j]);
+  for (int i = 0; i < n; ++i) q[i] = double(q_[i]);
+  for (int r = 0; r < m; ++r) {
+    b[r] = double(b_[r]);
+    for (int k = sh.a.row_ptr[r]; k < sh.a.row_ptr[r + 1]; ++k) A(r, sh.a.col[k]) = double(A_[k]);
+  }
+  // a nonconvex P (possible when the caller turned the input check off) has
+  // KKT points that are not minima: not this method's business
+  {
+    Mat Pr = P;
+    Pr.diagonal().array() += double(st.psd_tol) * std::max(1.0, P.diagonal().cwiseAbs().maxCoeff());
+    if (!P.allFinite() || Eigen::LLT<Mat>(Pr).info() != Eigen::Success) {
+      info.status = SolveStatus::kNumericalError;
+      return info;
+    }
+  }
+  // the rows kept: zero cones, then the nonnegative rows with a finite bound
+  std::vector<int> in_rows;
+  for (int r = n_eq; r < m; ++r)
+    if (std::isfinite(b[r])) in_rows.push_back(r);
+  const int n_in = int(in_rows.size());
+
+  // Ruiz equilibration of [P Aᵀ; A 0] (OSQP's bounds on a pass's factors)
+  Vec D = Vec::Ones(n), E = Vec::Ones(m);
+  Mat Ps = P, As = A;
+  for (int pass = 0; pass < 25; ++pass) {
+    Vec dcol(n), erow(m);
+    for (int j = 0; j < n; ++j) {
+      double v = Ps.col(j).cwiseAbs().maxCoeff();
+      if (m > 0) v = std::max(v, As.col(j).cwiseAbs().maxCoeff());
+      dcol[j] = v < 1e-4 ? 1.0 : 1.0 / std::sqrt(std::min(v, 1e4));
+    }
+    for (int r = 0; r < m; ++r) {
+      const double v = n > 0 ? As.row(r).cwiseAbs().maxCoeff() : 0.0;
+      erow[r] = v < 1e-4 ? 1.0 : 1.0 / std::sqrt(std::min(v, 1e4));
+    }
+    Ps = dcol.asDiagonal() * Ps * dcol.asDiagonal();
+    As = erow.asDiagonal() * As * dcol.asDiagonal();
+    D = D.cwiseProduct(dcol);
+    E = E.cwiseProduct(erow);
+  }
+  Vec qs = D.cwiseProduct(q);
+  double cost = 1.0;
+  {
+    double mean_col = 0;
+    for (int j = 0; j < n; ++j) mean_col += Ps.col(j).cwiseAbs().maxCoeff();
+    mean_col /= std::max(n, 1);
+    const double v = std::max(mean_col, qs.cwiseAbs().maxCoeff());
+    if (v > 1e-4) cost = 1.0 / std::min(v, 1e4);
+  }
+  Ps *= cost;
+  qs *= cost;
+  // the scaled blocks: x = D x̄, y = E ȳ / c, s = s̄ / E
+  Mat Aeq = As.topRows(n_eq), Ain(n_in, n);
+  Vec beq = E.head(n_eq).cwiseProduct(b.head(n_eq)), bin(n_in);
+  for (int i = 0; i < n_in; ++i) {
+    Ain.row(i) = As.row(in_rows[i]);
+    bin[i] = E[in_rows[i]] * b[in_rows[i]];
+  }
+
+  NewtonSystem sys;
+  Vec x(n), yeq(n_eq), z(n_in), s(n_in);
+  // start: min ½x̄ᵀP̄x̄ + q̄ᵀx̄ + ½‖Āᵢₙx̄ − b̄ᵢₙ‖² s.t. Āₑ x̄ = b̄ₑ, then s and z
+  // shifted into the interior (Mehrotra's heuristic)
+  if (!sys.factor(Ps, Ain, Vec::Ones(n_in), Aeq)) {
+    info.status = SolveStatus::kNumericalError;
+    return info;
+  }
+  sys.solve(-qs + Ain.transpose() * bin, beq, x, yeq);
+  if (n_in > 0) {
+    s = bin - Ain * x;
+    z = -s;
+    const double ds = std::max(-1.5 * s.minCoeff(), 0.0), dz = std::max(-1.5 * z.minCoeff(), 0.0);
+    s.array() += ds;
+    z.array() += dz;
+    const double sz = s.dot(z);
+    s.array() += 0.5 * sz / std::max(z.sum(), 1e-300);
+    z.array() += 0.5 * sz / std::max(s.sum(), 1e-300);
+    if (!(s.minCoeff() > 0)) s.array() += 1.0;
+    if (!(z.minCoeff() > 0)) z.array() += 1.0;
+  }
+
+  // the stopping test in the original units; fills info's residuals
+  Vec xo = Vec::Zero(n), yo = Vec::Zero(m), Px = Vec::Zero(n), Ax = Vec::Zero(m), Aty(n);
+  auto converged = [&]() {
+    xo = D.cwiseProduct(x);
+    yo.setZero();
+    for (int r = 0; r < n_eq; ++r) yo[r] = E[r] * yeq[r] / cost;
+    for (int i = 0; i < n_in; ++i) yo[in_rows[i]] = E[in_rows[i]] * z[i] / cost;
+    Px.noalias() = P * xo;
+    Ax.noalias() = A * xo;
+    Aty.noalias() = A.transpose() * yo;
+    double prim = 0, ax_n = 0, z_n = 0;
+    for (int r = 0; r < m; ++r) {
+      const double zr = r < n_eq ? b[r] : std::min(Ax[r], b[r]);  // Π_C(Ax)
+      prim = std::max(prim, std::abs(Ax[r] - zr));
+      ax_n = std::max(ax_n, std::abs(Ax[r]));
+      z_n = std::max(z_n, std::abs(zr));
+    }
+    const double dual = (Px + q + Aty).cwiseAbs().maxCoeff();
+    const double eps_p = double(st.eps_abs) + double(st.eps_rel) * std::max(ax_n, z_n);
+    const double eps_d = double(st.eps_abs) + double(st.eps_rel) *
+                                                  std::max({Px.cwiseAbs().maxCoeff(),
+                                                            Aty.cwiseAbs().maxCoeff(),
+                                                            q.cwiseAbs().maxCoeff()});
+    const double xpx = xo.dot(Px), qx = q.dot(xo);
+    double by = 0;
+    for (int r = 0; r < m; ++r)
+      if (yo[r] != 0) by += b[r] * yo[r];
+    const double gap = std::abs(xpx + qx + by);
+    const double eps_g = double(st.eps_abs) +
+                         double(st.eps_rel) * std::max({std::abs(xpx), std::abs(qx), std::abs(by)});
+    info.prim_res = T(prim);
+    info.dual_res = T(dual);
+    return prim <= eps_p && dual <= eps_d && (!st.check_gap || gap <= eps_g);
+  };
+
+  SolveStatus status = SolveStatus::kMaxIterations;
+  int it = 0;
+  Vec dx, dy, dz, ds, dx2, dy2;
+  for (;; ++it) {
+    if (!x.allFinite() || !yeq.allFinite() || !z.allFinite() || !s.allFinite()) {
+      status = SolveStatus::kNumericalError;
+      break;
+    }
+    if (converged()) {
+      status = SolveStatus::kSolved;
+      break;
+    }
+    if (it == max_iter) break;
+    // residuals of the scaled problem
+    const Vec rd = Ps * x + qs + Aeq.transpose() * yeq + Ain.transpose() * z;
+    const Vec re = Aeq * x - beq;
+    const Vec ri = Ain * x + s - bin;
+    const double mu = n_in > 0 ? s.dot(z) / n_in : 0.0;
+    const Vec w = z.cwiseQuotient(s);
+    if (!sys.factor(Ps, Ain, w, Aeq)) {
+      status = SolveStatus::kNumericalError;
+      break;
+    }
+    // one Newton direction for the complementarity right-hand side rsz
+    auto direction = [&](const Vec& rsz) {
+      const Vec g1 = -rd - Ain.transpose() * (w.cwiseProduct(ri) - rsz.cwiseQuotient(s));
+      sys.solve(g1, -re, dx, dy);
+      dz = w.cwiseProduct(Ain * dx + ri) - rsz.cwiseQuotient(s);
+      ds = -ri - Ain * dx;
+    };
+    // predictor (affine scaling), then the centred corrector
+    direction(s.cwiseProduct(z));
+    double alpha = std::min(max_step(s, ds), max_step(z, dz));
+    if (n_in > 0) {
+      const double mu_aff = (s + alpha * ds).dot(z + alpha * dz) / n_in;
+      const double sigma = std::pow(std::max(mu_aff, 0.0) / std::max(mu, 1e-300), 3);
+      const Vec rsz = s.cwiseProduct(z) + ds.cwiseProduct(dz) - Vec::Constant(n_in, sigma * mu);
+      direction(rsz);
+      alpha = std::min(1.0, 0.99 * std::min(max_step(s, ds), max_step(z, dz)));
+    }
+    x += alpha * dx;
+    yeq += alpha * dy;
+    z += alpha * dz;
+    s += alpha * ds;
+  }
+  for (int i = 0; i < n; ++i) x_out[i] = T(xo[i]);
+  for (int r = 0; r < m; ++r) y_out[r] = T(yo[r]);
+  double obj = 0.5 * xo.dot(Px) + q.dot(xo), lag = 0;
+  for (int r = 0; r < m; ++r)
+    if (yo[r] != 0) lag += yo[r] * (Ax[r] - b[r]);
+  info.status = status;
+  info.iterations = it;
+  info.objective = T(obj);
+  info.value = T(obj + lag);
+  return info;
+}
+
+template QpInfo<float> qp_ipm_solve(const QpShape&, const float*, const float*, const float*,
+                                    const float*, float*, float*, const QpSettings<float>&, int);
+template QpInfo<double> qp_ipm_solve(const QpShape&, const double*, const double*, const double*,
+                                     const double*, double*, double*, const QpSettings<double>&,
+                                     int);
+
+}  // namespace impulse

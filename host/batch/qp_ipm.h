@@ -1,0 +1,59 @@
+// The interior-point finish of the host batch path: a dense primal-dual
+// interior-point method (Mehrotra's predictor-corrector) for the problems ADMM
+// stalls on.
+//
+//   minimize ½ xᵀPx + qᵀx   subject to  Ax + s = b,  s ∈ K
+//
+// with K made of zero and nonnegative cones (no second-order cones: a problem
+// with one is not eligible, qp_ipm_eligible). A nonnegative row with b = +inf
+// has no bound and is left out (its y is 0).
+//
+// Where it is used: solve_batch's CPU paths in double. ADMM runs first; when
+// it stagnates (QpSettings::fallback's rule, from a quarter of the budget on)
+// it returns (QpSettings::stall_return) and the problem is solved again from
+// scratch here. On the Maros-Meszaros problems ADMM does not finish (QISRAEL,
+// QSCAGR7, QSHARE2B: also OSQP's failures) this converges in a few dozen
+// iterations. If it does not, the caller restarts ADMM as before.
+//
+// Method (Nocedal & Wright, Numerical Optimization, 2nd ed., §16.6, with
+// equality rows kept apart): the data are first equilibrated (Ruiz passes on
+// [P Aᵀ; A 0] and a cost factor, as OSQP scales); each iteration solves the
+// Newton system reduced to
+//   [P + A_inᵀ W A_in   A_eqᵀ] [dx]   [g₁]
+//   [A_eq                0   ] [dy] = [g₂],   W = diag(z ∘ s⁻¹),
+// regularized (δ on the diagonal: P may be singular and equality rows
+// dependent) and corrected by iterative refinement on the unregularized
+// system, through a Cholesky factor of the (1,1) block and one of its Schur
+// complement A_eq (…)⁻¹ A_eqᵀ + δI. The step length keeps s, z > 0 (0.99 of
+// the way to the boundary).
+//
+// Stopping: the ADMM solver's rule in the original units (QpSettings: eps_abs,
+// eps_rel, check_gap), with z = Π_C(Ax) the nearest point of C = b − K:
+//   ‖Ax − z‖∞ ≤ eps_abs + eps_rel·max(‖Ax‖∞, ‖z‖∞)
+//   ‖Px + q + Aᵀy‖∞ ≤ eps_abs + eps_rel·max(‖Px‖∞, ‖Aᵀy‖∞, ‖q‖∞)
+//   |xᵀPx + qᵀx + bᵀy| ≤ eps_abs + eps_rel·max(|xᵀPx|, |qᵀx|, |bᵀy|)
+// with y ∈ K* by construction (y ≥ 0 on the nonnegative rows).
+//
+// Host only; it allocates (dense matrices of (n + m)² at most): it is not on
+// the real-time path, whose solver keeps ADMM's restart.
+#pragma once
+
+#include "solvers/qp_admm.h"
+
+namespace impulse {
+
+// true when the interior point applies: only zero and nonnegative cones.
+bool qp_ipm_eligible(const QpShape& sh);
+
+// Solves one problem (P row-major n × n, A in sh's pattern, b of sh.m()
+// rows) cold, in double whatever T, in at most `max_iter` iterations with
+// st's tolerances. On return x (n) and y (m) hold the last iterate; the info's
+// status is kSolved when the rule above holds, else kMaxIterations (or
+// kNumericalError when the Newton system could not be solved or the iterate
+// stopped being finite, or P is not positive semidefinite: a caller that
+// turned the input check off may pass one). info.objective and value as QpInfo defines them.
+template <class T>
+QpInfo<T> qp_ipm_solve(const QpShape& sh, const T* P, const T* q, const T* A, const T* b, T* x,
+                       T* y, const QpSettings<T>& st, int max_iter);
+
+}  // namespace impulse
