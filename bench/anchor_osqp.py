@@ -169,6 +169,8 @@ def solve_impulse(impulse, in_path, out_path, eps, max_iter, repeat, precision="
     return dict(x=best["x"], t_solve=best["solve_us"].astype(float),
                 t_total=best["solve_us"].astype(float), iters=best["iterations"].astype(int),
                 value=best.get("value"), solved=status == 1,
+                ipm=best["ipm_iterations"].astype(int) if "ipm_iterations" in best
+                else np.zeros(len(status), dtype=int),
                 status=[IMPULSE_STATUS.get(int(s), str(s)) for s in status])
 
 

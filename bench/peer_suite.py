@@ -11,7 +11,8 @@ ADMM iterations. For each, at one tolerance eps (absolute = relative):
 - OSQP (PyPI): a fresh solver per problem, the same eps and iteration limit, no
   polishing, its defaults otherwise (OSQP >= 1.0 also checks the duality gap);
 - ProxQP dense (PyPI proxsuite), when it installs.
-Reported per problem: status, iterations, time (impulse: the whole solve; OSQP set-up +
+Reported per problem: status, iterations (impulse: "(IPM k)" when ADMM stalled and the
+interior-point finish took k of them), time (impulse: the whole solve; OSQP set-up +
 solve), and the objective's relative error |f - f*| / max(1, |f*|) against the
 reference (f includes the problem's constant term). Then the counts within 1e-4 and
 the median ratios. Times are measured in this one run, one thread, nothing else
@@ -99,7 +100,8 @@ def main():
             res["ProxQP"] = (p["status"][0], int(p["iters"][0]), float(p["t_total"][0]),
                              err(p["x"][0]))
         n, m = batch["q"].shape[1], batch["b"].shape[1]
-        rows.append((name, n, m, res))
+        ipm = {"impulse one": int(one["ipm"][0]), "impulse lanes": int(lanes["ipm"][0])}
+        rows.append((name, n, m, res, ipm))
         for k, v in res.items():
             summary[k].append(v)
         print("%-9s n %3d m %3d  " % (name, n, m) + "  ".join(
@@ -116,11 +118,12 @@ def main():
     head = "| problem | n | m | " + " | ".join(
         "%s status | it | µs | obj. err" % s for s in solvers) + " |"
     lines += [head, "|" + "---|" * (3 + 4 * len(solvers))]
-    for name, n, m, res in rows:
+    for name, n, m, res, ipm in rows:
         cells = []
         for s in solvers:
             st, it, t, e = res[s]
-            cells.append("%s | %d | %.0f | %.1e" % (st, it, t, e))
+            its = "%d (IPM %d)" % (it, ipm[s]) if ipm.get(s, 0) > 0 else "%d" % it
+            cells.append("%s | %s | %.0f | %.1e" % (st, its, t, e))
         lines.append("| %s | %d | %d | %s |" % (name, n, m, " | ".join(cells)))
     lines += ["", "| solver | objective within 1e-4 | solved and within 1e-4 | median iterations | median µs | "
               "median iterations / OSQP's | median time / OSQP's |",
