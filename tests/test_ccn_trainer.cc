@@ -28,11 +28,7 @@ namespace fs = std::filesystem;
 std::string temp_dir(const std::string& name) { return testing::fresh_dir("impulse_ccn_trainer_", name); }
 
 std::string elbow_dir() {
-#ifdef IMPULSE_SHARED_DATA_DIR
-  return std::string(IMPULSE_SHARED_DATA_DIR) + "/articulated_elbow";
-#else
-  return "../shared/data/articulated_elbow";
-#endif
+  return testing::shared_data("articulated_elbow");
 }
 
 // six real tosses (rows 0..59 of each) as an impulse-multibody file; "" when absent

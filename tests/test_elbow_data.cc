@@ -28,11 +28,7 @@ namespace impulse {
 namespace {
 
 std::string elbow_dir() {
-#ifdef IMPULSE_SHARED_DATA_DIR
-  return std::string(IMPULSE_SHARED_DATA_DIR) + "/articulated_elbow";
-#else
-  return "../shared/data/articulated_elbow";
-#endif
+  return testing::shared_data("articulated_elbow");
 }
 
 struct Segments {

@@ -253,11 +253,7 @@ TEST(QpIpm, InfeasibleOrOutOfBudgetIsNotSolved) {
 }
 
 std::string suite_dir() {
-#ifdef IMPULSE_SHARED_DATA_DIR
-  return std::string(IMPULSE_SHARED_DATA_DIR) + "/maros_meszaros_small";
-#else
-  return "";
-#endif
+  return testing::shared_data("maros_meszaros_small");
 }
 
 // the 13 Maros-Meszaros problems straight into the interior point at eps

@@ -30,11 +30,7 @@ namespace impulse {
 namespace {
 
 std::string suite_dir() {
-#ifdef IMPULSE_SHARED_DATA_DIR
-  return std::string(IMPULSE_SHARED_DATA_DIR) + "/maros_meszaros_small";
-#else
-  return "";
-#endif
+  return testing::shared_data("maros_meszaros_small");
 }
 
 struct PeerProblem {

@@ -16,11 +16,7 @@ namespace impulse {
 namespace {
 
 std::string golden_dir() {
-#ifdef IMPULSE_SHARED_DATA_DIR
-  return std::string(IMPULSE_SHARED_DATA_DIR) + "/contactnets_qps";
-#else
-  return "";
-#endif
+  return testing::shared_data("contactnets_qps");
 }
 
 // relative error of an optimal value; values below 1e-3 in magnitude (a loss

@@ -512,11 +512,7 @@ TEST(SystemTosses, TruncatedAndCorruptFiles) {
 namespace {
 
 std::string elbow_dir() {
-#ifdef IMPULSE_SHARED_DATA_DIR
-  return std::string(IMPULSE_SHARED_DATA_DIR) + "/articulated_elbow";
-#else
-  return "";
-#endif
+  return impulse::testing::shared_data("articulated_elbow");
 }
 
 class RealElbowTosses : public ::testing::Test {

@@ -734,11 +734,7 @@ TEST(TossData, SplitErrors) {
 namespace {
 
 std::string real_dir() {
-#ifdef IMPULSE_SHARED_DATA_DIR
-  return std::string(IMPULSE_SHARED_DATA_DIR) + "/cube_toss/contact-nets/data/tosses_processed";
-#else
-  return "";
-#endif
+  return impulse::testing::shared_data("cube_toss/contact-nets/data/tosses_processed");
 }
 
 class RealTosses : public ::testing::Test {

@@ -41,6 +41,17 @@ inline bool running_in_ci() {
 
 namespace testing {
 
+// A folder of the public data sets (../shared/data/SUB, the path CMake found;
+// relative to the working directory when it found none): tests skip with a
+// message when it is absent (IMPULSE_SKIP_WITHOUT_DATA).
+inline std::string shared_data(const std::string& sub) {
+#ifdef IMPULSE_SHARED_DATA_DIR
+  return std::string(IMPULSE_SHARED_DATA_DIR) + "/" + sub;
+#else
+  return "../shared/data/" + sub;
+#endif
+}
+
 // An empty directory under the test temp dir, per process (ctest runs the tests
 // of one file in parallel processes): TMP/PREFIX<pid>_NAME.
 inline std::string fresh_dir(const std::string& prefix, const std::string& name) {
