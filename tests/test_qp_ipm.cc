@@ -25,6 +25,7 @@
 #include "host/batch/qp_batch.h"
 #include "host/batch/qp_file.h"
 #include "host/batch/qp_ipm.h"
+#include "solvers/lanes.h"
 #include "tests/test_util.h"
 
 namespace impulse {
@@ -217,6 +218,95 @@ TEST(QpIpm, LpWithADuplicatedEqualityRow) {
   EXPECT_LE(c.prim, 1e-8);
   EXPECT_LE(c.dual, 1e-8);
   EXPECT_LE(c.cone, 0.0);
+  EXPECT_LE(c.comp, 1e-8);
+}
+
+// Degenerate shapes: equality rows only (one Newton system), every
+// inequality row without a bound (b = +inf: the unconstrained minimum), and
+// more equality rows than variables (consistent, so dependent)
+TEST(QpIpm, EqualityOnlyUnboundedRowsAndMoreRowsThanVariables) {
+  const int n = 2;
+  std::vector<double> x, y;
+  {  // min ½‖x‖² − x₁ s.t. x₁ + x₂ = 1: x = (1, 0)
+    ConeSpec c;
+    c.n_zero = 1;
+    QpBatch<double> bt = QpBatch<double>::dense(1, n, c);
+    const double A[] = {1, 1};
+    bt.set_A_dense(0, A);
+    bt.P = {1, 0, 0, 1};
+    bt.q = {-1, 0};
+    bt.b = {1};
+    const QpInfo<double> info = ipm(bt, 0, x, y, 1e-10);
+    ASSERT_EQ(info.status, SolveStatus::kSolved);
+    EXPECT_NEAR(x[0], 1.0, 1e-9);
+    EXPECT_NEAR(x[1], 0.0, 1e-9);
+    EXPECT_NEAR(y[0], 0.0, 1e-9);
+  }
+  {  // min ½‖x‖² − x₁ − 2x₂ with two rows of b = +inf: x = (1, 2), y = 0
+    ConeSpec c;
+    c.n_nonneg = 2;
+    QpBatch<double> bt = QpBatch<double>::dense(1, n, c);
+    const double A[] = {1, 0, 0, 1};
+    bt.set_A_dense(0, A);
+    bt.P = {1, 0, 0, 1};
+    bt.q = {-1, -2};
+    bt.b = {std::numeric_limits<double>::infinity(), std::numeric_limits<double>::infinity()};
+    const QpInfo<double> info = ipm(bt, 0, x, y, 1e-10);
+    ASSERT_EQ(info.status, SolveStatus::kSolved);
+    EXPECT_NEAR(x[0], 1.0, 1e-9);
+    EXPECT_NEAR(x[1], 2.0, 1e-9);
+    EXPECT_EQ(y[0], 0.0);
+    EXPECT_EQ(y[1], 0.0);
+  }
+  {  // three equality rows on two variables (x₁ = 1, x₂ = 2, x₁ + x₂ = 3), one bound
+    ConeSpec c;
+    c.n_zero = 3;
+    c.n_nonneg = 1;
+    QpBatch<double> bt = QpBatch<double>::dense(1, n, c);
+    const double A[] = {1, 0, 0, 1, 1, 1, -1, 0};
+    bt.set_A_dense(0, A);
+    bt.P = {1, 0, 0, 1};
+    bt.q = {5, -7};
+    bt.b = {1, 2, 3, 0};
+    const QpInfo<double> info = ipm(bt, 0, x, y, 1e-9);
+    ASSERT_EQ(info.status, SolveStatus::kSolved);
+    EXPECT_NEAR(x[0], 1.0, 1e-8);
+    EXPECT_NEAR(x[1], 2.0, 1e-8);
+    EXPECT_NEAR(info.objective, 0.5 * 5 + 5 - 14, 1e-7);
+    EXPECT_LE(kkt_of(bt, 0, x, y).dual, 1e-8);
+  }
+}
+
+// The gap is always tested here (check_gap off included): ADMM's y is
+// complementary by construction, the interior point's only in the limit, so
+// residuals alone would stop it early with a wrong objective. And NaN or −inf
+// in b (the input check off upstream) is an error, not a dropped row.
+TEST(QpIpm, GapAlwaysTestedAndBadBoundsRefused) {
+  ConeSpec cones;
+  cones.n_zero = 3;
+  cones.n_nonneg = 20;
+  const GeneratedQps g = random_qp_batch(20, 10, cones, 3);
+  QpSettings<double> st;
+  st.eps_abs = st.eps_rel = 1e-6;
+  st.check_gap = false;
+  const int n = g.batch.n, m = g.batch.m(), nnz = g.batch.nnz();
+  for (int k = 0; k < g.batch.size; ++k) {
+    std::vector<double> x(n), y(m);
+    const QpInfo<double> info =
+        qp_ipm_solve(g.batch.shape(), g.batch.P.data() + size_t(k) * n * n, g.batch.q.data() + size_t(k) * n,
+                     g.batch.A.data() + size_t(k) * nnz, g.batch.b.data() + size_t(k) * m, x.data(),
+                     y.data(), st, 100);
+    ASSERT_EQ(info.status, SolveStatus::kSolved) << "problem " << k;
+    EXPECT_LE(std::abs(info.objective - g.obj_opt[k]), 1e-5 * std::max(1.0, std::abs(g.obj_opt[k])))
+        << "problem " << k;
+    EXPECT_LE(kkt_of(g.batch, k, x, y).comp, 1e-5) << "problem " << k;
+  }
+  QpBatch<double> bt = g.batch;
+  std::vector<double> x, y;
+  for (double bad : {std::nan(""), -std::numeric_limits<double>::infinity()}) {
+    bt.b[size_t(cones.n_zero) + 4] = bad;
+    EXPECT_EQ(ipm(bt, 0, x, y, 1e-6).status, SolveStatus::kNumericalError);
+  }
 }
 
 // x ≤ −1 and −x ≤ −1 (x ≥ 1): no feasible point, never reported solved; a
@@ -280,6 +370,7 @@ TEST(QpIpm, MarosMeszarosToTheirReferences) {
     EXPECT_LE(c.prim, 1e-6 * scale);
     EXPECT_LE(c.dual, 1e-6 * scale);
     EXPECT_LE(c.cone, 0.0);
+    EXPECT_LE(c.comp, 1e-6 * scale * scale);
     std::printf("[ info ] %-9s %2d iterations, error %.1e\n", name.c_str(), info.iterations,
                 std::abs(info.objective - ref) / std::max(1.0, std::abs(ref)));
   }
@@ -296,14 +387,26 @@ TEST(QpIpm, StalledBatchSolveEndsInTheInteriorPoint) {
   st.eps_abs = st.eps_rel = 1e-6;
   QpSolutions<double> one, lanes;
   solve_batch(bt, st, testing::cpu_path(false), one);
-  solve_batch(bt, st, testing::cpu_path(true), lanes);
-  for (const QpSolutions<double>* s : {&one, &lanes}) {
-    EXPECT_EQ(s->status[0], SolveStatus::kSolved);
-    EXPECT_GT(s->ipm_iterations[0], 0);
-    EXPECT_LE(s->iterations[0], st.max_iter);
-    EXPECT_GE(s->iterations[0] - s->ipm_iterations[0], st.max_iter / 4);  // the stall rule's start
+  // a full lane group of copies (a group at most half full is solved one at a time)
+  const int W = Lanes<double>::W;
+  QpBatch<double> group = QpBatch<double>::with_pattern(W, bt.n, bt.cones, bt.a_row_ptr, bt.a_col);
+  for (int k = 0; k < W; ++k) {
+    std::copy(bt.P.begin(), bt.P.end(), group.P.begin() + size_t(k) * bt.P.size());
+    std::copy(bt.q.begin(), bt.q.end(), group.q.begin() + size_t(k) * bt.q.size());
+    std::copy(bt.A.begin(), bt.A.end(), group.A.begin() + size_t(k) * bt.A.size());
+    std::copy(bt.b.begin(), bt.b.end(), group.b.begin() + size_t(k) * bt.b.size());
   }
-  EXPECT_EQ(one.objective[0], lanes.objective[0]);
+  solve_batch(group, st, testing::cpu_path(true), lanes);
+  for (const QpSolutions<double>* s : {&one, &lanes}) {
+    for (int k = 0; k < s->size; ++k) {
+      EXPECT_EQ(s->status[k], SolveStatus::kSolved);
+      EXPECT_GT(s->ipm_iterations[k], 0);
+      EXPECT_LE(s->iterations[k], st.max_iter);
+      EXPECT_GE(s->iterations[k] - s->ipm_iterations[k], st.max_iter / 4);  // the stall rule's start
+      // the interior point starts cold from the same data: the same answer
+      EXPECT_EQ(s->objective[k], one.objective[0]);
+    }
+  }
   st.fallback = false;
   QpSolutions<double> off;
   solve_batch(bt, st, testing::cpu_path(false), off);

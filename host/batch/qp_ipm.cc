@@ -1,5 +1,7 @@
 #include "host/batch/qp_ipm.h"
 
+// small dense products, one problem per worker thread: no OpenMP teams inside
+#define EIGEN_DONT_PARALLELIZE
 #include <Eigen/Dense>
 #include <algorithm>
 #include <cmath>
@@ -111,7 +113,16 @@ QpInfo<T> qp_ipm_solve(const QpShape& sh, const T* P_, const T* q_, const T* A_,
       return info;
     }
   }
-  // the rows kept: zero cones, then the nonnegative rows with a finite bound
+  // data the input check would refuse (a caller may have turned it off)
+  bool bad_b = false;
+  for (int r = 0; r < m; ++r)
+    bad_b = bad_b || std::isnan(b[r]) || b[r] == -std::numeric_limits<double>::infinity() ||
+            (r < n_eq && !std::isfinite(b[r]));
+  if (bad_b || !q.allFinite() || !A.allFinite()) {
+    info.status = SolveStatus::kNumericalError;
+    return info;
+  }
+  // the rows kept: zero cones, then the nonnegative rows with a bound (b < +inf)
   std::vector<int> in_rows;
   for (int r = n_eq; r < m; ++r)
     if (std::isfinite(b[r])) in_rows.push_back(r);
@@ -209,7 +220,10 @@ QpInfo<T> qp_ipm_solve(const QpShape& sh, const T* P_, const T* q_, const T* A_,
                          double(st.eps_rel) * std::max({std::abs(xpx), std::abs(qx), std::abs(by)});
     info.prim_res = T(prim);
     info.dual_res = T(dual);
-    return prim <= eps_p && dual <= eps_d && (!st.check_gap || gap <= eps_g);
+    // the gap always: ADMM's y is complementary to its slack by construction,
+    // the interior point's only in the limit (its residuals can vanish while
+    // sᵀz is still large), so check_gap = false does not switch it off here
+    return prim <= eps_p && dual <= eps_d && gap <= eps_g;
   };
 
   SolveStatus status = SolveStatus::kMaxIterations;
@@ -224,7 +238,7 @@ QpInfo<T> qp_ipm_solve(const QpShape& sh, const T* P_, const T* q_, const T* A_,
       status = SolveStatus::kSolved;
       break;
     }
-    if (it == max_iter) break;
+    if (it + 1 >= max_iter) break;
     // residuals of the scaled problem
     const Vec rd = Ps * x + qs + Aeq.transpose() * yeq + Ain.transpose() * z;
     const Vec re = Aeq * x - beq;
@@ -263,7 +277,7 @@ QpInfo<T> qp_ipm_solve(const QpShape& sh, const T* P_, const T* q_, const T* A_,
   for (int r = 0; r < m; ++r)
     if (yo[r] != 0) lag += yo[r] * (Ax[r] - b[r]);
   info.status = status;
-  info.iterations = it;
+  info.iterations = it + 1;  // Newton systems solved, the starting point's included
   info.objective = T(obj);
   info.value = T(obj + lag);
   return info;

@@ -32,7 +32,12 @@
 //   ‖Ax − z‖∞ ≤ eps_abs + eps_rel·max(‖Ax‖∞, ‖z‖∞)
 //   ‖Px + q + Aᵀy‖∞ ≤ eps_abs + eps_rel·max(‖Px‖∞, ‖Aᵀy‖∞, ‖q‖∞)
 //   |xᵀPx + qᵀx + bᵀy| ≤ eps_abs + eps_rel·max(|xᵀPx|, |qᵀx|, |bᵀy|)
-// with y ∈ K* by construction (y ≥ 0 on the nonnegative rows).
+// with y ∈ K* by construction (y ≥ 0 on the nonnegative rows). The gap test
+// applies whatever check_gap says: unlike ADMM's, the interior point's y is
+// complementary to its slack only in the limit.
+//
+// Iterations count the Newton systems solved, the starting point's included
+// (a problem solved at the start reports 1).
 //
 // Host only; it allocates (dense matrices of (n + m)² at most): it is not on
 // the real-time path, whose solver keeps ADMM's restart.
@@ -46,12 +51,13 @@ namespace impulse {
 bool qp_ipm_eligible(const QpShape& sh);
 
 // Solves one problem (P row-major n × n, A in sh's pattern, b of sh.m()
-// rows) cold, in double whatever T, in at most `max_iter` iterations with
+// rows) cold, in double whatever T, in at most `max_iter` (≥ 1) iterations with
 // st's tolerances. On return x (n) and y (m) hold the last iterate; the info's
 // status is kSolved when the rule above holds, else kMaxIterations (or
 // kNumericalError when the Newton system could not be solved or the iterate
-// stopped being finite, or P is not positive semidefinite: a caller that
-// turned the input check off may pass one). info.objective and value as QpInfo defines them.
+// stopped being finite, or data the input check refuses: P not positive
+// semidefinite, NaN or −inf in b, NaN in q or A; a caller that turned the
+// input check off may pass them). info.objective and value as QpInfo defines them.
 template <class T>
 QpInfo<T> qp_ipm_solve(const QpShape& sh, const T* P, const T* q, const T* A, const T* b, T* x,
                        T* y, const QpSettings<T>& st, int max_iter);
