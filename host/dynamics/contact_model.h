@@ -21,6 +21,9 @@ struct ContactFrame {
   // φ is then the gap to the obstacle where it is at the step's start)
   Eigen::VectorXd vn, vt;
   int contacts() const { return static_cast<int>(phi.size()); }
+  // vn and vt sized for the contacts: a moving obstacle (a model that leaves
+  // them unsized describes a static environment)
+  bool moving() const { return vn.size() == contacts() && vt.size() == 2 * contacts(); }
   // k contacts in n velocity coordinates, zeroed (allocates only when the sizes change)
   void resize(int k, int n) {
     phi.setZero(k);

@@ -117,7 +117,7 @@ void Simulator::build_lcp(double reg) {
         rd[col] = dir_cos_[j] * frame_.Jt(2 * c, col) + dir_sin_[j] * frame_.Jt(2 * c + 1, col);
     }
   }
-  const bool moving = frame_.vn.size() == frame_.contacts() && frame_.vt.size() == 2 * frame_.contacts();
+  const bool moving = frame_.moving();
   // Y = J M⁻¹ (M⁻¹ symmetric), and q's first m entries J ν_free
   for (int r = 0; r < m; ++r) {
     const Eigen::Map<const Eigen::Matrix<double, 1, 6>> Jr(&J_[static_cast<size_t>(r) * 6]);
@@ -228,8 +228,7 @@ State Simulator::step(const ContactModel& model, const State& x, StepInfo* info_
                 std::to_string(frame_.Jn.cols()) + " and Jt " + std::to_string(frame_.Jt.rows()) +
                 " x " + std::to_string(frame_.Jt.cols()));
   reserve(k);
-  // a model that leaves vn, vt unsized describes a static environment
-  const bool moving = frame_.vn.size() == k && frame_.vt.size() == 2 * k;
+  const bool moving = frame_.moving();
   auto vn = [&](int i) { return moving ? frame_.vn(i) : 0.0; };
   info.contacts = k;
   const double dt = options_.dt;
