@@ -64,6 +64,14 @@ Kkt kkt_of(const QpBatch<double>& bt, int k, const std::vector<double>& x, const
   return r;
 }
 
+// every KKT condition within its bound (the dual cone exactly)
+void expect_kkt(const Kkt& c, double prim, double dual, double comp) {
+  EXPECT_LE(c.prim, prim);
+  EXPECT_LE(c.dual, dual);
+  EXPECT_LE(c.cone, 0.0);
+  EXPECT_LE(c.comp, comp);
+}
+
 QpInfo<double> ipm(const QpBatch<double>& bt, int k, std::vector<double>& x, std::vector<double>& y,
                    double eps, int max_iter = 100) {
   const int n = bt.n, m = bt.m();
@@ -160,11 +168,7 @@ TEST(QpIpm, TinyQpsMatchBruteForceEnumeration) {
     const double ref = brute_force(bt, k);
     ASSERT_TRUE(std::isfinite(ref));
     EXPECT_NEAR(info.objective, ref, 1e-7 * std::max(1.0, std::abs(ref)));
-    const Kkt c = kkt_of(bt, k, x, y);
-    EXPECT_LE(c.prim, 1e-8);
-    EXPECT_LE(c.dual, 1e-8);
-    EXPECT_LE(c.cone, 0.0);
-    EXPECT_LE(c.comp, 1e-8);
+    expect_kkt(kkt_of(bt, k, x, y), 1e-8, 1e-8, 1e-8);
     EXPECT_EQ(y[ne + 2], 0.0);  // the unbounded row
     for (int r = ne; r < m; ++r) active_somewhere += y[r] > 1e-6;
   }
@@ -183,11 +187,7 @@ TEST(QpIpm, RandomQpsReachTheirKnownOptimum) {
     const QpInfo<double> info = ipm(g.batch, k, x, y, 1e-9);
     ASSERT_EQ(info.status, SolveStatus::kSolved);
     EXPECT_NEAR(info.objective, g.obj_opt[k], 1e-7 * std::max(1.0, std::abs(g.obj_opt[k])));
-    const Kkt c = kkt_of(g.batch, k, x, y);
-    EXPECT_LE(c.prim, 1e-7);
-    EXPECT_LE(c.dual, 1e-7);
-    EXPECT_LE(c.cone, 0.0);
-    EXPECT_LE(c.comp, 1e-6);
+    expect_kkt(kkt_of(g.batch, k, x, y), 1e-7, 1e-7, 1e-6);
   }
 }
 
@@ -214,11 +214,7 @@ TEST(QpIpm, LpWithADuplicatedEqualityRow) {
   ASSERT_EQ(info.status, SolveStatus::kSolved);
   EXPECT_NEAR(info.objective, -1.0, 1e-8);
   EXPECT_NEAR(x[2], 0.0, 1e-7);
-  const Kkt c = kkt_of(bt, 0, x, y);
-  EXPECT_LE(c.prim, 1e-8);
-  EXPECT_LE(c.dual, 1e-8);
-  EXPECT_LE(c.cone, 0.0);
-  EXPECT_LE(c.comp, 1e-8);
+  expect_kkt(kkt_of(bt, 0, x, y), 1e-8, 1e-8, 1e-8);
 }
 
 // Degenerate shapes: equality rows only (one Newton system), every
@@ -366,11 +362,7 @@ TEST(QpIpm, MarosMeszarosToTheirReferences) {
     for (double v : bt.q) scale = std::max(scale, std::abs(v));
     for (double v : bt.b)
       if (std::isfinite(v)) scale = std::max(scale, std::abs(v));
-    const Kkt c = kkt_of(bt, 0, x, y);
-    EXPECT_LE(c.prim, 1e-6 * scale);
-    EXPECT_LE(c.dual, 1e-6 * scale);
-    EXPECT_LE(c.cone, 0.0);
-    EXPECT_LE(c.comp, 1e-6 * scale * scale);
+    expect_kkt(kkt_of(bt, 0, x, y), 1e-6 * scale, 1e-6 * scale, 1e-6 * scale * scale);
     std::printf("[ info ] %-9s %2d iterations, error %.1e\n", name.c_str(), info.iterations,
                 std::abs(info.objective - ref) / std::max(1.0, std::abs(ref)));
   }
@@ -388,15 +380,7 @@ TEST(QpIpm, StalledBatchSolveEndsInTheInteriorPoint) {
   QpSolutions<double> one, lanes;
   solve_batch(bt, st, testing::cpu_path(false), one);
   // a full lane group of copies (a group at most half full is solved one at a time)
-  const int W = Lanes<double>::W;
-  QpBatch<double> group = QpBatch<double>::with_pattern(W, bt.n, bt.cones, bt.a_row_ptr, bt.a_col);
-  for (int k = 0; k < W; ++k) {
-    std::copy(bt.P.begin(), bt.P.end(), group.P.begin() + size_t(k) * bt.P.size());
-    std::copy(bt.q.begin(), bt.q.end(), group.q.begin() + size_t(k) * bt.q.size());
-    std::copy(bt.A.begin(), bt.A.end(), group.A.begin() + size_t(k) * bt.A.size());
-    std::copy(bt.b.begin(), bt.b.end(), group.b.begin() + size_t(k) * bt.b.size());
-  }
-  solve_batch(group, st, testing::cpu_path(true), lanes);
+  solve_batch(testing::copies(bt, Lanes<double>::W), st, testing::cpu_path(true), lanes);
   for (const QpSolutions<double>* s : {&one, &lanes}) {
     for (int k = 0; k < s->size; ++k) {
       EXPECT_EQ(s->status[k], SolveStatus::kSolved);

@@ -60,18 +60,6 @@ double rel_err(const PeerProblem& p, double objective) {
   return std::abs(objective + p.constant_r - p.objective) / std::max(1.0, std::abs(p.objective));
 }
 
-// `count` copies of a batch of one
-QpBatch<double> copies(const QpBatch<double>& one, int count) {
-  QpBatch<double> b = QpBatch<double>::with_pattern(count, one.n, one.cones, one.a_row_ptr, one.a_col);
-  for (int k = 0; k < count; ++k) {
-    std::copy(one.P.begin(), one.P.end(), b.P.begin() + size_t(k) * one.P.size());
-    std::copy(one.q.begin(), one.q.end(), b.q.begin() + size_t(k) * one.q.size());
-    std::copy(one.A.begin(), one.A.end(), b.A.begin() + size_t(k) * one.A.size());
-    std::copy(one.b.begin(), one.b.end(), b.b.begin() + size_t(k) * one.b.size());
-  }
-  return b;
-}
-
 // Every problem at eps 1e-6 with the default settings (iteration limit
 // 4,000), one at a time and as a full lane group of copies. What holds for
 // all 13: a problem reported solved has its objective within 1e-4 of the
@@ -91,7 +79,7 @@ TEST(PeerSuite, SolvedMeansTheObjectiveIsRightOnBothPaths) {
     SCOPED_TRACE(p.name);
     QpSolutions<double> one, grp;
     solve_batch(p.batch, st, testing::cpu_path(false), one);
-    const QpBatch<double> group = copies(p.batch, Lanes<double>::W);
+    const QpBatch<double> group = testing::copies(p.batch, Lanes<double>::W);
     solve_batch(group, st, testing::cpu_path(true), grp);
     const double e1 = rel_err(p, one.objective[0]);
     if (one.status[0] == SolveStatus::kSolved) {

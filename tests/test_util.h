@@ -41,6 +41,19 @@ inline bool running_in_ci() {
 
 namespace testing {
 
+// `count` copies of problem 0 of `one` (a full lane group of one problem)
+inline QpBatch<double> copies(const QpBatch<double>& one, int count) {
+  QpBatch<double> b = QpBatch<double>::with_pattern(count, one.n, one.cones, one.a_row_ptr, one.a_col);
+  const size_t nn = size_t(one.n) * one.n, n = one.n, nnz = one.nnz(), m = one.m();
+  for (int k = 0; k < count; ++k) {
+    std::copy(one.P.begin(), one.P.begin() + nn, b.P.begin() + k * nn);
+    std::copy(one.q.begin(), one.q.begin() + n, b.q.begin() + k * n);
+    std::copy(one.A.begin(), one.A.begin() + nnz, b.A.begin() + k * nnz);
+    std::copy(one.b.begin(), one.b.begin() + m, b.b.begin() + k * m);
+  }
+  return b;
+}
+
 // A folder of the public data sets (../shared/data/SUB, the path CMake found;
 // relative to the working directory when it found none): tests skip with a
 // message when it is absent (IMPULSE_SKIP_WITHOUT_DATA).
