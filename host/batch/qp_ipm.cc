@@ -188,8 +188,24 @@ QpInfo<T> qp_ipm_solve(const QpShape& sh, const T* P_, const T* q_, const T* A_,
     if (!(z.minCoeff() > 0)) z.array() += 1.0;
   }
 
-  // the stopping test in the original units; fills info's residuals
-  Vec xo = Vec::Zero(n), yo = Vec::Zero(m), Px = Vec::Zero(n), Ax = Vec::Zero(m), Aty(n);
+  // the stopping test in the original units: the ADMM solver's check on the
+  // original data, with the gap always (ADMM's y is complementary to its slack
+  // by construction, the interior point's only in the limit: its residuals can
+  // vanish while sᵀz is still large, so check_gap = false does not switch it
+  // off here); fills info's residuals
+  const std::vector<double> Pv(P_, P_ + size_t(n) * n), Av(A_, A_ + sh.a.nnz);
+  const QpData<double, UnitStride> d{unit_view(static_cast<const double*>(Pv.data())),
+                                     unit_view(static_cast<const double*>(q.data())),
+                                     unit_view(Av.data()), unit_view(static_cast<const double*>(b.data()))};
+  std::vector<double> work(qp_work_host_size(n, m));
+  auto w = QpWork<double, UnitStride>::carve(unit_view(qp_work_align(work.data())), n, m);
+  detail::qp_equilibrate(sh, d, w, 0, 1.0);  // D = E = c = 1
+  QpSettings<double> check_st;
+  check_st.eps_abs = double(st.eps_abs);
+  check_st.eps_rel = double(st.eps_rel);
+  check_st.check_gap = true;
+  detail::QpCheck<double> check;
+  Vec xo = Vec::Zero(n), yo = Vec::Zero(m), Px = Vec::Zero(n), Ax = Vec::Zero(m);
   auto converged = [&]() {
     xo = D.cwiseProduct(x);
     yo.setZero();
@@ -197,38 +213,19 @@ QpInfo<T> qp_ipm_solve(const QpShape& sh, const T* P_, const T* q_, const T* A_,
     for (int i = 0; i < n_in; ++i) yo[in_rows[i]] = E[in_rows[i]] * z[i] / cost;
     Px.noalias() = P * xo;
     Ax.noalias() = A * xo;
-    Aty.noalias() = A.transpose() * yo;
-    double prim = 0, ax_n = 0, z_n = 0;
-    for (int r = 0; r < m; ++r) {
-      const double zr = r < n_eq ? b[r] : std::min(Ax[r], b[r]);  // Π_C(Ax)
-      prim = std::max(prim, std::abs(Ax[r] - zr));
-      ax_n = std::max(ax_n, std::abs(Ax[r]));
-      z_n = std::max(z_n, std::abs(zr));
-    }
-    const double dual = (Px + q + Aty).cwiseAbs().maxCoeff();
-    const double eps_p = double(st.eps_abs) + double(st.eps_rel) * std::max(ax_n, z_n);
-    const double eps_d = double(st.eps_abs) + double(st.eps_rel) *
-                                                  std::max({Px.cwiseAbs().maxCoeff(),
-                                                            Aty.cwiseAbs().maxCoeff(),
-                                                            q.cwiseAbs().maxCoeff()});
-    const double xpx = xo.dot(Px), qx = q.dot(xo);
-    double by = 0;
-    for (int r = 0; r < m; ++r)
-      if (yo[r] != 0) by += b[r] * yo[r];
-    const double gap = std::abs(xpx + qx + by);
-    const double eps_g = double(st.eps_abs) +
-                         double(st.eps_rel) * std::max({std::abs(xpx), std::abs(qx), std::abs(by)});
-    info.prim_res = T(prim);
-    info.dual_res = T(dual);
-    // the gap always: ADMM's y is complementary to its slack by construction,
-    // the interior point's only in the limit (its residuals can vanish while
-    // sᵀz is still large), so check_gap = false does not switch it off here
-    return prim <= eps_p && dual <= eps_d && gap <= eps_g;
+    // ADMM's own check (solvers/qp_admm.h) at z = Π_C(Ax), scales 1
+    for (int r = 0; r < m; ++r) w.z[r] = r < n_eq ? b[r] : std::min(Ax[r], b[r]);
+    const SolveStatus verdict = detail::qp_check_residuals(sh, d, w, false, unit_view(xo.data()),
+                                                           unit_view(yo.data()), check_st, check);
+    info.prim_res = T(check.prim_res);
+    info.dual_res = T(check.dual_res);
+    return verdict == SolveStatus::kSolved;
   };
+
 
   SolveStatus status = SolveStatus::kMaxIterations;
   int it = 0;
-  Vec dx, dy, dz, ds, dx2, dy2;
+  Vec dx, dy, dz, ds;
   for (;; ++it) {
     if (!x.allFinite() || !yeq.allFinite() || !z.allFinite() || !s.allFinite()) {
       status = SolveStatus::kNumericalError;
