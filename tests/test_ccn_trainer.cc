@@ -145,6 +145,55 @@ TEST(CcnTrainer, BadOptionsAndDataAreRefused) {
   c = base("ccn", temp_dir("bad5"));
   c.system = "sphere";
   EXPECT_NE(message(c).find("sphere"), std::string::npos);
+  c = base("ccn", temp_dir("bad6"));
+  c.known = "inertia,mass";
+  EXPECT_NE(message(c).find("'mass' is not a parameter group"), std::string::npos) << message(c);
+  c.known = "friction,friction";
+  EXPECT_NE(message(c).find("'friction' is named twice"), std::string::npos) << message(c);
+  c.known = "geometry,";
+  EXPECT_NE(message(c).find("'' is not a parameter group"), std::string::npos) << message(c);
+  c = base("end-to-end", temp_dir("bad7"));
+  c.known = "inertia";
+  EXPECT_NE(message(c).find("--known"), std::string::npos) << message(c);
+}
+
+// --known: the named groups keep the system's published values through
+// training (even under a weight decay, which acts on the optimizer's copy),
+// the others start random and are learned.
+TEST(CcnTrainer, KnownGroupsStayAtThePublishedValues) {
+  if (small_elbow_file().empty()) IMPULSE_SKIP_WITHOUT_DATA("real elbow tosses not found at " + elbow_dir());
+  const nlohmann::json nominal = CcnModel(system_by_name("elbow"), false).to_json();
+  for (const std::string m : {"ccn", "diffsim"}) {
+    TrainConfig c = base(m, temp_dir("known_" + m));
+    c.known = "inertia,friction";
+    c.weight_decay = 0.1;
+    std::ostringstream log;
+    const TrainResult r = train(c, log);
+    EXPECT_LT(r.best_valid, r.history[0].valid_loss) << m << "\n" << log.str();
+    for (const std::string file : {"/init_params.json", "/params.json"}) {
+      const nlohmann::json p = read_json(c.out + file);
+      EXPECT_EQ(p.at("mu"), nominal.at("mu")) << m << file;
+      for (size_t l = 0; l < 2; ++l) {
+        EXPECT_EQ(p.at("links")[l].at("log_cholesky"), nominal.at("links")[l].at("log_cholesky")) << m << file;
+        EXPECT_NE(p.at("links")[l].at("vertices_m"), nominal.at("links")[l].at("vertices_m")) << m << file;
+      }
+    }
+    // without --known the same seed starts from a random inertia
+    TrainConfig free = base(m, temp_dir("free_" + m));
+    free.max_epochs = 1;
+    train(free, log);
+    EXPECT_NE(read_json(free.out + "/init_params.json").at("links")[0].at("log_cholesky"),
+              nominal.at("links")[0].at("log_cholesky"));
+  }
+  // geometry given: every vertex is the published one after training
+  TrainConfig g = base("ccn", temp_dir("known_geometry"));
+  g.known = "geometry";
+  std::ostringstream log;
+  train(g, log);
+  const nlohmann::json p = read_json(g.out + "/params.json");
+  for (size_t l = 0; l < 2; ++l)
+    EXPECT_EQ(p.at("links")[l].at("vertices_m"), nominal.at("links")[l].at("vertices_m"));
+  EXPECT_NE(p.at("mu"), nominal.at("mu"));
 }
 
 // The true model evaluated on tosses of the same simulator: rollouts follow the

@@ -39,6 +39,9 @@ void add_learn_commands(CLI::App& app, Commands& out) {
       ->check(CLI::IsMember({"cube", "asymmetric", "elbow"}));
   tr->add_option("--w-res", tc->w_res, "residual norm weight (< 0: Table 2's: CCN-R 1 real / 0.001 synthetic, DiffSim-R 1000 / 1)");
   tr->add_option("--w-res-w", tc->w_res_w, "residual weight penalty (< 0: Table 2's: CCN-R 0.1 / 0, DiffSim-R 1 / 0)");
+  tr->add_option("--known", tc->known,
+                 "CCN/DiffSim: parameter groups given, not learned (comma list of geometry, friction, inertia): "
+                 "the system's published values, never trained");
   tr->add_option("--data", tc->data, "data set: a ContactNets or CCN folder, or an impulse .npz (default: the built-in synthetic set)");
   tr->add_option("--tosses", tc->tosses, "training tosses N (0 = the whole 50% training split)");
   tr->add_option("--seed", tc->seed, "seed of the split, initialization and batch order");

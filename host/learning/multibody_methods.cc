@@ -1,5 +1,6 @@
 #include "host/learning/multibody_methods.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "host/learning/ccn.h"
@@ -14,6 +15,23 @@ bool is_multibody_method(const std::string& m) {
   return m == "ccn" || m == "ccn-r" || m == "diffsim" || m == "diffsim-r" || m == "end-to-end";
 }
 
+KnownGroups known_groups(const std::string& list) {
+  KnownGroups k;
+  size_t start = 0;
+  while (start <= list.size()) {
+    const size_t comma = std::min(list.find(',', start), list.size());
+    const std::string item = list.substr(start, comma - start);
+    bool* flag = item == "geometry" ? &k.geometry : item == "friction" ? &k.friction
+                                                   : item == "inertia" ? &k.inertia : nullptr;
+    if (!flag)
+      throw Error("train: --known: '" + item + "' is not a parameter group (geometry, friction, inertia)");
+    if (*flag) throw Error("train: --known: '" + item + "' is named twice");
+    *flag = true;
+    start = comma + 1;
+  }
+  return k;
+}
+
 namespace {
 
 std::vector<double> to_std(const Eigen::VectorXd& v) { return std::vector<double>(v.data(), v.data() + v.size()); }
@@ -25,12 +43,28 @@ class StructuredMethod : public Method {
  public:
   StructuredMethod(const TrainConfig& c, const MultibodyData& d, bool residual)
       : model_(d.system, residual, c.seed * 7919 + 3) {
+    // the given groups keep the system's published values (the model as
+    // constructed), the others start from the paper's random initialization
+    const Eigen::VectorXd nominal = model_.parameters();
     model_.randomize(c.seed * 7919 + 1);
     scale_ = model_.parameter_scale();
+    known_.setZero(nominal.size());
+    if (!c.known.empty()) {
+      const KnownGroups k = known_groups(c.known);
+      const int inertia = model_.inertia_offset(), mu = model_.mu_offset();
+      if (k.geometry) known_.head(inertia).setOnes();
+      if (k.inertia) known_.segment(inertia, mu - inertia).setOnes();
+      if (k.friction) known_(mu) = 1;
+    }
+    given_ = nominal;
+    apply_known();
   }
   std::vector<double> variables() const override { return to_std(model_.parameters().cwiseQuotient(scale_)); }
+  // the known groups are set back to their given values: the optimizer's
+  // copy of them (moved only by a weight decay) is never used
   void set_variables(const std::vector<double>& v) override {
     model_.set_parameters(Eigen::Map<const Eigen::VectorXd>(v.data(), Eigen::Index(v.size())).cwiseProduct(scale_));
+    apply_known();
   }
   double loss(const Transitions& t, const std::vector<int>& idx, int, GradVector* grad, BatchStats& stats) override {
     double total = 0;
@@ -51,7 +85,8 @@ class StructuredMethod : public Method {
       stats.qp_count += static_cast<int>(e - b);
       stats.not_solved += not_solved;
       if (grad)
-        for (Eigen::Index i = 0; i < g_.size(); ++i) (*grad)[static_cast<size_t>(i)] += g_(i) * scale_(i) * n;
+        for (Eigen::Index i = 0; i < g_.size(); ++i)
+          if (known_(i) == 0) (*grad)[static_cast<size_t>(i)] += g_(i) * scale_(i) * n;
     }
     return total;
   }
@@ -63,7 +98,16 @@ class StructuredMethod : public Method {
   // the mean loss of batch_ (and its gradient in θ when g is given)
   virtual double evaluate_chunk(Eigen::VectorXd* g, long long& iterations, int& not_solved) = 0;
 
+  void apply_known() {
+    if (known_.sum() == 0) return;
+    Eigen::VectorXd theta = model_.parameters();
+    for (Eigen::Index i = 0; i < known_.size(); ++i)
+      if (known_(i) != 0) theta(i) = given_(i);
+    model_.set_parameters(theta);
+  }
+
   CcnModel model_;
+  Eigen::VectorXd known_, given_;  // 1 where θ_i is given (--known), and its value
   Eigen::VectorXd scale_, g_;
   std::vector<CcnTransition> batch_;
 };

@@ -29,6 +29,13 @@ struct MultibodyData {
   bool synthetic = false;  // the project's own simulated data (the paper's "sim" residual weights)
 };
 
+// TrainConfig::known parsed: the parameter groups given, not learned. Throws
+// Error naming an item that is not geometry, friction or inertia, or repeated.
+struct KnownGroups {
+  bool geometry = false, friction = false, inertia = false;
+};
+KnownGroups known_groups(const std::string& list);
+
 std::unique_ptr<Method> make_multibody_method(const TrainConfig& c, const MultibodyData& d, const Transitions& train);
 
 }  // namespace impulse

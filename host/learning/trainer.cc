@@ -56,6 +56,7 @@ nlohmann::json config_json_of(const TrainConfig& c) {
     j["system"] = c.system;
     j["w_res"] = c.w_res;
     j["w_res_w"] = c.w_res_w;
+    if (!c.known.empty()) j["known"] = c.known;
   }
   return j;
 }
@@ -80,6 +81,7 @@ TrainConfig TrainConfig::from_json(const nlohmann::json& j) {
     c.system = j.value("system", std::string());
     c.w_res = j.value("w_res", -1.0);
     c.w_res_w = j.value("w_res_w", -1.0);
+    c.known = j.value("known", std::string());
   } catch (const nlohmann::json::exception& e) {
     throw Error(std::string("run config: ") + e.what());
   }
@@ -151,6 +153,12 @@ void validate(const TrainConfig& c) {
                 "': expected contactnets-polytope, contactnets-deep or end-to-end (or ccn, ccn-r with --system)");
   }
   if (!std::isfinite(c.w_res) || !std::isfinite(c.w_res_w)) throw Error("train: residual weights must be finite");
+  if (!c.known.empty()) {
+    if (c.system.empty() || c.method == "end-to-end")
+      throw Error("train: --known applies to ccn, ccn-r, diffsim and diffsim-r with --system, not to method '" +
+                  c.method + "'");
+    known_groups(c.known);  // throws naming an unknown or repeated group
+  }
   if (!(c.lr >= 0) || !std::isfinite(c.lr)) throw Error("train: --lr must be a finite number >= 0 (0 = the method's default)");
   if (!std::isfinite(c.weight_decay)) throw Error("train: --weight-decay must be finite");
   if (c.out.empty()) throw Error("train: an output run directory is required (--out)");

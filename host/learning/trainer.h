@@ -60,6 +60,10 @@ struct TrainConfig {
   // cube | asymmetric | elbow with the methods ccn, ccn-r, end-to-end.
   std::string system;
   double w_res = -1, w_res_w = -1;  // CCN-R residual norm / weight penalties (< 0: Table 2's, real or sim by the data)
+  // CCN and DiffSim: parameter groups given rather than learned, a comma list
+  // of geometry, friction, inertia. They start at the system's published
+  // values (not the random initialization) and are never changed by training.
+  std::string known;
   nlohmann::json to_json() const;
   static TrainConfig from_json(const nlohmann::json& j);
 };
