@@ -528,7 +528,10 @@ IMPULSE_HD_PHASE LaneMask<T> qp_lanes_adapt_rho(const QpSettings<T>& st, int it,
 // ignored). x and y hold the warm start when `warm` (zeroed otherwise) and
 // are the running iterates; each lane's answer, whatever its status, goes to
 // out.x[l] / out.y[l] and out.info[l]. The workspace is carved by
-// QpWork<Lanes<T>, LaneStride>::carve(base, n, m) (qp_work_size(n, m) lanes).
+// QpWork<Lanes<T>, LaneStride>::carve(base, n, m) (qp_work_size(n, m) lanes),
+// or carve(base, n, m, false, true) with qp_anderson_size(n, m,
+// kQpAndersonMax) lanes more for Anderson acceleration (QpSettings::anderson;
+// each lane's history is its own, cleared when its ρ changes).
 //
 // Hand-off (handoff > 0): when at most `handoff` lanes are still running
 // and one of them is predicted to need more than kQpLaneHandoffIterations
@@ -575,10 +578,17 @@ void qp_admm_solve_lanes(const QpShape& sh, const QpColumns& at,
   };
   stop(active & detail::qp_lanes_factor(sh, at, d, w), SolveStatus::kNumericalError, false);
 
-  // iterate, checking at the scheduled iterations
+  // iterate, checking at the scheduled iterations; Anderson acceleration
+  // (QpSettings::anderson) per lane when the workspace holds its history
   const L alpha(st.alpha);
   detail::QpLaneSchedule<T> sc;
   sc.next_check = warm ? 1 : st.check_every;
+  const bool accel = w.has_aa && st.anderson > 0 && sh.cones.n_soc == 0;
+  QpAnderson<L, LaneStride> aa;
+  if (accel) {
+    aa = QpAnderson<L, LaneStride>::carve(w.aa, n, m, st.anderson);
+    aa.start(x, w.z, y);
+  }
   for (it = 1; it <= st.max_iter && active.any(); ++it) {
     const bool check = it == sc.next_check || it == st.max_iter ||
                        (st.adaptive_rho && it % st.adaptive_rho_interval == 0);
@@ -587,7 +597,12 @@ void qp_admm_solve_lanes(const QpShape& sh, const QpColumns& at,
       for (int i = 0; i < m; ++i) w.y_prev[i] = y[i];
     }
     detail::qp_lanes_step(sh, at, d, w, x, y, alpha);
-    if (!check) continue;
+    if (!check) {
+      // the next step starts from the accelerated point (the checks see the
+      // steps' own outputs)
+      if (accel && it < st.max_iter / 8) aa.step(x, w.z, y);
+      continue;
+    }
 
     stop(active & detail::qp_lanes_check_residuals(sh, at, d, w, x, y, st, c),
          SolveStatus::kNumericalError, false);
@@ -623,9 +638,22 @@ void qp_admm_solve_lanes(const QpShape& sh, const QpColumns& at,
     }
 
     // adaptive ρ, per lane; one refactorization for the group
-    if (detail::qp_lanes_adapt_rho(st, it, c, active, sc, rho, out).any()) {
+    const Mask changed = detail::qp_lanes_adapt_rho(st, it, c, active, sc, rho, out);
+    if (changed.any()) {
       detail::qp_set_rho(sh, w, rho, L(st.rho_eq_scale));
       stop(active & detail::qp_lanes_factor(sh, at, d, w), SolveStatus::kNumericalError, false);
+    }
+    // acceleration's budget spent: the lanes still running count as stalled
+    // (as in qp_admm_solve) and go to the caller
+    if (accel && handoff > 0 && st.fallback && it >= st.max_iter / 8) {
+      for (int l = 0; l < W; ++l)
+        if (active[l]) out.stalled[l] = true;
+      stop(active, SolveStatus::kNotRun, false);
+      return;
+    }
+    if (accel && it < st.max_iter / 8) {
+      if (changed.any()) aa.reset(select_of(changed, L(T(1)), L(T(0))));  // a new ρ changes the map
+      aa.step(x, w.z, y);
     }
   }
 

@@ -143,7 +143,8 @@ TEST(PeerSuite, GapKeepsAWrongObjectiveFromBeingSolved) {
     const QpBatch<double>& bt = p->batch;
     QpSettings<double> st;
     st.eps_abs = st.eps_rel = 1e-3;
-    st.fallback = false;  // the trajectory the construction rests on (no restart)
+    st.fallback = false;  // the trajectory the construction rests on (no restart,
+    st.anderson = 0;      // no acceleration)
     st.check_gap = false;
     QpSolutions<double> off, on;
     solve_batch(bt, st, opt, off);

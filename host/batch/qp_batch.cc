@@ -394,7 +394,7 @@ void solve_cpu_lanes(const QpBatch<T>& batch, const QpSettings<T>& settings,
     bf.data.assign(size_t(n) * n + n + nnz + m, L(T(0)));
     bf.x.assign(n, L(T(0)));
     bf.y.assign(std::max(m, 1), L(T(0)));
-    bf.work.assign(qp_work_size(n, m), L(T(0)));
+    bf.work.assign(qp_work_size(n, m) + qp_anderson_size(n, m, kQpAndersonMax), L(T(0)));
     bf.one.assign(qp_work_host_size(n, m), T(0));
   }
   parallel_for(groups, std::min(threads, groups), [&](int worker, int g0, int g1) {
@@ -405,7 +405,7 @@ void solve_cpu_lanes(const QpBatch<T>& batch, const QpSettings<T>& settings,
     L* b = A + nnz;
     const QpData<L, LaneStride> d{View<const L, LaneStride>{P, {}}, View<const L, LaneStride>{q, {}},
                                   View<const L, LaneStride>{A, {}}, View<const L, LaneStride>{b, {}}};
-    const auto w = QpWork<L, LaneStride>::carve(lane_view(bf.work.data()), n, m);
+    const auto w = QpWork<L, LaneStride>::carve(lane_view(bf.work.data()), n, m, false, true);
     QpLaneOut<T> lo;
     for (int g = g0; g < g1; ++g) {
       const int k0 = g * W, live = std::min(W, B - k0);

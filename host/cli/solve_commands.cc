@@ -22,7 +22,7 @@ constexpr int kExitInvalidProblems = 3;
 
 struct SolveArgs {
   std::string in, out, backend = "cpu", precision = "double", lanes = "on", gap = "on";
-  int threads = 0, max_iter = 4000;
+  int threads = 0, max_iter = 4000, anderson = QpSettings<double>{}.anderson;
   double eps = 1e-5;
   bool time_each = false;
 };
@@ -36,6 +36,7 @@ int run_solve(const SolveArgs& a) {
   st.eps_rel = static_cast<T>(a.eps);
   st.max_iter = a.max_iter;
   st.check_gap = a.gap == "on";
+  st.anderson = a.anderson;
   BatchOptions opt;
   opt.backend = parse_backend(a.backend);
   opt.threads = a.threads;
@@ -155,6 +156,9 @@ void add_solve_commands(CLI::App& app, Commands& out) {
   solve->add_option("--gap", sa->gap,
                     "on (default): solved also needs the duality gap within tolerance; off: residuals only")
       ->check(CLI::IsMember({"on", "off"}));
+  solve->add_option("--anderson", sa->anderson,
+                    "CPU: Anderson acceleration's memory, 0 = off (problems without second-order cones; "
+                    "the GPU runs without it)");
   solve->add_option("--lanes", sa->lanes,
                     "CPU: on = groups of problems in the lanes of one SIMD vector, off = one at a time")
       ->check(CLI::IsMember({"on", "off"}));
