@@ -138,10 +138,11 @@ struct QpSettings {
   // others restart plainly) or, without fallback, goes on plainly. (QSCAGR7
   // and QSHARE2B of Maros-Meszaros neither converge nor stagnate under it,
   // and after it the plain iteration crawls on QSCAGR7 without stagnating.) Mean iterations on
-  // the recorded ContactNets QPs at eps 1e-6: 270 → 66 (gt), 88 → 45
-  // (train). Float: off (in float on the train QPs it ended one in a
-  // numerical error).
-  int anderson = sizeof(T) == 8 ? 5 : 0;
+  // the recorded ContactNets QPs at eps 1e-6, one at a time: 270 → 66 (gt),
+  // 88 → 47 (train); memories 3, 4 and 5 do alike, 2 worse, 10 worse (lane
+  // groups: every second iteration, kQpLaneAndersonEvery). Float: off (in
+  // float on the train QPs it ended one in a numerical error).
+  int anderson = sizeof(T) == 8 ? 3 : 0;
 
   // host-only: nullptr when valid, else what is wrong.
   const char* validate() const {

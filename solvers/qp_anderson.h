@@ -154,6 +154,7 @@ struct QpAnderson {
     const V keep = V(1) - drop;
     for (int i = 0; i < mem * Nr; ++i) dF[i] = dF[i] * keep, dG[i] = dG[i] * keep;
     for (int i = 0; i < mem * mem; ++i) gram[i] = gram[i] * keep;
+    for (int i = 0; i < mem; ++i) rhs[i] = rhs[i] * keep;
     valid[0] = valid[0] * keep;
   }
 
@@ -175,11 +176,18 @@ struct QpAnderson {
       gp_w[i] = g;
       fp_w[i] = fv[i];
     }
-    // two passes (the Gram row, the right-hand side): K·kC sums each stay in registers
-    const V* __restrict__ gp = g_prev;
+    // the Gram matrix's row s (K products); the right-hand side by update:
+    // with g = g_prev + dg, ΔG_tᵀg = (its last value) + ΔG_tᵀdg for the
+    // other slots (a slot lives `mem` steps, so rounding cannot build up),
+    // and one product for the new slot
     dots<K>(dgs, gram + s * mem);
-    dots<K>(gp, rhs);
-    for (int t = 0; t < K; ++t) gram[t * mem + s] = gram[s * mem + t];
+    V r[1];
+    detail::qp_aa_dots<1>(static_cast<const V*>(g_prev), static_cast<const V*>(dgs), Nr, r);
+    for (int t = 0; t < K; ++t) {
+      gram[t * mem + s] = gram[s * mem + t];
+      if (t != s) rhs[t] += gram[s * mem + t];
+    }
+    rhs[s] = r[0];
   }
   // out_t = v · slot t of ΔG, t < K (v padded with zeros to Nr)
   template <int K>

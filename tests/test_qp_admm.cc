@@ -346,15 +346,19 @@ TEST(QpAdmm, CubeShapesSolveWithSmallKkt) {
 
 // QpInfo::value is the Lagrangian objective + yᵀ(Ax − b) (recomputed from the
 // data), and at a loose tolerance it is much closer to the optimal value than
-// the objective at the same x.
+// the objective at the same x (5x with the plain iteration; with Anderson
+// acceleration, whose stopping iterate has a more accurate objective, still
+// closer: octagon set 3.2e-7 against 1.3e-6).
 TEST(QpAdmm, ValueIsTheLagrangianAndBeatsTheObjectiveAtLooseTolerance) {
   const GeneratedQps sets[] = {cube_loss_batch(64, FrictionModel::kCone, 21),
                                cube_loss_batch(64, FrictionModel::kOctagon, 22),
                                random_qp_batch(64, 12, cones(2, 10, 3), 23)};
+  for (const int anderson : {0, QpSettings<double>{}.anderson})
   for (const GeneratedQps& g : sets) {
     QpSolutions<double> ref, loose;
     solve_batch(g.batch, tight(), BatchOptions{}, ref);
     QpSettings<double> st;
+    st.anderson = anderson;
     st.eps_abs = st.eps_rel = 1e-4;
     solve_batch(g.batch, st, BatchOptions{}, loose);
     double err_value = 0, err_obj = 0;
@@ -369,9 +373,9 @@ TEST(QpAdmm, ValueIsTheLagrangianAndBeatsTheObjectiveAtLooseTolerance) {
       err_value = std::max(err_value, std::abs(loose.value[k] - ref.objective[k]) / scale);
       err_obj = std::max(err_obj, std::abs(loose.objective[k] - ref.objective[k]) / scale);
     }
-    std::printf("[ info ] eps 1e-4: worst error of value %.2e, of objective %.2e\n", err_value,
-                err_obj);
-    EXPECT_LT(err_value, 0.2 * err_obj);
+    std::printf("[ info ] eps 1e-4, anderson %d: worst error of value %.2e, of objective %.2e\n", anderson,
+                err_value, err_obj);
+    EXPECT_LT(err_value, (anderson == 0 ? 0.2 : 1.0) * err_obj);
   }
 }
 

@@ -57,7 +57,7 @@ void expect_same_answers(const QpBatch<double>& b, const QpSolutions<double>& pl
 TEST(QpAnderson, OctagonCubeQpsSameAnswersFewerIterations) {
   const QpBatch<double> b = cube_loss_batch(64, FrictionModel::kOctagon, 3).batch;
   for (bool lanes : {false, true}) {
-    const QpSolutions<double> plain = solve(b, 0, lanes), acc = solve(b, 5, lanes);
+    const QpSolutions<double> plain = solve(b, 0, lanes), acc = solve(b, QpSettings<double>{}.anderson, lanes);
     expect_same_answers(b, plain, acc, 1e-5, lanes ? "lanes" : "one at a time");
     EXPECT_LT(mean_iterations(acc), 0.8 * mean_iterations(plain)) << (lanes ? "lanes" : "one at a time");
     std::printf("[ info ] octagon, %s: mean iterations %.1f plain, %.1f accelerated\n",
@@ -151,7 +151,7 @@ TEST(QpAnderson, RecordedContactNetsQps) {
     b.A.resize(size_t(count) * nnz);
     b.b.resize(size_t(count) * m);
     for (bool lanes : {false, true}) {
-      const QpSolutions<double> plain = solve(b, 0, lanes), acc = solve(b, 5, lanes);
+      const QpSolutions<double> plain = solve(b, 0, lanes), acc = solve(b, QpSettings<double>{}.anderson, lanes);
       for (int k = 0; k < count; ++k) {
         ASSERT_EQ(acc.status[k], SolveStatus::kSolved) << set << " problem " << k;
         EXPECT_LT(std::abs(acc.value[k] - g.ref_obj[k]) / std::max(std::abs(g.ref_obj[k]), 1e-3), 1e-6)
