@@ -10,8 +10,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <vector>
+
+#include "host/batch/qp_file.h"
 
 #include "host/batch/generate.h"
 #include "host/batch/golden.h"
@@ -114,6 +117,31 @@ TEST(QpAnderson, OffWithConesAndAtZero) {
   EXPECT_NE(std::string(bad.validate()).find("anderson"), std::string::npos);
   bad.anderson = -1;
   EXPECT_NE(bad.validate(), nullptr);
+}
+
+// The CLI: in float acceleration is off unless asked for (a float train QP
+// ended in a numerical error with it); in double it is on; --anderson is
+// honoured and a memory out of range is refused.
+TEST(QpAnderson, SolveBatchDefaultsPerPrecision) {
+  const std::string dir = testing::fresh_dir("impulse_anderson_", "cli");
+  const std::string in = dir + "/oct.npz";
+  write_qp_file(in, cube_loss_batch(16, FrictionModel::kOctagon, 12).batch);
+  const std::string bin = IMPULSE_BINARY;
+  const auto run = [&](const std::string& opts, const std::string& out) {
+    return std::system(("\"" + bin + "\" solve-batch --in \"" + in + "\" --out \"" + dir + "/" + out +
+                        "\" --threads 1 --lanes off " + opts + " > /dev/null 2>&1")
+                           .c_str());
+  };
+  ASSERT_EQ(run("--precision float", "f_default.npz"), 0);
+  ASSERT_EQ(run("--precision float --anderson 0", "f_off.npz"), 0);
+  ASSERT_EQ(run("--precision float --anderson 3", "f_on.npz"), 0);
+  ASSERT_EQ(run("", "d_default.npz"), 0);
+  ASSERT_EQ(run("--anderson 0", "d_off.npz"), 0);
+  const auto its = [&](const std::string& f) { return read_solution_file(dir + "/" + f).iterations; };
+  EXPECT_EQ(its("f_default.npz"), its("f_off.npz"));
+  EXPECT_NE(its("f_on.npz"), its("f_off.npz"));
+  EXPECT_NE(its("d_default.npz"), its("d_off.npz"));
+  EXPECT_NE(run("--anderson 9", "bad.npz"), 0);
 }
 
 // Same input, same output: twice, and on 1 and 2 threads.

@@ -22,7 +22,7 @@ constexpr int kExitInvalidProblems = 3;
 
 struct SolveArgs {
   std::string in, out, backend = "cpu", precision = "double", lanes = "on", gap = "on";
-  int threads = 0, max_iter = 4000, anderson = QpSettings<double>{}.anderson;
+  int threads = 0, max_iter = 4000, anderson = -1;  // anderson < 0: the precision's default
   double eps = 1e-5;
   bool time_each = false;
 };
@@ -36,7 +36,7 @@ int run_solve(const SolveArgs& a) {
   st.eps_rel = static_cast<T>(a.eps);
   st.max_iter = a.max_iter;
   st.check_gap = a.gap == "on";
-  st.anderson = a.anderson;
+  if (a.anderson >= 0) st.anderson = a.anderson;
   BatchOptions opt;
   opt.backend = parse_backend(a.backend);
   opt.threads = a.threads;
@@ -157,8 +157,8 @@ void add_solve_commands(CLI::App& app, Commands& out) {
                     "on (default): solved also needs the duality gap within tolerance; off: residuals only")
       ->check(CLI::IsMember({"on", "off"}));
   solve->add_option("--anderson", sa->anderson,
-                    "CPU: Anderson acceleration's memory, 0 = off (problems without second-order cones; "
-                    "the GPU runs without it)");
+                    "CPU: Anderson acceleration's memory, 0 = off, at most 8 (default: 3 in double, off in "
+                    "float; problems without second-order cones; the GPU runs without it)");
   solve->add_option("--lanes", sa->lanes,
                     "CPU: on = groups of problems in the lanes of one SIMD vector, off = one at a time")
       ->check(CLI::IsMember({"on", "off"}));
