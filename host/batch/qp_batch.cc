@@ -315,18 +315,18 @@ QpInfo<T> finish_stalled(const QpBatch<T>& batch, const QpShape& shape, int k,
     // overshooting its last check (on the recorded train QPs at eps 1e-6, the
     // value of a problem finished at eps itself was 2e-6 off, relative); at
     // the tolerance itself if that fails
+    const auto ipm_solve = [&](const QpSettings<T>& st, int cap) {
+      return qp_ipm_solve(shape, batch.P.data() + size_t(k) * n * n, batch.q.data() + size_t(k) * n,
+                          batch.A.data() + size_t(k) * nnz, batch.b.data() + size_t(k) * m, xi.data(), yi.data(),
+                          st, std::min(kIpmMaxIterations, cap));
+    };
     QpSettings<T> tight = settings;
     tight.eps_abs *= T(0.1);
     tight.eps_rel *= T(0.1);
-    const int cap = std::min(kIpmMaxIterations, settings.max_iter - used - 1);
-    QpInfo<T> ipm = qp_ipm_solve(shape, batch.P.data() + size_t(k) * n * n, batch.q.data() + size_t(k) * n,
-                                 batch.A.data() + size_t(k) * nnz, batch.b.data() + size_t(k) * m, xi.data(),
-                                 yi.data(), tight, cap);
+    QpInfo<T> ipm = ipm_solve(tight, settings.max_iter - used - 1);
     if (ipm.status != SolveStatus::kSolved && settings.max_iter - used - ipm.iterations > 1) {
       const int spent = ipm.iterations;
-      ipm = qp_ipm_solve(shape, batch.P.data() + size_t(k) * n * n, batch.q.data() + size_t(k) * n,
-                         batch.A.data() + size_t(k) * nnz, batch.b.data() + size_t(k) * m, xi.data(), yi.data(),
-                         settings, std::min(kIpmMaxIterations, settings.max_iter - used - spent - 1));
+      ipm = ipm_solve(settings, settings.max_iter - used - spent - 1);
       ipm.iterations += spent;
     }
     out.ipm_iterations[k] = ipm.iterations;
