@@ -128,6 +128,22 @@ void from_batch_fastest(const std::vector<T>& src, int batch, int len, T* dst) {
     for (int e = 0; e < len; ++e) dst[size_t(k) * len + e] = src[size_t(e) * batch + k];
 }
 
+// The warp-per-problem QP kernel's arguments (kernels/qp_warp_kernels.cu): device
+// pointers, problem-contiguous arrays (problem k's P at P + k·n², ...), the pattern
+// with each nonzero's row (row_of), results per problem.
+template <class T>
+struct WarpLaunch {
+  int batch = 0, n = 0, m = 0, nnz = 0;
+  ConeSpec cones;
+  const int *row_of = nullptr, *row_ptr = nullptr, *col = nullptr;
+  const T *P = nullptr, *q = nullptr, *A = nullptr, *b = nullptr;
+  T *x = nullptr, *y = nullptr, *objective = nullptr, *value = nullptr, *prim_res = nullptr, *dual_res = nullptr;
+  int *status = nullptr, *fault = nullptr, *iterations = nullptr, *rho_updates = nullptr;
+};
+// launches one block of one warp per problem (asynchronous; the caller checks)
+template <class T>
+void launch_qp_warp(const WarpLaunch<T>& a, const QpSettings<T>& st, bool warm);
+
 }  // namespace detail
 }  // namespace cuda
 }  // namespace impulse

@@ -21,7 +21,7 @@ template <class T>
 struct DeviceQpBatch<T>::Impl {};
 
 template <class T>
-DeviceQpBatch<T>::DeviceQpBatch() {
+DeviceQpBatch<T>::DeviceQpBatch(DeviceLayout) {
   throw Error("CUDA not available: " + device_info().reason);
 }
 template <class T>
@@ -45,6 +45,10 @@ void DeviceQpBatch<T>::download(HostQpResults<T>&) const {
 template <class T>
 int DeviceQpBatch<T>::batch() const {
   return 0;
+}
+template <class T>
+DeviceLayout DeviceQpBatch<T>::layout() const {
+  return DeviceLayout::kAuto;
 }
 
 template <class T>

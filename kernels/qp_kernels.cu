@@ -1,12 +1,12 @@
-// Batched conic-QP ADMM on the GPU: one thread per problem.
+// Batched conic-QP ADMM on the GPU: one thread per problem, and the batch API
+// (DeviceQpBatch) over both layouts (the warp kernel: kernels/qp_warp_kernels.cu).
 //
-// Why a thread per problem: every problem of a batch has the same shape and
-// pattern, so a warp runs 32 problems in lockstep with no divergence in the
-// loop structure, and the batch-fastest layout makes each load of "entry e of
-// 32 neighbouring problems" one coalesced transaction. A warp per problem would
-// need cross-lane reductions for every dot product of length n <= 64 and leaves
-// lanes idle on the triangular solves. (To be confirmed by measurement on a
-// device; see bench/results/.)
+// The thread layout: every problem of a batch has the same shape and pattern, so
+// a warp runs 32 problems in lockstep with no divergence in the loop structure,
+// and the batch-fastest layout makes each load of "entry e of 32 neighbouring
+// problems" one coalesced transaction. Its cost is the n² workspace per problem
+// in global memory; for 16 <= n <= 32 the warp layout keeps it on chip (the
+// simulated counts: bench/results/gpu_warp_vs_thread_2026-11-24.md).
 #include <cuda_runtime.h>
 
 #include <cstdio>
@@ -82,17 +82,19 @@ bool available() { return device_info().count > 0; }
 
 template <class T>
 struct DeviceQpBatch<T>::Impl {
+  DeviceLayout asked = DeviceLayout::kAuto, layout = DeviceLayout::kAuto;
   int batch = 0, n = 0, m = 0, nnz = 0;
   ConeSpec cones;
-  DevBuf<int> row_ptr, col;
+  DevBuf<int> row_ptr, col, row_of;
   DevBuf<T> P, q, A, b, x, y, work, objective, value, prim_res, dual_res;
   DevBuf<int> status, fault, iterations, rho_updates;
   cudaEvent_t start = nullptr, stop = nullptr;
 };
 
 template <class T>
-DeviceQpBatch<T>::DeviceQpBatch() : impl_(new Impl) {
+DeviceQpBatch<T>::DeviceQpBatch(DeviceLayout layout) : impl_(new Impl) {
   if (!available()) throw Error("CUDA not available: " + device_info().reason);
+  impl_->asked = impl_->layout = layout;
   check(cudaEventCreate(&impl_->start), "cudaEventCreate");
   check(cudaEventCreate(&impl_->stop), "cudaEventCreate");
 }
@@ -109,8 +111,15 @@ int DeviceQpBatch<T>::batch() const {
 }
 
 template <class T>
+DeviceLayout DeviceQpBatch<T>::layout() const {
+  return impl_->layout;
+}
+
+template <class T>
 void DeviceQpBatch<T>::upload(const HostQpArrays<T>& h) {
   Impl& d = *impl_;
+  d.layout = resolve_layout(d.asked, h.n, h.cones.rows(), sizeof(T));
+  const bool warp = d.layout == DeviceLayout::kWarp;
   d.batch = h.batch;
   d.n = h.n;
   d.cones = h.cones;
@@ -123,9 +132,21 @@ void DeviceQpBatch<T>::upload(const HostQpArrays<T>& h) {
         "upload pattern");
   check(cudaMemcpy(d.col.p, h.a_col, sizeof(int) * d.nnz, cudaMemcpyHostToDevice),
         "upload pattern");
+  if (warp) {  // each nonzero's row
+    std::vector<int> row_of(std::max(d.nnz, 1), 0);
+    for (int r = 0; r < d.m; ++r)
+      for (int k = h.a_row_ptr[r]; k < h.a_row_ptr[r + 1]; ++k) row_of[k] = r;
+    d.row_of.ensure(row_of.size());
+    check(cudaMemcpy(d.row_of.p, row_of.data(), sizeof(int) * row_of.size(), cudaMemcpyHostToDevice),
+          "upload pattern");
+  }
   std::vector<T> tmp;
   auto put = [&](DevBuf<T>& buf, const T* src, int len) {
     buf.ensure(B * std::max(len, 1));
+    if (warp) {  // problem-contiguous, as given
+      check(cudaMemcpy(buf.p, src, sizeof(T) * B * len, cudaMemcpyHostToDevice), "upload");
+      return;
+    }
     to_batch_fastest(src, h.batch, len, tmp);
     check(cudaMemcpy(buf.p, tmp.data(), sizeof(T) * tmp.size(), cudaMemcpyHostToDevice), "upload");
   };
@@ -135,7 +156,7 @@ void DeviceQpBatch<T>::upload(const HostQpArrays<T>& h) {
   put(d.b, h.b, d.m);
   d.x.ensure(B * d.n);
   d.y.ensure(B * std::max(d.m, 1));
-  d.work.ensure(B * qp_work_size(d.n, d.m));
+  if (!warp) d.work.ensure(B * qp_work_size(d.n, d.m));
   d.objective.ensure(B);
   d.value.ensure(B);
   d.prim_res.ensure(B);
@@ -149,6 +170,11 @@ void DeviceQpBatch<T>::upload(const HostQpArrays<T>& h) {
 template <class T>
 void DeviceQpBatch<T>::upload_warm_start(const HostQpResults<T>& r) {
   Impl& d = *impl_;
+  if (d.layout == DeviceLayout::kWarp) {
+    check(cudaMemcpy(d.x.p, r.x, sizeof(T) * size_t(d.batch) * d.n, cudaMemcpyHostToDevice), "upload x");
+    check(cudaMemcpy(d.y.p, r.y, sizeof(T) * size_t(d.batch) * d.m, cudaMemcpyHostToDevice), "upload y");
+    return;
+  }
   std::vector<T> tmp;
   to_batch_fastest(r.x, d.batch, d.n, tmp);
   check(cudaMemcpy(d.x.p, tmp.data(), sizeof(T) * tmp.size(), cudaMemcpyHostToDevice), "upload x");
@@ -164,14 +190,25 @@ double DeviceQpBatch<T>::solve(const QpSettings<T>& st, bool warm) {
   shape.n = d.n;
   shape.cones = d.cones;
   shape.a = CsrPattern{d.m, d.n, d.nnz, d.row_ptr.p, d.col.p};
-  const int threads = 128;
-  const int blocks = (d.batch + threads - 1) / threads;
   check(cudaEventRecord(d.start), "cudaEventRecord");
-  qp_admm_kernel<T><<<blocks, threads>>>(d.batch, shape, d.P.p, d.q.p, d.A.p, d.b.p, d.x.p, d.y.p,
-                                         d.work.p, d.objective.p, d.value.p, d.prim_res.p, d.dual_res.p,
-                                         d.status.p, d.fault.p, d.iterations.p, d.rho_updates.p,
-                                         detail::device_settings(st), warm);
-  check(cudaGetLastError(), "qp_admm_kernel launch");
+  if (d.layout == DeviceLayout::kWarp) {
+    detail::WarpLaunch<T> a;
+    a.batch = d.batch, a.n = d.n, a.m = d.m, a.nnz = d.nnz, a.cones = d.cones;
+    a.row_of = d.row_of.p, a.row_ptr = d.row_ptr.p, a.col = d.col.p;
+    a.P = d.P.p, a.q = d.q.p, a.A = d.A.p, a.b = d.b.p, a.x = d.x.p, a.y = d.y.p;
+    a.objective = d.objective.p, a.value = d.value.p, a.prim_res = d.prim_res.p, a.dual_res = d.dual_res.p;
+    a.status = d.status.p, a.fault = d.fault.p, a.iterations = d.iterations.p, a.rho_updates = d.rho_updates.p;
+    detail::launch_qp_warp(a, st, warm);
+    check(cudaGetLastError(), "qp_admm_warp_kernel launch");
+  } else {
+    const int threads = 128;
+    const int blocks = (d.batch + threads - 1) / threads;
+    qp_admm_kernel<T><<<blocks, threads>>>(d.batch, shape, d.P.p, d.q.p, d.A.p, d.b.p, d.x.p, d.y.p,
+                                           d.work.p, d.objective.p, d.value.p, d.prim_res.p, d.dual_res.p,
+                                           d.status.p, d.fault.p, d.iterations.p, d.rho_updates.p,
+                                           detail::device_settings(st), warm);
+    check(cudaGetLastError(), "qp_admm_kernel launch");
+  }
   check(cudaEventRecord(d.stop), "cudaEventRecord");
   check(cudaEventSynchronize(d.stop), "qp_admm_kernel");
   float ms = 0;
@@ -185,6 +222,10 @@ void DeviceQpBatch<T>::download(HostQpResults<T>& r) const {
   std::vector<T> tmp;
   auto get = [&](const DevBuf<T>& buf, int len, T* dst) {
     if (!dst) return;
+    if (d.layout == DeviceLayout::kWarp) {
+      check(cudaMemcpy(dst, buf.p, sizeof(T) * size_t(d.batch) * len, cudaMemcpyDeviceToHost), "download");
+      return;
+    }
     tmp.resize(size_t(d.batch) * len);
     check(cudaMemcpy(tmp.data(), buf.p, sizeof(T) * tmp.size(), cudaMemcpyDeviceToHost),
           "download");

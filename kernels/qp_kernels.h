@@ -3,20 +3,61 @@
 // without it, kernels/no_cuda.cc implements this header and every call
 // reports "CUDA not available" (available() is false, methods throw Error).
 //
-// Layout on the device: structure-of-arrays with the batch index fastest
-// (element e of problem k at base[e * B + k]), so neighbouring threads read
-// neighbouring words. One thread solves one problem with solvers/qp_admm.h.
-// Allocation: buffers are sized by reserve(); solve() allocates nothing.
+// Two layouts on the device (DeviceLayout), the same algorithm (solvers/qp_admm.h
+// with a fixed check schedule) and the same answers to rounding:
+//   - thread: one thread solves one problem (kernels/qp_kernels.cu); arrays are
+//     structure-of-arrays with the batch index fastest (element e of problem k at
+//     base[e * B + k]), its workspace (K⁻¹ included) in global memory;
+//   - warp: one warp solves one problem, n <= 32 (kernels/qp_warp_kernels.cu); arrays
+//     problem-contiguous, the iterate, A and K⁻¹ on chip (shared memory, registers).
+// kAuto takes the warp for 16 <= n <= 32 (the sizes where the simulated counts favour
+// it: bench/results/gpu_warp_vs_thread_2026-11-24.md), the thread otherwise.
+// Allocation: buffers grow in upload(); solve() allocates nothing.
 #pragma once
 
+#include <cstddef>
 #include <memory>
 #include <string>
 
+#include "solvers/error.h"
 #include "solvers/lcp_pgs.h"
 #include "solvers/qp_admm.h"
 
 namespace impulse {
 namespace cuda {
+
+enum class DeviceLayout { kAuto, kThread, kWarp };
+inline const char* to_string(DeviceLayout l) {
+  return l == DeviceLayout::kAuto ? "auto" : l == DeviceLayout::kThread ? "thread" : "warp";
+}
+// "auto", "thread" or "warp"; throws Error naming the value otherwise
+inline DeviceLayout parse_device_layout(const std::string& s) {
+  if (s == "auto") return DeviceLayout::kAuto;
+  if (s == "thread") return DeviceLayout::kThread;
+  if (s == "warp") return DeviceLayout::kWarp;
+  throw Error("unknown device layout '" + s + "': expected auto, thread or warp");
+}
+
+// Shared memory one problem of the warp layout takes: A dense (m rows, odd stride),
+// four n-rows and nine m-rows of 32 or m entries, and K while it is formed (32 × 33).
+inline size_t warp_shared_bytes(int n, int m, size_t elem) {
+  const int lda = n % 2 == 0 ? n + 1 : n;
+  return size_t(m * lda + 4 * 32 + 9 * m + 32 * 33) * elem;
+}
+constexpr size_t kWarpSharedLimit = 48 * 1024;  // without opting in to more
+
+// The layout a batch of this shape runs in. kThread always; kWarp when n <= 32 and
+// its shared memory fits (else Error saying which); kAuto: kWarp for 16 <= n <= 32
+// when it fits, else kThread.
+inline DeviceLayout resolve_layout(DeviceLayout want, int n, int m, size_t elem) {
+  const bool fits = n >= 1 && n <= 32 && warp_shared_bytes(n, m, elem) <= kWarpSharedLimit;
+  if (want == DeviceLayout::kWarp && !fits)
+    throw Error("device layout warp: needs n <= 32 and at most " + std::to_string(kWarpSharedLimit) +
+                " bytes of shared memory per problem; this batch has n = " + std::to_string(n) + ", m = " +
+                std::to_string(m) + " (" + std::to_string(warp_shared_bytes(n, m, elem)) + " bytes)");
+  if (want == DeviceLayout::kAuto) return fits && n >= 16 ? DeviceLayout::kWarp : DeviceLayout::kThread;
+  return want;
+}
 
 struct DeviceInfo {
   bool built = false;    // compiled with the CUDA kernels
@@ -68,14 +109,17 @@ struct HostQpResults {
 template <class T>
 class DeviceQpBatch {
  public:
-  DeviceQpBatch();
+  explicit DeviceQpBatch(DeviceLayout layout = DeviceLayout::kAuto);
   ~DeviceQpBatch();
   DeviceQpBatch(const DeviceQpBatch&) = delete;
   DeviceQpBatch& operator=(const DeviceQpBatch&) = delete;
 
-  // upload problem data (transposed to batch-fastest); (re)allocates only when
-  // the shape or batch size grows.
+  // upload problem data (transposed to batch-fastest for the thread layout);
+  // resolves the layout for its shape (resolve_layout: Error when warp was asked
+  // for and does not fit); (re)allocates only when the shape or batch size grows.
   void upload(const HostQpArrays<T>& h);
+  // the layout the uploaded batch runs in (the one asked for before any upload)
+  DeviceLayout layout() const;
   // upload a warm start (x, y) from host results.
   void upload_warm_start(const HostQpResults<T>& r);
   // solve every problem; warm uses the resident (x, y). Returns kernel time in ms.

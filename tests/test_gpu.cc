@@ -146,11 +146,14 @@ void expect_kkt_from_data(const QpBatch<T>& bt, const QpSolutions<T>& s, const Q
 template <class T>
 QpSolutions<T> expect_device_matches_cpu(const QpBatch<T>& bt, const QpSettings<T>& st, double rtol,
                                          const QpSolutions<T>* warm = nullptr,
-                                         const std::vector<double>* known_opt = nullptr) {
+                                         const std::vector<double>* known_opt = nullptr,
+                                         cuda::DeviceLayout layout = cuda::DeviceLayout::kThread) {
   const QpSettings<T> ref = as_on_device(st);
   QpSolutions<T> cpu, gpu;
   BatchOptions c = cpu_reference(), g;
   g.backend = Backend::kCuda;
+  g.device_layout = layout;
+  std::printf("  a %s per problem\n", cuda::to_string(cuda::resolve_layout(layout, bt.n, bt.m(), sizeof(T))));
   if (warm) {
     cpu = gpu = *warm;
     c.warm_start = g.warm_start = true;
@@ -236,7 +239,8 @@ TEST_F(GpuQp, OctagonDoubleColdMatchesCpu) {
 // in the same number of iterations, fewer than a cold solve takes (a device
 // that ignored the warm start would take the cold count)
 template <class T>
-void warm_matches_cpu(const QpBatch<T>& bt, double eps, double tol) {
+void warm_matches_cpu(const QpBatch<T>& bt, double eps, double tol,
+                      cuda::DeviceLayout layout = cuda::DeviceLayout::kThread) {
   QpSettings<T> st;
   st.eps_abs = st.eps_rel = T(eps);
   st.max_iter = 50000;
@@ -244,7 +248,7 @@ void warm_matches_cpu(const QpBatch<T>& bt, double eps, double tol) {
   tighter.eps_abs = tighter.eps_rel = T(eps / 100);
   QpSolutions<T> start, cold;
   solve_batch(bt, tighter, cpu_reference(), start);
-  const QpSolutions<T> same = expect_device_matches_cpu(bt, st, tol, &start);
+  const QpSolutions<T> same = expect_device_matches_cpu<T>(bt, st, tol, &start, nullptr, layout);
   for (int k = 0; k < bt.size; ++k) {
     EXPECT_EQ(same.status[k], SolveStatus::kSolved) << "problem " << k;
     EXPECT_EQ(same.iterations[k], 1) << "problem " << k;
@@ -252,7 +256,7 @@ void warm_matches_cpu(const QpBatch<T>& bt, double eps, double tol) {
   QpBatch<T> moved = bt;
   for (size_t i = 0; i < moved.q.size(); ++i) moved.q[i] *= T(1.001);
   solve_batch(moved, as_on_device(st), cpu_reference(), cold);
-  const QpSolutions<T> g = expect_device_matches_cpu(moved, st, tol, &start);
+  const QpSolutions<T> g = expect_device_matches_cpu<T>(moved, st, tol, &start, nullptr, layout);
   long warm_iters = 0, cold_iters = 0;
   for (int k = 0; k < bt.size; ++k) {
     EXPECT_EQ(g.status[k], SolveStatus::kSolved) << "problem " << k;
@@ -272,7 +276,7 @@ TEST_F(GpuQp, FloatWarmMatchesCpu) {
 }
 
 // each bad problem is reported with its own fault; its neighbours solve
-TEST_F(GpuQp, FaultsStayWithTheirProblem) {
+void faults_stay_with_their_problem(cuda::DeviceLayout layout) {
   GeneratedQps g = random_qp_batch(8, 6, mixed(), 5);
   QpBatch<double>& bt = g.batch;
   const int n = bt.n, m = bt.m();
@@ -281,7 +285,7 @@ TEST_F(GpuQp, FaultsStayWithTheirProblem) {
   bt.b[size_t(4) * m + 1] = nan;
   bt.P[size_t(5) * n * n + 1] += 1.0;  // P(0, 1) != P(1, 0)
   for (int i = 0; i < n; ++i) bt.P[size_t(6) * n * n + i * n + i] -= 50.0;  // indefinite
-  const QpSolutions<double> s = expect_device_matches_cpu(bt, QpSettings<double>{}, 1e-5);
+  const QpSolutions<double> s = expect_device_matches_cpu<double>(bt, QpSettings<double>{}, 1e-5, nullptr, nullptr, layout);
   // the untouched problems still have their known optimum
   for (int k : {0, 1, 3, 7})
     EXPECT_NEAR(s.objective[k], g.obj_opt[k], 1e-3 * (1 + std::abs(g.obj_opt[k]))) << "problem " << k;
@@ -294,6 +298,40 @@ TEST_F(GpuQp, FaultsStayWithTheirProblem) {
         << "problem " << k;
   }
 }
+
+TEST_F(GpuQp, FaultsStayWithTheirProblem) { faults_stay_with_their_problem(cuda::DeviceLayout::kThread); }
+
+// The warp-per-problem kernel (kernels/qp_warp_kernels.cu): the same comparisons.
+// Its shuffles, shared-memory rows and in-register K⁻¹ are all on the path of
+// every problem, so a fault in any of them shows as a status, iteration or value
+// apart from the CPU's.
+class GpuQpWarp : public GpuQp {};
+
+TEST_F(GpuQpWarp, FloatColdMatchesCpu) {  // the cube loss QP, n = 32 (auto picks the warp)
+  QpSettings<float> st;
+  st.eps_abs = st.eps_rel = 1e-5f;
+  const QpBatch<float> bt = cube_loss_batch(batch_size(1000, 64), FrictionModel::kCone, 4).batch.cast<float>();
+  ASSERT_EQ(cuda::resolve_layout(cuda::DeviceLayout::kAuto, bt.n, bt.m(), sizeof(float)), cuda::DeviceLayout::kWarp);
+  const QpSolutions<float> g = expect_device_matches_cpu<float>(bt, st, 1e-3, nullptr, nullptr, cuda::DeviceLayout::kAuto);
+  for (size_t k = 0; k < g.status.size(); ++k) EXPECT_GT(g.iterations[k], 2);
+}
+
+TEST_F(GpuQpWarp, DoubleColdMatchesCpu) {  // every cone kind, known optima, n = 8 of the 32 lanes
+  QpSettings<double> st;
+  st.eps_abs = st.eps_rel = 1e-8;
+  st.max_iter = 20000;
+  const GeneratedQps q = random_qp_batch(batch_size(257, 24), 8, mixed(), 3);
+  const QpSolutions<double> g =
+      expect_device_matches_cpu<double>(q.batch, st, 1e-6, nullptr, &q.obj_opt, cuda::DeviceLayout::kWarp);
+  for (size_t k = 0; k < g.status.size(); ++k) EXPECT_EQ(g.status[k], SolveStatus::kSolved);
+}
+
+TEST_F(GpuQpWarp, FloatWarmMatchesCpu) {
+  warm_matches_cpu(cube_loss_batch(batch_size(500, 32), FrictionModel::kCone, 9).batch.cast<float>(), 1e-5,
+                   1e-3, cuda::DeviceLayout::kWarp);
+}
+
+TEST_F(GpuQpWarp, FaultsStayWithTheirProblem) { faults_stay_with_their_problem(cuda::DeviceLayout::kWarp); }
 
 // PGS, plain and with the friction-cone block: the same sweeps on both sides
 void expect_lcp_device_matches_cpu(const LcpBatch<double>& bt) {

@@ -529,7 +529,7 @@ void solve_batch_paths(const QpBatch<T>& batch, const QpSettings<T>& settings,
     r.fault = fault.data();
     r.iterations = out.iterations.data();
     r.rho_updates = out.rho_updates.data();
-    cuda::DeviceQpBatch<T> dev;
+    cuda::DeviceQpBatch<T> dev(options.device_layout);
     dev.upload(batch.device_arrays());
     if (options.warm_start) dev.upload_warm_start(r);
     dev.solve(settings, options.warm_start);

@@ -89,6 +89,8 @@ struct BatchOptions {
   // false: one problem at a time (qp_admm_solve, the real-time path's solver,
   // whose answers do not depend on the other problems of the batch).
   bool lanes = true;
+  // CUDA: one thread or one warp per problem (kernels/qp_kernels.h); kAuto picks by n
+  cuda::DeviceLayout device_layout = cuda::DeviceLayout::kAuto;
 };
 
 // Solves every problem; per-problem outcomes are in `out.status` (one bad

@@ -21,7 +21,7 @@ namespace {
 constexpr int kExitInvalidProblems = 3;
 
 struct SolveArgs {
-  std::string in, out, backend = "cpu", precision = "double", lanes = "on", gap = "on";
+  std::string in, out, backend = "cpu", precision = "double", lanes = "on", gap = "on", layout = "auto";
   int threads = 0, max_iter = 4000, anderson = -1;  // anderson < 0: the precision's default
   double eps = 1e-5;
   bool time_each = false;
@@ -42,6 +42,7 @@ int run_solve(const SolveArgs& a) {
   opt.threads = a.threads;
   opt.time_each = a.time_each;
   opt.lanes = a.lanes == "on";
+  opt.device_layout = cuda::parse_device_layout(a.layout);
   QpSolutions<T> sol;
   if (f.has_warm_start) {
     sol.resize(batch.size, batch.n, batch.m());
@@ -56,8 +57,13 @@ int run_solve(const SolveArgs& a) {
   long iters = 0;
   for (int k : sol.iterations) iters += k;
   const int invalid = sol.count(SolveStatus::kInvalidInput);
+  const std::string where =
+      opt.backend == Backend::kCuda
+          ? a.backend + " (a " + cuda::to_string(cuda::resolve_layout(opt.device_layout, batch.n, batch.m(),
+                                                                        sizeof(T))) + " per problem)"
+          : a.backend;
   std::printf("finished %d problems (n=%d, m=%d) on %s in %.3f s: %.0f problems/s, mean %.1f iterations\n",
-              batch.size, batch.n, batch.m(), a.backend.c_str(), s, batch.size / s,
+              batch.size, batch.n, batch.m(), where.c_str(), s, batch.size / s,
               double(iters) / batch.size);
   std::printf("status: solved %d, solved_inaccurate %d, max_iterations %d, primal_infeasible %d, "
               "dual_infeasible %d, invalid_input %d, numerical_error %d\n",
@@ -159,6 +165,10 @@ void add_solve_commands(CLI::App& app, Commands& out) {
   solve->add_option("--anderson", sa->anderson,
                     "CPU: Anderson acceleration's memory, 0 = off, at most 8 (default: 3 in double, off in "
                     "float; problems without second-order cones; the GPU runs without it)");
+  solve->add_option("--layout", sa->layout,
+                    "CUDA: thread = a thread per problem, warp = a warp per problem (n <= 32), auto "
+                    "(default) = warp for 16 <= n <= 32")
+      ->check(CLI::IsMember({"auto", "thread", "warp"}));
   solve->add_option("--lanes", sa->lanes,
                     "CPU: on = groups of problems in the lanes of one SIMD vector, off = one at a time")
       ->check(CLI::IsMember({"on", "off"}));

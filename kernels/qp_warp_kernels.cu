@@ -1,0 +1,616 @@
+// Batched conic-QP ADMM on the GPU: one WARP per problem (n <= 32), the layout
+// DeviceQpBatch picks for 16 <= n <= 32 (kernels/qp_kernels.h, DeviceLayout). Why:
+// bench/results/gpu_warp_vs_thread_2026-11-24.md (simulated counts: the problem's
+// working set stays on chip, one problem's latency falls ~20x; the thread kernel's
+// n² workspace per problem streams from HBM).
+//
+// The algorithm is qp_admm_solve's (solvers/qp_admm.h) as the thread kernel runs it
+// (explicit K⁻¹, no dense iteration, fixed check schedule): the same input checks,
+// Ruiz equilibration, per-row ρ, iteration, residual checks, duality gap,
+// infeasibility tests, adaptive ρ and finish, with the work spread over the 32 lanes:
+//   - lane j owns variable j: x_j, q_j, σ_j, D_j in registers, and column j of K
+//     (then K⁻¹, by in-register Gauss-Jordan with shuffles) in 32 registers; K is
+//     formed in shared memory from A's nonzeros (the pattern's pairs, row by row);
+//   - A is held dense in shared memory (m × (n+1), odd stride: row- and column-wise
+//     accesses are free of bank conflicts), with b, z, y, ρ, 1/ρ, E and scratch rows;
+//   - the x-step K⁻¹·rhs is 32 FMAs per lane with rhs broadcast by shuffles; Ax and
+//     Aᵀv are a lane per row / per column over shared memory; the projections take a
+//     lane per zero/nonnegative row and per 3-row cone; norms and dot products are
+//     shuffle reductions. P stays in global memory (read coalesced at set-up and at
+//     the checks).
+// Sums run in the serial code's order where it is cheap (the products with K⁻¹, A,
+// Aᵀ, P), so the iterates agree with the CPU's to rounding. One difference: the
+// PSD test of P + δI and the factorization of K take Gauss-Jordan pivots (the
+// Schur complements) rather than a Cholesky: the same pivots up to rounding.
+//
+// Blocks hold one warp. Under GPGPU-Sim (functional mode) shuffles in blocks of
+// several warps read warp 0's registers (a simulator fault; see the note above), and
+// on sm_90 the 128 registers a lane allow 16 resident warps per SM either way.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstddef>
+
+#include "kernels/device_util.cuh"
+#include "kernels/qp_kernels.h"
+
+namespace impulse {
+namespace cuda {
+namespace detail {
+namespace {
+
+constexpr int kW = 32;
+constexpr unsigned kFull = 0xffffffffu;
+
+// Warp shuffles as plain PTX. CUDA 13's __shfl_*_sync compile to the form with a
+// predicate output (shfl.sync.idx.b32 d|p, ...), whose value GPGPU-Sim (4.2, as patched
+// in ../shared/tools/gpgpu-sim) never writes: every such shuffle reads 0 there ("reading
+// undefined register"). The form without the predicate is the same instruction on a
+// device and simulates correctly.
+__device__ __forceinline__ unsigned shfl_idx_b32(unsigned v, int src) {
+  unsigned r;
+  asm volatile("shfl.sync.idx.b32 %0, %1, %2, 31, -1;" : "=r"(r) : "r"(v), "r"(src));
+  return r;
+}
+__device__ __forceinline__ unsigned shfl_xor_b32(unsigned v, int mask) {
+  unsigned r;
+  asm volatile("shfl.sync.bfly.b32 %0, %1, %2, 31, -1;" : "=r"(r) : "r"(v), "r"(mask));
+  return r;
+}
+__device__ __forceinline__ float shfl_idx(float v, int src) {
+  return __uint_as_float(shfl_idx_b32(__float_as_uint(v), src));
+}
+__device__ __forceinline__ float shfl_xor(float v, int mask) {
+  return __uint_as_float(shfl_xor_b32(__float_as_uint(v), mask));
+}
+__device__ __forceinline__ double shfl_idx(double v, int src) {
+  return __hiloint2double(int(shfl_idx_b32(unsigned(__double2hiint(v)), src)),
+                          int(shfl_idx_b32(unsigned(__double2loint(v)), src)));
+}
+__device__ __forceinline__ double shfl_xor(double v, int mask) {
+  return __hiloint2double(int(shfl_xor_b32(unsigned(__double2hiint(v)), mask)),
+                          int(shfl_xor_b32(unsigned(__double2loint(v)), mask)));
+}
+
+template <class T>
+__device__ __forceinline__ T wmax(T v) {
+  for (int o = 16; o > 0; o >>= 1) v = max_of(v, shfl_xor(v, o));
+  return v;
+}
+template <class T>
+__device__ __forceinline__ T wsum(T v) {
+  for (int o = 16; o > 0; o >>= 1) v += shfl_xor(v, o);
+  return v;
+}
+
+// the shared-memory rows of one problem (T elements), carved per warp
+template <class T>
+struct Smem {
+  T *A, *xs, *xts, *ds, *tn;                       // A: m x lda; n-sized: 32 each
+  T *z, *v, *y, *yp, *rho, *rinv, *b, *e, *tm;     // m-sized
+  T* K;                                            // K while it is formed: 32 x 33
+  static constexpr int ldk = kW + 1;
+  __device__ static int lda(int n) { return n % 2 == 0 ? n + 1 : n; }
+  __host__ __device__ static int size(int n, int m) {
+    const int l = n % 2 == 0 ? n + 1 : n;
+    return m * l + 4 * kW + 9 * m + kW * ldk;
+  }
+  __device__ static Smem carve(T* base, int n, int m) {
+    Smem s;
+    T* p = base;
+    s.A = p, p += m * lda(n);
+    s.xs = p, p += kW;
+    s.xts = p, p += kW;
+    s.ds = p, p += kW;
+    s.tn = p, p += kW;
+    s.z = p, p += m;
+    s.v = p, p += m;
+    s.y = p, p += m;
+    s.yp = p, p += m;
+    s.rho = p, p += m;
+    s.rinv = p, p += m;
+    s.b = p, p += m;
+    s.e = p, p += m;
+    s.tm = p, p += m;
+    s.K = p, p += kW * ldk;
+    return s;
+  }
+};
+
+struct Problem {  // the batch's shape (problem-contiguous arrays)
+  int n, m, nnz;
+  ConeSpec cones;
+};
+
+// K (lane j: column j in Kc) ← K⁻¹ by Gauss-Jordan without pivoting (SPD: every
+// pivot is a Schur complement's diagonal, positive). False when a pivot is not
+// positive or not finite (warp-uniform: the pivot is broadcast). Lanes ≥ n hold
+// identity columns. Inverse = false: the elimination below the pivots only (the
+// same pivots, about half the work), as a positive-definiteness test.
+template <class T, bool Inverse = true>
+__device__ __forceinline__ bool gj_inverse(T (&Kc)[kW], int lane) {
+#pragma unroll
+  for (int k = 0; k < kW; ++k) {
+    const T d = shfl_idx(Kc[k], k);
+    if (!(d > T(0)) || !is_finite(d)) return false;
+    const T pinv = T(1) / d;
+    const T rk = Kc[k] * pinv;
+#pragma unroll
+    for (int i = 0; i < kW; ++i) {
+      if (i == k || (!Inverse && i < k)) continue;
+      const T mik = shfl_idx(Kc[i], k);
+      Kc[i] = lane == k ? -mik * pinv : Kc[i] - mik * rk;
+    }
+    Kc[k] = lane == k ? pinv : rk;
+  }
+  return true;
+}
+
+// Kc ← column `lane` of K = P + diag(σ) + Aᵀdiag(ρ)A (identity columns beyond n),
+// then its inverse. K is formed in shared memory from A's nonzeros: for each row r of
+// the pattern (L entries), lane b adds ρ_r·(A_ra·A_rb) to K[c_a][c_b] for every entry a,
+// L steps a row (the nonzero pairs, in row order as qp_form_K adds them) instead of a
+// dense m x n sweep.
+template <class T>
+__device__ bool factor(const Problem& pr, const int* __restrict__ row_ptr, const int* __restrict__ col,
+                       const T* __restrict__ P, const Smem<T>& s, T sig, T (&Kc)[kW], int lane) {
+  const int n = pr.n, m = pr.m, lda = Smem<T>::lda(n), ldk = Smem<T>::ldk;
+  const bool own = lane < n;
+  for (int i = 0; i < n; ++i)
+    if (own) s.K[i * ldk + lane] = P[i * n + lane] + (i == lane ? sig : T(0));
+  __syncwarp();
+  for (int r = 0; r < m; ++r) {
+    const int k0 = row_ptr[r], L = row_ptr[r + 1] - k0;  // L <= n <= 32
+    const T rr = s.rho[r];
+    const bool mine = lane < L;
+    const int cb = mine ? col[k0 + lane] : 0;
+    const T ab = mine ? s.A[r * lda + cb] : T(0);
+    for (int a = 0; a < L; ++a) {
+      const int ca = col[k0 + a];
+      const T aa = s.A[r * lda + ca];
+      if (mine) s.K[ca * ldk + cb] += rr * (aa * ab);
+    }
+    __syncwarp();
+  }
+#pragma unroll
+  for (int i = 0; i < kW; ++i) Kc[i] = own && i < n ? s.K[i * ldk + lane] : (i == lane ? T(1) : T(0));
+  __syncwarp();
+  return gj_inverse(Kc, lane);
+}
+
+template <class T>
+__device__ void set_rho(const Problem& pr, const Smem<T>& s, T rho, T eq_scale, T cscale, int lane) {
+  const T c_inv = T(1) / cscale;
+  for (int i = lane; i < pr.m; i += kW) {
+    const T e = s.e[i];
+    s.rho[i] = (i < pr.cones.n_zero ? rho * eq_scale : rho) * (e * e * c_inv);
+    s.rinv[i] = T(1) / s.rho[i];
+  }
+  __syncwarp();
+}
+
+// out_r = (A v)_r for the rows of this lane, v in shared (n entries)
+template <class T>
+__device__ __forceinline__ T row_dot(const Smem<T>& s, int lda, int n, int r, const T* v) {
+  T acc = T(0);
+  for (int j = 0; j < n; ++j) acc += s.A[r * lda + j] * v[j];
+  return acc;
+}
+// (Aᵀ w)_j for this lane's column j, w in shared (m entries)
+template <class T>
+__device__ __forceinline__ T col_dot(const Smem<T>& s, int lda, int m, int j, const T* w) {
+  T acc = T(0);
+  for (int r = 0; r < m; ++r) acc += s.A[r * lda + j] * w[r];
+  return acc;
+}
+// (P v)_j, v in shared: P symmetric, so column j (coalesced over the lanes) in row order
+template <class T>
+__device__ __forceinline__ T p_dot(const T* __restrict__ P, int n, int j, const T* v) {
+  T acc = T(0);
+  for (int i = 0; i < n; ++i) acc += P[i * n + j] * v[i];
+  return acc;
+}
+
+// at most 128 registers (16 resident warps per SM on sm_90; 141 unbounded, without spills
+// at 128, with spills at 96)
+template <class T>
+__global__ void __launch_bounds__(4 * kW, 4) qp_admm_warp_kernel(int batch, Problem pr, const int* __restrict__ row_of,
+                                    const int* __restrict__ row_ptr, const int* __restrict__ col,
+                                    const T* __restrict__ Pg,
+                                    const T* __restrict__ qg, const T* __restrict__ Ag,
+                                    const T* __restrict__ bg, T* xg, T* yg, T* objective, T* value,
+                                    T* prim_res_out, T* dual_res_out, int* status_out, int* fault_out,
+                                    int* iterations_out, int* rho_updates_out, QpSettings<T> st,
+                                    bool warm) {
+  extern __shared__ unsigned char smem_raw[];
+  const int lane = threadIdx.x & (kW - 1);
+  const int wib = threadIdx.x / kW;
+  const int k = blockIdx.x * (blockDim.x / kW) + wib;
+  if (k >= batch) return;  // whole warps
+  const int n = pr.n, m = pr.m, nnz = pr.nnz, lda = Smem<T>::lda(n);
+  const ConeSpec cones = pr.cones;
+  const Smem<T> s = Smem<T>::carve(reinterpret_cast<T*>(smem_raw) + size_t(wib) * Smem<T>::size(n, m), n, m);
+  const T* __restrict__ P = Pg + size_t(k) * n * n;
+  const T* __restrict__ A = Ag + size_t(k) * nnz;
+  const bool own = lane < n;
+  const T qj = own ? qg[size_t(k) * n + lane] : T(0);
+
+  // ---- set-up: A dense into shared memory, b -------------------------------------
+  for (int i = lane; i < m * lda; i += kW) s.A[i] = T(0);
+  __syncwarp();
+  for (int i = lane; i < nnz; i += kW) s.A[row_of[i] * lda + col[i]] = A[i];
+  for (int r = lane; r < m; r += kW) s.b[r] = bg[size_t(k) * m + r];
+  __syncwarp();
+
+  QpInfo<T> info;
+  T xj = T(0);
+  T Kc[kW];
+  auto finish_early = [&]() {  // x, y as they are; the info as set
+    if (own) xg[size_t(k) * n + lane] = xj;
+    for (int r = lane; r < m; r += kW) yg[size_t(k) * m + r] = s.y[r];
+    if (lane == 0) {
+      objective[k] = info.objective, value[k] = info.value;
+      prim_res_out[k] = info.prim_res, dual_res_out[k] = info.dual_res;
+      status_out[k] = int(info.status), fault_out[k] = int(info.fault);
+      iterations_out[k] = info.iterations, rho_updates_out[k] = info.rho_updates;
+    }
+  };
+
+  // ---- the input check (qp_check_input) ----------------------------------------
+  if (st.check_input) {
+    bool bad_p = false, bad_q = false, bad_a = false, bad_b = false;
+    T amax = T(0), asym = T(0), dmax = T(1);
+    for (int i = lane; i < n * n; i += kW) {
+      const T v = P[i];
+      bad_p |= !is_finite(v);
+      amax = max_of(amax, abs_of(v));
+      const int r = i / n, c = i % n;
+      if (c < r) asym = max_of(asym, abs_of(v - P[c * n + r]));
+      if (c == r) dmax = max_of(dmax, abs_of(v));
+    }
+    bad_q = own && !is_finite(qj);
+    for (int i = lane; i < nnz; i += kW) bad_a |= !is_finite(A[i]);
+    for (int r = lane; r < m; r += kW) bad_b |= !is_finite(s.b[r]);
+    InputFault f = InputFault::kNone;
+    if (__any_sync(kFull, bad_p))
+      f = InputFault::kNonFiniteP;
+    else if (__any_sync(kFull, bad_q))
+      f = InputFault::kNonFiniteQ;
+    else if (__any_sync(kFull, bad_a))
+      f = InputFault::kNonFiniteA;
+    else if (__any_sync(kFull, bad_b))
+      f = InputFault::kNonFiniteB;
+    else {
+      amax = wmax(amax), asym = wmax(asym), dmax = wmax(dmax);
+      const T sym_tol = T(1e3) * max_of(amax, T(1)) * (sizeof(T) == 4 ? T(1.2e-7) : T(2.3e-16));
+      if (asym > sym_tol) {
+        f = InputFault::kAsymmetricP;
+      } else {
+        // PSD up to psd_tol: P + shift·I must have positive pivots
+        const T shift = st.psd_tol * dmax;
+#pragma unroll
+        for (int i = 0; i < kW; ++i) {
+          if (own && i < n)
+            Kc[i] = P[i * n + lane] + (i == lane ? shift : T(0));
+          else
+            Kc[i] = i == lane ? T(1) : T(0);
+        }
+        if (!gj_inverse<T, false>(Kc, lane)) f = InputFault::kNotPsdP;
+      }
+    }
+    if (f != InputFault::kNone) {
+      for (int r = lane; r < m; r += kW) s.y[r] = T(0);
+      __syncwarp();
+      info.fault = f;
+      info.status = SolveStatus::kInvalidInput;
+      finish_early();
+      return;
+    }
+  }
+
+  // ---- the initial iterate ------------------------------------------------------
+  if (warm) {
+    xj = own ? xg[size_t(k) * n + lane] : T(0);
+    s.xs[lane] = xj;
+    for (int r = lane; r < m; r += kW) s.y[r] = yg[size_t(k) * m + r];
+    __syncwarp();
+    for (int r = lane; r < m; r += kW) s.z[r] = row_dot(s, lda, n, r, s.xs);
+  } else {
+    for (int r = lane; r < m; r += kW) s.y[r] = T(0), s.z[r] = T(0);
+  }
+  __syncwarp();
+
+  // ---- Ruiz equilibration (qp_equilibrate) ------------------------------------------
+  T dj = T(1), cscale = T(1);
+  for (int r = lane; r < m; r += kW) s.e[r] = T(1);
+  s.ds[lane] = own ? T(1) : T(0);
+  __syncwarp();
+  const int iters = st.scaling_iters;
+  for (int it = 0; it <= iters; ++it) {
+    // column norms of c·D P D (dense_col_absmax_scaled: max over i of |P_ij|·D_i)
+    T tn = T(0);
+    if (own) {
+      for (int i = 0; i < n; ++i) tn = max_of(tn, abs_of(P[i * n + lane]) * s.ds[i]);
+      tn *= cscale * dj;
+    }
+    if (it > 0 || iters == 0) {
+      s.tn[lane] = tn;
+      __syncwarp();
+      T mean = T(0);
+      for (int j = 0; j < n; ++j) mean += s.tn[j];  // the serial order
+      const T qn = wmax(own ? abs_of(qj) * dj : T(0)) * cscale;
+      mean /= T(n);
+      const T gamma = T(1) / impulse::detail::qp_limit_scaling(max_of(mean, qn));
+      if (iters > 0) {
+        cscale *= gamma;
+        tn *= gamma;
+      }
+      __syncwarp();
+    }
+    if (it == iters) break;
+    // column and row norms of E A D (qp_A_norms)
+    T cn = T(0);
+    if (own)
+      for (int r = 0; r < m; ++r) cn = max_of(cn, (abs_of(s.A[r * lda + lane]) * dj) * s.e[r]);
+    for (int r = lane; r < m; r += kW) {
+      T rn = T(0);
+      for (int j = 0; j < n; ++j) rn = max_of(rn, abs_of(s.A[r * lda + j]) * s.ds[j]);
+      s.tm[r] = rn * s.e[r];
+    }
+    __syncwarp();
+    for (int c = lane; c < cones.n_soc; c += kW) {  // one factor per cone
+      const int r = cones.soc_begin() + 3 * c;
+      const T v = max_of(s.tm[r], max_of(s.tm[r + 1], s.tm[r + 2]));
+      s.tm[r] = s.tm[r + 1] = s.tm[r + 2] = v;
+    }
+    __syncwarp();
+    if (own) dj *= T(1) / sqrt_of(impulse::detail::qp_limit_scaling(max_of(tn, cn)));
+    for (int r = lane; r < m; r += kW) s.e[r] *= T(1) / sqrt_of(impulse::detail::qp_limit_scaling(s.tm[r]));
+    s.ds[lane] = own ? dj : T(0);
+    __syncwarp();
+  }
+  if (iters == 0) cscale = T(1);
+  const T sig = own ? st.sigma / (cscale * dj * dj) : T(0);
+
+  T rho = st.rho;
+  set_rho(pr, s, rho, st.rho_eq_scale, cscale, lane);
+  if (!factor(pr, row_ptr, col, P, s, sig, Kc, lane)) {
+    info.status = SolveStatus::kNumericalError;
+    finish_early();
+    return;
+  }
+
+  // ---- the iteration (qp_admm_solve) ----------------------------------------------
+  const T alpha = st.alpha, beta = T(1) - alpha;
+  SolveStatus status = SolveStatus::kMaxIterations;
+  impulse::detail::QpCheck<T> c;
+  impulse::detail::QpSchedule<T> sc;
+  sc.next_check = warm ? 1 : st.check_every;
+  T xprev = T(0);
+  int it = 0;
+  const int soc0 = cones.soc_begin();
+  for (it = 1; it <= st.max_iter; ++it) {
+    const bool check = it == sc.next_check || it == st.max_iter ||
+                       (st.adaptive_rho && it % st.adaptive_rho_interval == 0);
+    if (check) {
+      xprev = xj;
+      for (int r = lane; r < m; r += kW) s.yp[r] = s.y[r];
+    }
+    // x-step: rhs = σ∘x − q + Aᵀ(ρ∘z − y), x̃ = K⁻¹ rhs
+    for (int r = lane; r < m; r += kW) s.tm[r] = s.rho[r] * s.z[r] - s.y[r];
+    __syncwarp();
+    T rj = T(0);
+    if (own) {
+      rj = sig * xj - qj;
+      for (int r = 0; r < m; ++r) rj += s.A[r * lda + lane] * s.tm[r];
+    }
+    T xt = T(0);
+#pragma unroll
+    for (int l = 0; l < kW; ++l) xt += Kc[l] * shfl_idx(rj, l);
+    s.xts[lane] = xt;
+    xj = own ? alpha * xt + beta * xj : T(0);
+    __syncwarp();
+    // rows: v = αAx̃ + (1−α)z
+    for (int r = lane; r < m; r += kW) s.v[r] = alpha * row_dot(s, lda, n, r, s.xts) + beta * s.z[r];
+    __syncwarp();
+    // z ← Π_C(v + y/ρ), y ← y + ρ∘(v − z): a lane per zero / nonnegative row, per cone
+    for (int u = lane; u < soc0 + cones.n_soc; u += kW) {
+      if (u < cones.n_zero) {
+        const T v = s.v[u], zn = s.b[u];
+        s.y[u] += s.rho[u] * (v - zn);
+        s.z[u] = zn;
+      } else if (u < soc0) {
+        const T v = s.v[u], zn = min_of(v + s.y[u] * s.rinv[u], s.b[u]);
+        s.y[u] += s.rho[u] * (v - zn);
+        s.z[u] = zn;
+      } else {
+        const int r = soc0 + 3 * (u - soc0);
+        const T v0 = s.v[r], v1 = s.v[r + 1], v2 = s.v[r + 2];
+        T t = s.b[r] - (v0 + s.y[r] * s.rinv[r]);
+        T u1 = s.b[r + 1] - (v1 + s.y[r + 1] * s.rinv[r + 1]);
+        T u2 = s.b[r + 2] - (v2 + s.y[r + 2] * s.rinv[r + 2]);
+        project_soc3(t, u1, u2);
+        const T z0 = s.b[r] - t, z1 = s.b[r + 1] - u1, z2 = s.b[r + 2] - u2;
+        s.y[r] += s.rho[r] * (v0 - z0);
+        s.y[r + 1] += s.rho[r + 1] * (v1 - z1);
+        s.y[r + 2] += s.rho[r + 2] * (v2 - z2);
+        s.z[r] = z0, s.z[r + 1] = z1, s.z[r + 2] = z2;
+      }
+    }
+    __syncwarp();
+    if (!check) continue;
+
+    // ---- the check (qp_check_residuals) ----
+    SolveStatus verdict = SolveStatus::kNotRun;
+    s.xs[lane] = xj;
+    __syncwarp();
+    {
+      T prim = T(0), axn = T(0), zn = T(0), spr = T(0), saxn = T(0), szn = T(0);
+      for (int r = lane; r < m; r += kW) {
+        const T ax = row_dot(s, lda, n, r, s.xs);
+        s.tm[r] = ax;
+        const T e = s.e[r];
+        const T rr = abs_of(ax - s.z[r]), aax = abs_of(ax), zz = abs_of(s.z[r]);
+        prim = max_of(prim, rr), axn = max_of(axn, aax), zn = max_of(zn, zz);
+        spr = max_of(spr, e * rr), saxn = max_of(saxn, e * aax), szn = max_of(szn, e * zz);
+      }
+      T dual = T(0), pxn = T(0), atyn = T(0), qn = T(0), sdr = T(0), spxn = T(0), satyn = T(0), sqn = T(0);
+      T xpx = T(0), qx = T(0), by = T(0);
+      if (own) {
+        const T px = p_dot(P, n, lane, s.xs);
+        xpx = xj * px, qx = qj * xj;
+        const T aty = col_dot(s, lda, m, lane, s.y);
+        const T rr = abs_of(px + qj + aty), apx = abs_of(px), aaty = abs_of(aty), aq = abs_of(qj);
+        dual = rr, pxn = apx, atyn = aaty, qn = aq;
+        sdr = dj * rr, spxn = dj * apx, satyn = dj * aaty, sqn = dj * aq;
+      }
+      c.prim_res = wmax(prim), c.sp_res = wmax(spr), c.sax_norm = wmax(saxn), c.sz_norm = wmax(szn);
+      c.dual_res = wmax(dual), c.sd_res = wmax(sdr), c.spx_norm = wmax(spxn), c.saty_norm = wmax(satyn);
+      c.sq_norm = wmax(sqn);
+      axn = wmax(axn), zn = wmax(zn), pxn = wmax(pxn), atyn = wmax(atyn), qn = wmax(qn);
+      bool fin = is_finite(xj);
+      for (int r = lane; r < m; r += kW) fin = fin && is_finite(s.y[r]);
+      if (!is_finite(c.prim_res) || !is_finite(c.dual_res) || !__all_sync(kFull, fin)) {
+        verdict = SolveStatus::kNumericalError;
+      } else {
+        c.eps_prim = st.eps_abs + st.eps_rel * max_of(axn, zn);
+        c.eps_dual = st.eps_abs + st.eps_rel * max_of(max_of(pxn, atyn), qn);
+        bool gap_ok = true;
+        if (st.check_gap) {  // |xᵀPx + qᵀx + bᵀy| <= eps_abs + eps_rel·max(|xᵀPx|, |qᵀx|, |bᵀy|)
+          for (int r = lane; r < m; r += kW) by += s.y[r] == T(0) ? T(0) : s.b[r] * s.y[r];
+          xpx = wsum(xpx), qx = wsum(qx), by = wsum(by);
+          T gap = abs_of(xpx + qx + by);
+          
+          const T eg = st.eps_abs + st.eps_rel * max_of(max_of(abs_of(xpx), abs_of(qx)), abs_of(by));
+          c.gap = is_finite(gap) && is_finite(eg) ? gap : T(1e30);
+          c.eps_gap = eg;
+          gap_ok = c.gap <= c.eps_gap;
+        }
+        if (c.prim_res <= c.eps_prim && c.dual_res <= c.eps_dual && gap_ok) verdict = SolveStatus::kSolved;
+      }
+    }
+    if (verdict == SolveStatus::kNotRun) {
+      impulse::detail::qp_schedule_next(st, it, c, sc);
+      // ---- infeasibility (qp_check_infeasible) ----
+      __syncwarp();
+      {  // primal: δy ∈ K*, Aᵀδy ≈ 0, bᵀδy < 0
+        T dyn = T(0), bdy = T(0);
+        for (int r = lane; r < m; r += kW) {
+          const T dy = s.y[r] - s.yp[r];
+          s.tm[r] = dy;
+          dyn = max_of(dyn, abs_of(dy));
+          bdy += s.b[r] * dy;
+        }
+        dyn = wmax(dyn), bdy = wsum(bdy);
+        __syncwarp();
+        const T tol = st.eps_pinf * dyn;
+        if (dyn > T(0) && bdy < -tol) {
+          bool in = true;
+          for (int i = cones.n_zero + lane; i < soc0; i += kW) in = in && !(s.tm[i] < -tol);
+          for (int q = lane; q < cones.n_soc; q += kW) {
+            const int r = soc0 + 3 * q;
+            in = in && !(soc3_violation(s.tm[r], s.tm[r + 1], s.tm[r + 2]) > tol);
+          }
+          if (__all_sync(kFull, in)) {
+            const T aty = own ? abs_of(col_dot(s, lda, m, lane, s.tm)) : T(0);
+            if (wmax(aty) <= tol) verdict = SolveStatus::kPrimalInfeasible;
+          }
+        }
+      }
+      if (verdict == SolveStatus::kNotRun) {  // dual: Pδx ≈ 0, qᵀδx < 0, Aδx ∈ −K
+        const T dx = own ? xj - xprev : T(0);
+        const T dxn = wmax(abs_of(dx)), qdx = wsum(qj * dx);
+        const T tol = st.eps_dinf * dxn;
+        if (dxn > T(0) && qdx < -tol) {
+          s.xs[lane] = dx;
+          __syncwarp();
+          bool in = true;
+          for (int r = lane; r < m; r += kW) {
+            const T a = row_dot(s, lda, n, r, s.xs);
+            s.tm[r] = a;
+            if (r < cones.n_zero) in = in && !(abs_of(a) > tol);
+            else if (r < soc0) in = in && !(a > tol);
+          }
+          __syncwarp();
+          for (int q = lane; q < cones.n_soc; q += kW) {
+            const int r = soc0 + 3 * q;
+            in = in && !(soc3_violation(-s.tm[r], -s.tm[r + 1], -s.tm[r + 2]) > tol);
+          }
+          if (__all_sync(kFull, in)) {
+            const T pdx = own ? abs_of(p_dot(P, n, lane, s.xs)) : T(0);
+            if (wmax(pdx) <= tol) verdict = SolveStatus::kDualInfeasible;
+          }
+          __syncwarp();
+        }
+      }
+    }
+    // ---- adaptive ρ (qp_adapt_rho) ----
+    if (verdict == SolveStatus::kNotRun && st.adaptive_rho && it % st.adaptive_rho_interval == 0 &&
+        info.rho_updates < st.max_rho_updates && sc.remaining > T(st.adaptive_rho_interval)) {
+      const T pn = c.sp_res / (max_of(c.sax_norm, c.sz_norm) + T(1e-30));
+      const T dn = c.sd_res / (max_of(max_of(c.spx_norm, c.saty_norm), c.sq_norm) + T(1e-30));
+      T rho_new = rho * sqrt_of(pn / (dn + T(1e-30)));
+      rho_new = min_of(max_of(rho_new, st.rho_min), st.rho_max);
+      if (rho_new > rho * st.adaptive_rho_tolerance || rho_new * st.adaptive_rho_tolerance < rho) {
+        rho = rho_new;
+        sc.last_check = 0;
+        set_rho(pr, s, rho, st.rho_eq_scale, cscale, lane);
+        if (!factor(pr, row_ptr, col, P, s, sig, Kc, lane))
+          verdict = SolveStatus::kNumericalError;
+        else
+          ++info.rho_updates;
+      }
+    }
+    if (verdict != SolveStatus::kNotRun) {
+      status = verdict;
+      break;
+    }
+  }
+
+  // ---- finish (qp_finish) -----------------------------------------------------------
+  if (it > st.max_iter) it = st.max_iter;
+  if (status == SolveStatus::kMaxIterations && c.prim_res <= T(10) * c.eps_prim &&
+      c.dual_res <= T(10) * c.eps_dual && c.gap <= T(10) * c.eps_gap)
+    status = SolveStatus::kSolvedInaccurate;
+  s.xs[lane] = xj;
+  __syncwarp();
+  double obj = 0.0, lag = 0.0;
+  if (own) {
+    double pxi = 0.0;
+    for (int i = 0; i < n; ++i) pxi += double(P[i * n + lane]) * double(s.xs[i]);
+    obj = double(xj) * (0.5 * pxi + double(qj));
+  }
+  for (int r = lane; r < m; r += kW) {
+    if (s.y[r] == T(0)) continue;  // adds nothing (and b_r may be +inf where the solver allows it)
+    double ax = -double(s.b[r]);
+    for (int j = 0; j < n; ++j) ax += double(s.A[r * lda + j]) * double(s.xs[j]);
+    lag += double(s.y[r]) * ax;
+  }
+  obj = wsum(obj), lag = wsum(lag);
+  info.status = status;
+  info.iterations = it;
+  info.objective = T(obj);
+  info.value = T(obj + lag);
+  info.prim_res = c.prim_res;
+  info.dual_res = c.dual_res;
+  finish_early();
+}
+
+}  // namespace
+
+template <class T>
+void launch_qp_warp(const WarpLaunch<T>& a, const QpSettings<T>& st, bool warm) {
+  const Problem pr{a.n, a.m, a.nnz, a.cones};
+  const size_t smem = warp_shared_bytes(a.n, a.m, sizeof(T));
+  static_assert(sizeof(T) == 4 || sizeof(T) == 8, "float or double");
+  qp_admm_warp_kernel<T><<<a.batch, kW, smem>>>(a.batch, pr, a.row_of, a.row_ptr, a.col, a.P, a.q, a.A, a.b, a.x,
+                                                 a.y, a.objective, a.value, a.prim_res, a.dual_res, a.status,
+                                                 a.fault, a.iterations, a.rho_updates, device_settings(st), warm);
+}
+
+template void launch_qp_warp<float>(const WarpLaunch<float>&, const QpSettings<float>&, bool);
+template void launch_qp_warp<double>(const WarpLaunch<double>&, const QpSettings<double>&, bool);
+
+}  // namespace detail
+}  // namespace cuda
+}  // namespace impulse
