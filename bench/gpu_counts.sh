@@ -11,9 +11,9 @@
 # Adam steps change it little); the Anitescu step QP in float32 at eps 1e-5; the PGS
 # LCP with the friction-cone block (double; 4 contacts); the ContactNets loss kernel
 # (double: what the device trainer runs). Logs go to build-sim/counts/<case>/sim.log.
-# The warp-per-problem variant of the QP kernel (bench/gpu_warp_variant.cu, issue 14) runs
-# on the same cube batches (cases *_warp; its driver checks every answer against the CPU
-# and fails the run on a disagreement).
+# The warp-per-problem QP kernel (kernels/qp_warp_kernels.cu) runs on the same batches
+# through bench/gpu_warp_variant.cu (cases *_warp; that driver checks every answer against
+# the CPU and fails the run on a disagreement).
 #
 #   GPU_COUNTS_CASES="qp_cube_float_cold qp_cube_float_cold_warp" bash bench/gpu_counts.sh
 # runs only the named cases (the others' results are kept); GPU_COUNTS_NO_BUILD=1 skips
@@ -96,7 +96,7 @@ run contactnets_loss_double 48 "$bin/impulse_tests" --gtest_filter=GpuContactNet
 # registers, spills and stack per kernel for sm_90 (the release architecture)
 nvcc="${CUDA_HOME:-/usr/local/cuda}/bin/nvcc"
 [ -x "$nvcc" ] || nvcc=nvcc
-for src in kernels/qp_kernels.cu kernels/lcp_kernels.cu kernels/contactnets_kernels.cu bench/gpu_warp_variant.cu; do
+for src in kernels/qp_kernels.cu kernels/qp_warp_kernels.cu kernels/lcp_kernels.cu kernels/contactnets_kernels.cu; do
   f=$(basename "$src" .cu)
   "$nvcc" -std=c++17 -O3 -arch=sm_90 --expt-relaxed-constexpr -Xptxas -v -I. -DIMPULSE_WITH_CUDA=1 \
     -c "$src" -o "$out/$f.sm_90.o" > "$out/$f.ptxas_sm_90.txt" 2>&1

@@ -33,7 +33,7 @@ For each kernel it computes problems per second:
   (≥ 1 cycle each) is the shortest time a launch can take; a training step that
   launches one mini-batch at a time cannot finish faster.
 Two kernel shapes: thread per problem (a warp runs 32 problems) and warp per problem
-(bench/gpu_warp_variant.cu: a warp runs one). The simulator counts instructions per
+(kernels/qp_warp_kernels.cu: a warp runs one). The simulator counts instructions per
 thread; the issue slots a problem takes are its thread instructions / 32 for both
 shapes when warps are converged and full (the simulator's functional mode cannot count
 warp instructions, and its performance mode crashed on the warp kernel), so the issue
@@ -88,8 +88,8 @@ def qp_bytes(n, m, t):
     return (work + data + n + m) * t  # + x, y
 
 
-def qp_warp_bytes(n, m, t):  # warp per problem: the data and x, y only (no global workspace)
-    return (n * n + n + m * n + m + n + m) * t
+def qp_warp_bytes(n, m, t, nnz=None):  # warp per problem: the data and x, y only (no global workspace)
+    return (n * n + n + (m * n if nnz is None else nnz) + m + n + m) * t
 
 
 def qp_compulsory_bytes(n, m, nnz, t):  # P, q, A's values, b in; x, y and 8 scalars out
@@ -340,8 +340,9 @@ def main():
         warp_shape = "warp" in kernel
         sm = re.search(r"shared memory per block: (\d+) bytes", text)
         smem_block = int(sm.group(1)) if sm else 0
-        wb = re.search(r"blocks of (\d+) warps", text)
-        warps_block = int(wb.group(1)) if wb else 4  # the thread kernel: blocks of 128 threads
+        wb = re.search(r"blocks of (\d+|one) warps?", text)
+        # the warp kernel: blocks of one warp; the thread kernel: blocks of 128 threads
+        warps_block = (1 if wb.group(1) == "one" else int(wb.group(1))) if wb else 4
         nz = re.search(r"nnz=(\d+)", text)
         compulsory = qp_compulsory_bytes(32, 48, int(nz.group(1)) if nz else CUBE_NNZ, tb) if "cube" in case else 0
         lanes, lanes_src = 32.0, "32 (assumed)"

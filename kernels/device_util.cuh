@@ -130,12 +130,13 @@ void from_batch_fastest(const std::vector<T>& src, int batch, int len, T* dst) {
 
 // The warp-per-problem QP kernel's arguments (kernels/qp_warp_kernels.cu): device
 // pointers, problem-contiguous arrays (problem k's P at P + k·n², ...), the pattern
-// with each nonzero's row (row_of), results per problem.
+// (CSR, and its column view: col_ptr, and per column its entries' CSR positions and
+// rows in row order), results per problem.
 template <class T>
 struct WarpLaunch {
   int batch = 0, n = 0, m = 0, nnz = 0;
   ConeSpec cones;
-  const int *row_of = nullptr, *row_ptr = nullptr, *col = nullptr;
+  const int *row_ptr = nullptr, *col = nullptr, *col_ptr = nullptr, *csc_pos = nullptr, *csc_row = nullptr;
   const T *P = nullptr, *q = nullptr, *A = nullptr, *b = nullptr;
   T *x = nullptr, *y = nullptr, *objective = nullptr, *value = nullptr, *prim_res = nullptr, *dual_res = nullptr;
   int *status = nullptr, *fault = nullptr, *iterations = nullptr, *rho_updates = nullptr;

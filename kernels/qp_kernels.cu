@@ -85,7 +85,7 @@ struct DeviceQpBatch<T>::Impl {
   DeviceLayout asked = DeviceLayout::kAuto, layout = DeviceLayout::kAuto;
   int batch = 0, n = 0, m = 0, nnz = 0;
   ConeSpec cones;
-  DevBuf<int> row_ptr, col, row_of;
+  DevBuf<int> row_ptr, col, col_ptr, csc_pos, csc_row;
   DevBuf<T> P, q, A, b, x, y, work, objective, value, prim_res, dual_res;
   DevBuf<int> status, fault, iterations, rho_updates;
   cudaEvent_t start = nullptr, stop = nullptr;
@@ -118,7 +118,7 @@ DeviceLayout DeviceQpBatch<T>::layout() const {
 template <class T>
 void DeviceQpBatch<T>::upload(const HostQpArrays<T>& h) {
   Impl& d = *impl_;
-  d.layout = resolve_layout(d.asked, h.n, h.cones.rows(), sizeof(T));
+  d.layout = resolve_layout(d.asked, h.n, h.cones.rows(), h.nnz, sizeof(T));
   const bool warp = d.layout == DeviceLayout::kWarp;
   d.batch = h.batch;
   d.n = h.n;
@@ -132,13 +132,24 @@ void DeviceQpBatch<T>::upload(const HostQpArrays<T>& h) {
         "upload pattern");
   check(cudaMemcpy(d.col.p, h.a_col, sizeof(int) * d.nnz, cudaMemcpyHostToDevice),
         "upload pattern");
-  if (warp) {  // each nonzero's row
-    std::vector<int> row_of(std::max(d.nnz, 1), 0);
+  if (warp) {  // the pattern's column view: per column, its entries in row order
+    std::vector<int> col_ptr(d.n + 1, 0), pos(std::max(d.nnz, 1), 0), row(std::max(d.nnz, 1), 0);
+    for (int k = 0; k < d.nnz; ++k) ++col_ptr[h.a_col[k] + 1];
+    for (int j = 0; j < d.n; ++j) col_ptr[j + 1] += col_ptr[j];
+    std::vector<int> next(col_ptr.begin(), col_ptr.end() - 1);
     for (int r = 0; r < d.m; ++r)
-      for (int k = h.a_row_ptr[r]; k < h.a_row_ptr[r + 1]; ++k) row_of[k] = r;
-    d.row_of.ensure(row_of.size());
-    check(cudaMemcpy(d.row_of.p, row_of.data(), sizeof(int) * row_of.size(), cudaMemcpyHostToDevice),
-          "upload pattern");
+      for (int k = h.a_row_ptr[r]; k < h.a_row_ptr[r + 1]; ++k) {
+        const int at = next[h.a_col[k]]++;
+        pos[at] = k;
+        row[at] = r;
+      }
+    auto put_int = [&](DevBuf<int>& buf, const std::vector<int>& v) {
+      buf.ensure(v.size());
+      check(cudaMemcpy(buf.p, v.data(), sizeof(int) * v.size(), cudaMemcpyHostToDevice), "upload pattern");
+    };
+    put_int(d.col_ptr, col_ptr);
+    put_int(d.csc_pos, pos);
+    put_int(d.csc_row, row);
   }
   std::vector<T> tmp;
   auto put = [&](DevBuf<T>& buf, const T* src, int len) {
@@ -194,7 +205,8 @@ double DeviceQpBatch<T>::solve(const QpSettings<T>& st, bool warm) {
   if (d.layout == DeviceLayout::kWarp) {
     detail::WarpLaunch<T> a;
     a.batch = d.batch, a.n = d.n, a.m = d.m, a.nnz = d.nnz, a.cones = d.cones;
-    a.row_of = d.row_of.p, a.row_ptr = d.row_ptr.p, a.col = d.col.p;
+    a.row_ptr = d.row_ptr.p, a.col = d.col.p, a.col_ptr = d.col_ptr.p, a.csc_pos = d.csc_pos.p;
+    a.csc_row = d.csc_row.p;
     a.P = d.P.p, a.q = d.q.p, a.A = d.A.p, a.b = d.b.p, a.x = d.x.p, a.y = d.y.p;
     a.objective = d.objective.p, a.value = d.value.p, a.prim_res = d.prim_res.p, a.dual_res = d.dual_res.p;
     a.status = d.status.p, a.fault = d.fault.p, a.iterations = d.iterations.p, a.rho_updates = d.rho_updates.p;

@@ -38,23 +38,23 @@ inline DeviceLayout parse_device_layout(const std::string& s) {
   throw Error("unknown device layout '" + s + "': expected auto, thread or warp");
 }
 
-// Shared memory one problem of the warp layout takes: A dense (m rows, odd stride),
-// four n-rows and nine m-rows of 32 or m entries, and K while it is formed (32 × 33).
-inline size_t warp_shared_bytes(int n, int m, size_t elem) {
-  const int lda = n % 2 == 0 ? n + 1 : n;
-  return size_t(m * lda + 4 * 32 + 9 * m + 32 * 33) * elem;
+// Shared memory one problem of the warp layout takes: A's nonzeros, four rows of 32
+// and nine of m entries, and K while it is formed (32 × 33).
+inline size_t warp_shared_bytes(int n, int m, int nnz, size_t elem) {
+  (void)n;
+  return size_t(nnz + 4 * 32 + 9 * m + 32 * 33) * elem;
 }
 constexpr size_t kWarpSharedLimit = 48 * 1024;  // without opting in to more
 
 // The layout a batch of this shape runs in. kThread always; kWarp when n <= 32 and
 // its shared memory fits (else Error saying which); kAuto: kWarp for 16 <= n <= 32
 // when it fits, else kThread.
-inline DeviceLayout resolve_layout(DeviceLayout want, int n, int m, size_t elem) {
-  const bool fits = n >= 1 && n <= 32 && warp_shared_bytes(n, m, elem) <= kWarpSharedLimit;
+inline DeviceLayout resolve_layout(DeviceLayout want, int n, int m, int nnz, size_t elem) {
+  const bool fits = n >= 1 && n <= 32 && warp_shared_bytes(n, m, nnz, elem) <= kWarpSharedLimit;
   if (want == DeviceLayout::kWarp && !fits)
     throw Error("device layout warp: needs n <= 32 and at most " + std::to_string(kWarpSharedLimit) +
                 " bytes of shared memory per problem; this batch has n = " + std::to_string(n) + ", m = " +
-                std::to_string(m) + " (" + std::to_string(warp_shared_bytes(n, m, elem)) + " bytes)");
+                std::to_string(m) + " (" + std::to_string(warp_shared_bytes(n, m, nnz, elem)) + " bytes)");
   if (want == DeviceLayout::kAuto) return fits && n >= 16 ? DeviceLayout::kWarp : DeviceLayout::kThread;
   return want;
 }

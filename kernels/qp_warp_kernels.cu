@@ -11,10 +11,12 @@
 //   - lane j owns variable j: x_j, q_j, σ_j, D_j in registers, and column j of K
 //     (then K⁻¹, by in-register Gauss-Jordan with shuffles) in 32 registers; K is
 //     formed in shared memory from A's nonzeros (the pattern's pairs, row by row);
-//   - A is held dense in shared memory (m × (n+1), odd stride: row- and column-wise
-//     accesses are free of bank conflicts), with b, z, y, ρ, 1/ρ, E and scratch rows;
+//   - A's nonzeros sit in shared memory in CSR order, with b, z, y, ρ, 1/ρ, E and
+//     scratch rows; the pattern (CSR and its column view) is the batch's, read
+//     through the cache;
 //   - the x-step K⁻¹·rhs is 32 FMAs per lane with rhs broadcast by shuffles; Ax and
-//     Aᵀv are a lane per row / per column over shared memory; the projections take a
+//     Aᵀv are a lane per row / per column over its nonzeros (in the CPU's order:
+//     csr_matvec's and csr_matvec_t's sums, bit for bit); the projections take a
 //     lane per zero/nonnegative row and per 3-row cone; norms and dot products are
 //     shuffle reductions. P stays in global memory (read coalesced at set-up and at
 //     the checks).
@@ -86,19 +88,14 @@ __device__ __forceinline__ T wsum(T v) {
 // the shared-memory rows of one problem (T elements), carved per warp
 template <class T>
 struct Smem {
-  T *A, *xs, *xts, *ds, *tn;                       // A: m x lda; n-sized: 32 each
+  T *A, *xs, *xts, *ds, *tn;                       // A: nnz values (CSR order); n-sized: 32 each
   T *z, *v, *y, *yp, *rho, *rinv, *b, *e, *tm;     // m-sized
   T* K;                                            // K while it is formed: 32 x 33
   static constexpr int ldk = kW + 1;
-  __device__ static int lda(int n) { return n % 2 == 0 ? n + 1 : n; }
-  __host__ __device__ static int size(int n, int m) {
-    const int l = n % 2 == 0 ? n + 1 : n;
-    return m * l + 4 * kW + 9 * m + kW * ldk;
-  }
-  __device__ static Smem carve(T* base, int n, int m) {
+  __device__ static Smem carve(T* base, int nnz, int m) {  // warp_shared_bytes' rows
     Smem s;
     T* p = base;
-    s.A = p, p += m * lda(n);
+    s.A = p, p += nnz;
     s.xs = p, p += kW;
     s.xts = p, p += kW;
     s.ds = p, p += kW;
@@ -122,6 +119,16 @@ struct Problem {  // the batch's shape (problem-contiguous arrays)
   ConeSpec cones;
 };
 
+// A's pattern, shared by the batch: CSR (row_ptr, col) and its column view (col_ptr;
+// per column its entries' CSR positions and rows, in row order)
+struct Pattern {
+  const int* __restrict__ row_ptr;
+  const int* __restrict__ col;
+  const int* __restrict__ col_ptr;
+  const int* __restrict__ csc_pos;
+  const int* __restrict__ csc_row;
+};
+
 // K (lane j: column j in Kc) ← K⁻¹ by Gauss-Jordan without pivoting (SPD: every
 // pivot is a Schur complement's diagonal, positive). False when a pivot is not
 // positive or not finite (warp-uniform: the pivot is broadcast). Lanes ≥ n hold
@@ -135,13 +142,17 @@ __device__ __forceinline__ bool gj_inverse(T (&Kc)[kW], int lane) {
     if (!(d > T(0)) || !is_finite(d)) return false;
     const T pinv = T(1) / d;
     const T rk = Kc[k] * pinv;
+    // row i of column `lane`: K_ij − K_ik·K_kj/K_kk, and in the pivot's column
+    // −K_ik/K_kk: one select and one fused multiply-add per entry
+    const bool piv = lane == k;
+    const T mult = piv ? pinv : rk;
 #pragma unroll
     for (int i = 0; i < kW; ++i) {
       if (i == k || (!Inverse && i < k)) continue;
       const T mik = shfl_idx(Kc[i], k);
-      Kc[i] = lane == k ? -mik * pinv : Kc[i] - mik * rk;
+      Kc[i] = fma(-mik, mult, piv ? T(0) : Kc[i]);
     }
-    Kc[k] = lane == k ? pinv : rk;
+    Kc[k] = mult;
   }
   return true;
 }
@@ -152,9 +163,11 @@ __device__ __forceinline__ bool gj_inverse(T (&Kc)[kW], int lane) {
 // L steps a row (the nonzero pairs, in row order as qp_form_K adds them) instead of a
 // dense m x n sweep.
 template <class T>
-__device__ bool factor(const Problem& pr, const int* __restrict__ row_ptr, const int* __restrict__ col,
-                       const T* __restrict__ P, const Smem<T>& s, T sig, T (&Kc)[kW], int lane) {
-  const int n = pr.n, m = pr.m, lda = Smem<T>::lda(n), ldk = Smem<T>::ldk;
+__device__ bool factor(const Problem& pr, const Pattern& pt, const T* __restrict__ P, const Smem<T>& s, T sig,
+                       T (&Kc)[kW], int lane) {
+  const int n = pr.n, m = pr.m, ldk = Smem<T>::ldk;
+  const int* __restrict__ row_ptr = pt.row_ptr;
+  const int* __restrict__ col = pt.col;
   const bool own = lane < n;
   for (int i = 0; i < n; ++i)
     if (own) s.K[i * ldk + lane] = P[i * n + lane] + (i == lane ? sig : T(0));
@@ -164,10 +177,10 @@ __device__ bool factor(const Problem& pr, const int* __restrict__ row_ptr, const
     const T rr = s.rho[r];
     const bool mine = lane < L;
     const int cb = mine ? col[k0 + lane] : 0;
-    const T ab = mine ? s.A[r * lda + cb] : T(0);
+    const T ab = mine ? s.A[k0 + lane] : T(0);
     for (int a = 0; a < L; ++a) {
       const int ca = col[k0 + a];
-      const T aa = s.A[r * lda + ca];
+      const T aa = s.A[k0 + a];
       if (mine) s.K[ca * ldk + cb] += rr * (aa * ab);
     }
     __syncwarp();
@@ -189,18 +202,17 @@ __device__ void set_rho(const Problem& pr, const Smem<T>& s, T rho, T eq_scale, 
   __syncwarp();
 }
 
-// out_r = (A v)_r for the rows of this lane, v in shared (n entries)
+// (A v)_r over row r's nonzeros in CSR order (csr_matvec's sums), v in shared
 template <class T>
-__device__ __forceinline__ T row_dot(const Smem<T>& s, int lda, int n, int r, const T* v) {
+__device__ __forceinline__ T row_dot(const Smem<T>& s, const Pattern& pt, int r, const T* v) {
   T acc = T(0);
-  for (int j = 0; j < n; ++j) acc += s.A[r * lda + j] * v[j];
+  for (int k = pt.row_ptr[r], e = pt.row_ptr[r + 1]; k < e; ++k) acc += s.A[k] * v[pt.col[k]];
   return acc;
 }
-// (Aᵀ w)_j for this lane's column j, w in shared (m entries)
+// acc + (Aᵀ w)_j over column j's nonzeros in row order (csr_matvec_t's sums), w in shared
 template <class T>
-__device__ __forceinline__ T col_dot(const Smem<T>& s, int lda, int m, int j, const T* w) {
-  T acc = T(0);
-  for (int r = 0; r < m; ++r) acc += s.A[r * lda + j] * w[r];
+__device__ __forceinline__ T col_dot(const Smem<T>& s, const Pattern& pt, int j, const T* w, T acc = T(0)) {
+  for (int k = pt.col_ptr[j], e = pt.col_ptr[j + 1]; k < e; ++k) acc += s.A[pt.csc_pos[k]] * w[pt.csc_row[k]];
   return acc;
 }
 // (P v)_j, v in shared: P symmetric, so column j (coalesced over the lanes) in row order
@@ -211,11 +223,9 @@ __device__ __forceinline__ T p_dot(const T* __restrict__ P, int n, int j, const 
   return acc;
 }
 
-// at most 128 registers (16 resident warps per SM on sm_90; 141 unbounded, without spills
-// at 128, with spills at 96)
+// blocks of one warp; at most 128 registers (16 resident warps per SM on sm_90)
 template <class T>
-__global__ void __launch_bounds__(4 * kW, 4) qp_admm_warp_kernel(int batch, Problem pr, const int* __restrict__ row_of,
-                                    const int* __restrict__ row_ptr, const int* __restrict__ col,
+__global__ void __launch_bounds__(kW, 16) qp_admm_warp_kernel(int batch, Problem pr, Pattern pt,
                                     const T* __restrict__ Pg,
                                     const T* __restrict__ qg, const T* __restrict__ Ag,
                                     const T* __restrict__ bg, T* xg, T* yg, T* objective, T* value,
@@ -223,22 +233,19 @@ __global__ void __launch_bounds__(4 * kW, 4) qp_admm_warp_kernel(int batch, Prob
                                     int* iterations_out, int* rho_updates_out, QpSettings<T> st,
                                     bool warm) {
   extern __shared__ unsigned char smem_raw[];
-  const int lane = threadIdx.x & (kW - 1);
-  const int wib = threadIdx.x / kW;
-  const int k = blockIdx.x * (blockDim.x / kW) + wib;
-  if (k >= batch) return;  // whole warps
-  const int n = pr.n, m = pr.m, nnz = pr.nnz, lda = Smem<T>::lda(n);
+  const int lane = threadIdx.x;
+  const int k = blockIdx.x;
+  if (k >= batch) return;
+  const int n = pr.n, m = pr.m, nnz = pr.nnz;
   const ConeSpec cones = pr.cones;
-  const Smem<T> s = Smem<T>::carve(reinterpret_cast<T*>(smem_raw) + size_t(wib) * Smem<T>::size(n, m), n, m);
+  const Smem<T> s = Smem<T>::carve(reinterpret_cast<T*>(smem_raw), nnz, m);
   const T* __restrict__ P = Pg + size_t(k) * n * n;
   const T* __restrict__ A = Ag + size_t(k) * nnz;
   const bool own = lane < n;
   const T qj = own ? qg[size_t(k) * n + lane] : T(0);
 
-  // ---- set-up: A dense into shared memory, b -------------------------------------
-  for (int i = lane; i < m * lda; i += kW) s.A[i] = T(0);
-  __syncwarp();
-  for (int i = lane; i < nnz; i += kW) s.A[row_of[i] * lda + col[i]] = A[i];
+  // ---- set-up: A's nonzeros and b into shared memory -------------------------------
+  for (int i = lane; i < nnz; i += kW) s.A[i] = A[i];
   for (int r = lane; r < m; r += kW) s.b[r] = bg[size_t(k) * m + r];
   __syncwarp();
 
@@ -260,13 +267,14 @@ __global__ void __launch_bounds__(4 * kW, 4) qp_admm_warp_kernel(int batch, Prob
   if (st.check_input) {
     bool bad_p = false, bad_q = false, bad_a = false, bad_b = false;
     T amax = T(0), asym = T(0), dmax = T(1);
-    for (int i = lane; i < n * n; i += kW) {
-      const T v = P[i];
-      bad_p |= !is_finite(v);
-      amax = max_of(amax, abs_of(v));
-      const int r = i / n, c = i % n;
-      if (c < r) asym = max_of(asym, abs_of(v - P[c * n + r]));
-      if (c == r) dmax = max_of(dmax, abs_of(v));
+    if (own) {  // row r, column `lane`; below the diagonal against its mirror
+      for (int r = 0; r < n; ++r) {
+        const T v = P[r * n + lane];
+        bad_p |= !is_finite(v);
+        amax = max_of(amax, abs_of(v));
+        if (lane < r) asym = max_of(asym, abs_of(v - P[lane * n + r]));
+        if (lane == r) dmax = max_of(dmax, abs_of(v));
+      }
     }
     bad_q = own && !is_finite(qj);
     for (int i = lane; i < nnz; i += kW) bad_a |= !is_finite(A[i]);
@@ -314,7 +322,7 @@ __global__ void __launch_bounds__(4 * kW, 4) qp_admm_warp_kernel(int batch, Prob
     s.xs[lane] = xj;
     for (int r = lane; r < m; r += kW) s.y[r] = yg[size_t(k) * m + r];
     __syncwarp();
-    for (int r = lane; r < m; r += kW) s.z[r] = row_dot(s, lda, n, r, s.xs);
+    for (int r = lane; r < m; r += kW) s.z[r] = row_dot(s, pt, r, s.xs);
   } else {
     for (int r = lane; r < m; r += kW) s.y[r] = T(0), s.z[r] = T(0);
   }
@@ -326,13 +334,15 @@ __global__ void __launch_bounds__(4 * kW, 4) qp_admm_warp_kernel(int batch, Prob
   s.ds[lane] = own ? T(1) : T(0);
   __syncwarp();
   const int iters = st.scaling_iters;
+  // |P|'s column `lane` in the registers K⁻¹ takes later (zero beyond n)
+#pragma unroll
+  for (int i = 0; i < kW; ++i) Kc[i] = own && i < n ? abs_of(P[i * n + lane]) : T(0);
   for (int it = 0; it <= iters; ++it) {
     // column norms of c·D P D (dense_col_absmax_scaled: max over i of |P_ij|·D_i)
     T tn = T(0);
-    if (own) {
-      for (int i = 0; i < n; ++i) tn = max_of(tn, abs_of(P[i * n + lane]) * s.ds[i]);
-      tn *= cscale * dj;
-    }
+#pragma unroll
+    for (int i = 0; i < kW; ++i) tn = max_of(tn, Kc[i] * s.ds[i]);
+    tn *= cscale * dj;
     if (it > 0 || iters == 0) {
       s.tn[lane] = tn;
       __syncwarp();
@@ -351,10 +361,12 @@ __global__ void __launch_bounds__(4 * kW, 4) qp_admm_warp_kernel(int batch, Prob
     // column and row norms of E A D (qp_A_norms)
     T cn = T(0);
     if (own)
-      for (int r = 0; r < m; ++r) cn = max_of(cn, (abs_of(s.A[r * lda + lane]) * dj) * s.e[r]);
+      for (int k = pt.col_ptr[lane], e = pt.col_ptr[lane + 1]; k < e; ++k)
+        cn = max_of(cn, (abs_of(s.A[pt.csc_pos[k]]) * dj) * s.e[pt.csc_row[k]]);
     for (int r = lane; r < m; r += kW) {
       T rn = T(0);
-      for (int j = 0; j < n; ++j) rn = max_of(rn, abs_of(s.A[r * lda + j]) * s.ds[j]);
+      for (int k = pt.row_ptr[r], e = pt.row_ptr[r + 1]; k < e; ++k)
+        rn = max_of(rn, abs_of(s.A[k]) * s.ds[pt.col[k]]);
       s.tm[r] = rn * s.e[r];
     }
     __syncwarp();
@@ -374,7 +386,7 @@ __global__ void __launch_bounds__(4 * kW, 4) qp_admm_warp_kernel(int batch, Prob
 
   T rho = st.rho;
   set_rho(pr, s, rho, st.rho_eq_scale, cscale, lane);
-  if (!factor(pr, row_ptr, col, P, s, sig, Kc, lane)) {
+  if (!factor(pr, pt, P, s, sig, Kc, lane)) {
     info.status = SolveStatus::kNumericalError;
     finish_early();
     return;
@@ -401,8 +413,7 @@ __global__ void __launch_bounds__(4 * kW, 4) qp_admm_warp_kernel(int batch, Prob
     __syncwarp();
     T rj = T(0);
     if (own) {
-      rj = sig * xj - qj;
-      for (int r = 0; r < m; ++r) rj += s.A[r * lda + lane] * s.tm[r];
+      rj = col_dot(s, pt, lane, s.tm, sig * xj - qj);
     }
     T xt = T(0);
 #pragma unroll
@@ -411,7 +422,7 @@ __global__ void __launch_bounds__(4 * kW, 4) qp_admm_warp_kernel(int batch, Prob
     xj = own ? alpha * xt + beta * xj : T(0);
     __syncwarp();
     // rows: v = αAx̃ + (1−α)z
-    for (int r = lane; r < m; r += kW) s.v[r] = alpha * row_dot(s, lda, n, r, s.xts) + beta * s.z[r];
+    for (int r = lane; r < m; r += kW) s.v[r] = alpha * row_dot(s, pt, r, s.xts) + beta * s.z[r];
     __syncwarp();
     // z ← Π_C(v + y/ρ), y ← y + ρ∘(v − z): a lane per zero / nonnegative row, per cone
     for (int u = lane; u < soc0 + cones.n_soc; u += kW) {
@@ -447,7 +458,7 @@ __global__ void __launch_bounds__(4 * kW, 4) qp_admm_warp_kernel(int batch, Prob
     {
       T prim = T(0), axn = T(0), zn = T(0), spr = T(0), saxn = T(0), szn = T(0);
       for (int r = lane; r < m; r += kW) {
-        const T ax = row_dot(s, lda, n, r, s.xs);
+        const T ax = row_dot(s, pt, r, s.xs);
         s.tm[r] = ax;
         const T e = s.e[r];
         const T rr = abs_of(ax - s.z[r]), aax = abs_of(ax), zz = abs_of(s.z[r]);
@@ -459,7 +470,7 @@ __global__ void __launch_bounds__(4 * kW, 4) qp_admm_warp_kernel(int batch, Prob
       if (own) {
         const T px = p_dot(P, n, lane, s.xs);
         xpx = xj * px, qx = qj * xj;
-        const T aty = col_dot(s, lda, m, lane, s.y);
+        const T aty = col_dot(s, pt, lane, s.y);
         const T rr = abs_of(px + qj + aty), apx = abs_of(px), aaty = abs_of(aty), aq = abs_of(qj);
         dual = rr, pxn = apx, atyn = aaty, qn = aq;
         sdr = dj * rr, spxn = dj * apx, satyn = dj * aaty, sqn = dj * aq;
@@ -512,7 +523,7 @@ __global__ void __launch_bounds__(4 * kW, 4) qp_admm_warp_kernel(int batch, Prob
             in = in && !(soc3_violation(s.tm[r], s.tm[r + 1], s.tm[r + 2]) > tol);
           }
           if (__all_sync(kFull, in)) {
-            const T aty = own ? abs_of(col_dot(s, lda, m, lane, s.tm)) : T(0);
+            const T aty = own ? abs_of(col_dot(s, pt, lane, s.tm)) : T(0);
             if (wmax(aty) <= tol) verdict = SolveStatus::kPrimalInfeasible;
           }
         }
@@ -526,7 +537,7 @@ __global__ void __launch_bounds__(4 * kW, 4) qp_admm_warp_kernel(int batch, Prob
           __syncwarp();
           bool in = true;
           for (int r = lane; r < m; r += kW) {
-            const T a = row_dot(s, lda, n, r, s.xs);
+            const T a = row_dot(s, pt, r, s.xs);
             s.tm[r] = a;
             if (r < cones.n_zero) in = in && !(abs_of(a) > tol);
             else if (r < soc0) in = in && !(a > tol);
@@ -555,7 +566,7 @@ __global__ void __launch_bounds__(4 * kW, 4) qp_admm_warp_kernel(int batch, Prob
         rho = rho_new;
         sc.last_check = 0;
         set_rho(pr, s, rho, st.rho_eq_scale, cscale, lane);
-        if (!factor(pr, row_ptr, col, P, s, sig, Kc, lane))
+        if (!factor(pr, pt, P, s, sig, Kc, lane))
           verdict = SolveStatus::kNumericalError;
         else
           ++info.rho_updates;
@@ -583,7 +594,7 @@ __global__ void __launch_bounds__(4 * kW, 4) qp_admm_warp_kernel(int batch, Prob
   for (int r = lane; r < m; r += kW) {
     if (s.y[r] == T(0)) continue;  // adds nothing (and b_r may be +inf where the solver allows it)
     double ax = -double(s.b[r]);
-    for (int j = 0; j < n; ++j) ax += double(s.A[r * lda + j]) * double(s.xs[j]);
+    for (int k = pt.row_ptr[r], e = pt.row_ptr[r + 1]; k < e; ++k) ax += double(s.A[k]) * double(s.xs[pt.col[k]]);
     lag += double(s.y[r]) * ax;
   }
   obj = wsum(obj), lag = wsum(lag);
@@ -601,9 +612,10 @@ __global__ void __launch_bounds__(4 * kW, 4) qp_admm_warp_kernel(int batch, Prob
 template <class T>
 void launch_qp_warp(const WarpLaunch<T>& a, const QpSettings<T>& st, bool warm) {
   const Problem pr{a.n, a.m, a.nnz, a.cones};
-  const size_t smem = warp_shared_bytes(a.n, a.m, sizeof(T));
+  const Pattern pt{a.row_ptr, a.col, a.col_ptr, a.csc_pos, a.csc_row};
+  const size_t smem = warp_shared_bytes(a.n, a.m, a.nnz, sizeof(T));
   static_assert(sizeof(T) == 4 || sizeof(T) == 8, "float or double");
-  qp_admm_warp_kernel<T><<<a.batch, kW, smem>>>(a.batch, pr, a.row_of, a.row_ptr, a.col, a.P, a.q, a.A, a.b, a.x,
+  qp_admm_warp_kernel<T><<<a.batch, kW, smem>>>(a.batch, pr, pt, a.P, a.q, a.A, a.b, a.x,
                                                  a.y, a.objective, a.value, a.prim_res, a.dual_res, a.status,
                                                  a.fault, a.iterations, a.rho_updates, device_settings(st), warm);
 }

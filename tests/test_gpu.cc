@@ -153,7 +153,7 @@ QpSolutions<T> expect_device_matches_cpu(const QpBatch<T>& bt, const QpSettings<
   BatchOptions c = cpu_reference(), g;
   g.backend = Backend::kCuda;
   g.device_layout = layout;
-  std::printf("  a %s per problem\n", cuda::to_string(cuda::resolve_layout(layout, bt.n, bt.m(), sizeof(T))));
+  std::printf("  a %s per problem\n", cuda::to_string(cuda::resolve_layout(layout, bt.n, bt.m(), bt.nnz(), sizeof(T))));
   if (warm) {
     cpu = gpu = *warm;
     c.warm_start = g.warm_start = true;
@@ -311,7 +311,7 @@ TEST_F(GpuQpWarp, FloatColdMatchesCpu) {  // the cube loss QP, n = 32 (auto pick
   QpSettings<float> st;
   st.eps_abs = st.eps_rel = 1e-5f;
   const QpBatch<float> bt = cube_loss_batch(batch_size(1000, 64), FrictionModel::kCone, 4).batch.cast<float>();
-  ASSERT_EQ(cuda::resolve_layout(cuda::DeviceLayout::kAuto, bt.n, bt.m(), sizeof(float)), cuda::DeviceLayout::kWarp);
+  ASSERT_EQ(cuda::resolve_layout(cuda::DeviceLayout::kAuto, bt.n, bt.m(), bt.nnz(), sizeof(float)), cuda::DeviceLayout::kWarp);
   const QpSolutions<float> g = expect_device_matches_cpu<float>(bt, st, 1e-3, nullptr, nullptr, cuda::DeviceLayout::kAuto);
   for (size_t k = 0; k < g.status.size(); ++k) EXPECT_GT(g.iterations[k], 2);
 }

@@ -110,18 +110,18 @@ TEST(QpBatch, CudaBackendIsAnErrorWithoutDevice) {
 TEST(QpBatch, DeviceLayoutRule) {
   using cuda::DeviceLayout;
   // auto: a warp per problem for 16 <= n <= 32 (the cube loss QP: n = 32, m = 48), a thread otherwise
-  EXPECT_EQ(cuda::resolve_layout(DeviceLayout::kAuto, 32, 48, 4), DeviceLayout::kWarp);
-  EXPECT_EQ(cuda::resolve_layout(DeviceLayout::kAuto, 16, 48, 8), DeviceLayout::kWarp);
-  EXPECT_EQ(cuda::resolve_layout(DeviceLayout::kAuto, 15, 48, 8), DeviceLayout::kThread);
-  EXPECT_EQ(cuda::resolve_layout(DeviceLayout::kAuto, 33, 48, 4), DeviceLayout::kThread);
-  // shared memory: the warp's rows of one problem must fit 48 KB
-  EXPECT_EQ(cuda::warp_shared_bytes(32, 48, 4), size_t(48 * 33 + 128 + 9 * 48 + 32 * 33) * 4);
-  EXPECT_EQ(cuda::resolve_layout(DeviceLayout::kAuto, 32, 2000, 8), DeviceLayout::kThread);
-  EXPECT_EQ(cuda::resolve_layout(DeviceLayout::kThread, 24, 24, 4), DeviceLayout::kThread);
-  EXPECT_EQ(cuda::resolve_layout(DeviceLayout::kWarp, 3, 4, 8), DeviceLayout::kWarp);
-  testing::expect_error([] { cuda::resolve_layout(DeviceLayout::kWarp, 40, 48, 4); },
+  EXPECT_EQ(cuda::resolve_layout(DeviceLayout::kAuto, 32, 48, 240, 4), DeviceLayout::kWarp);
+  EXPECT_EQ(cuda::resolve_layout(DeviceLayout::kAuto, 16, 48, 240, 8), DeviceLayout::kWarp);
+  EXPECT_EQ(cuda::resolve_layout(DeviceLayout::kAuto, 15, 48, 240, 8), DeviceLayout::kThread);
+  EXPECT_EQ(cuda::resolve_layout(DeviceLayout::kAuto, 33, 48, 240, 4), DeviceLayout::kThread);
+  // shared memory: the warp's rows of one problem (A's nonzeros among them) must fit 48 KB
+  EXPECT_EQ(cuda::warp_shared_bytes(32, 48, 240, 4), size_t(240 + 128 + 9 * 48 + 32 * 33) * 4);
+  EXPECT_EQ(cuda::resolve_layout(DeviceLayout::kAuto, 32, 600, 6000, 8), DeviceLayout::kThread);
+  EXPECT_EQ(cuda::resolve_layout(DeviceLayout::kThread, 24, 24, 96, 4), DeviceLayout::kThread);
+  EXPECT_EQ(cuda::resolve_layout(DeviceLayout::kWarp, 3, 4, 12, 8), DeviceLayout::kWarp);
+  testing::expect_error([] { cuda::resolve_layout(DeviceLayout::kWarp, 40, 48, 240, 4); },
                         {"device layout warp", "n <= 32", "n = 40"});
-  testing::expect_error([] { cuda::resolve_layout(DeviceLayout::kWarp, 32, 2000, 8); },
+  testing::expect_error([] { cuda::resolve_layout(DeviceLayout::kWarp, 32, 2000, 6000, 8); },
                         {"device layout warp", "m = 2000", "bytes"});
   EXPECT_EQ(cuda::parse_device_layout("warp"), DeviceLayout::kWarp);
   EXPECT_EQ(std::string(cuda::to_string(cuda::parse_device_layout("thread"))), "thread");

@@ -60,7 +60,7 @@ int run_solve(const SolveArgs& a) {
   const std::string where =
       opt.backend == Backend::kCuda
           ? a.backend + " (a " + cuda::to_string(cuda::resolve_layout(opt.device_layout, batch.n, batch.m(),
-                                                                        sizeof(T))) + " per problem)"
+                                                                        batch.nnz(), sizeof(T))) + " per problem)"
           : a.backend;
   std::printf("finished %d problems (n=%d, m=%d) on %s in %.3f s: %.0f problems/s, mean %.1f iterations\n",
               batch.size, batch.n, batch.m(), where.c_str(), s, batch.size / s,
