@@ -4,8 +4,11 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <limits>
+#include <string>
 
 #include "host/batch/generate.h"
 #include "host/batch/qp_batch.h"
@@ -126,6 +129,28 @@ TEST(QpBatch, DeviceLayoutRule) {
   EXPECT_EQ(cuda::parse_device_layout("warp"), DeviceLayout::kWarp);
   EXPECT_EQ(std::string(cuda::to_string(cuda::parse_device_layout("thread"))), "thread");
   testing::expect_error([] { cuda::parse_device_layout("block"); }, {"'block'", "auto, thread or warp"});
+}
+
+// solve-batch --layout: a nonsense value is refused naming the option; on the CPU the
+// layout changes nothing
+TEST(QpBatch, SolveBatchLayoutOption) {
+  const std::string dir = testing::fresh_dir("impulse_layout_", "cli");
+  const std::string in = dir + "/cube.npz";
+  write_qp_file(in, cube_loss_batch(8, FrictionModel::kCone, 3).batch);
+  const std::string bin = IMPULSE_BINARY;
+  const auto run = [&](const std::string& opts, const std::string& out) {
+    return std::system(("\"" + bin + "\" solve-batch --in \"" + in + "\" --out \"" + dir + "/" + out +
+                        "\" --threads 1 " + opts + " > \"" + dir + "/log.txt\" 2>&1")
+                           .c_str());
+  };
+  EXPECT_NE(run("--layout block", "bad.npz"), 0);
+  std::ifstream log(dir + "/log.txt");
+  const std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("--layout"), std::string::npos) << text;
+  EXPECT_NE(text.find("block"), std::string::npos) << text;
+  ASSERT_EQ(run("--layout thread", "t.npz"), 0);
+  ASSERT_EQ(run("--layout warp", "w.npz"), 0);
+  EXPECT_EQ(read_solution_file(dir + "/t.npz").x, read_solution_file(dir + "/w.npz").x);
 }
 
 std::string temp_path(const char* name) {

@@ -108,7 +108,7 @@ int run_bench(int count, int threads, const std::string& backend, uint64_t seed)
               "problems/s", "us/problem", "iters");
   for (const std::string kind : {"cube-loss", "cube-loss-octagon", "anitescu"}) {
     const GeneratedQps g = generate(kind, count, seed);
-    auto one = [&](auto tag, bool lanes) {
+    auto one = [&](auto tag, bool lanes, cuda::DeviceLayout layout) {
       using T = decltype(tag);
       const QpBatch<T> b = g.batch.template cast<T>();
       QpSettings<T> st;
@@ -116,6 +116,7 @@ int run_bench(int count, int threads, const std::string& backend, uint64_t seed)
       opt.threads = threads;
       opt.backend = parse_backend(backend);
       opt.lanes = lanes;
+      opt.device_layout = layout;
       QpSolutions<T> sol;
       solve_batch(b, st, opt, sol);  // warm-up
       const auto t0 = std::chrono::steady_clock::now();
@@ -124,16 +125,31 @@ int run_bench(int count, int threads, const std::string& backend, uint64_t seed)
       long it = 0;
       for (int k : sol.iterations) it += k;
       const std::string path =
-          opt.backend == Backend::kCpu ? (lanes ? "cpu-lanes" : "cpu-one") : backend;
+          opt.backend == Backend::kCpu
+              ? (lanes ? "cpu-lanes" : "cpu-one")
+              : backend + "-" + cuda::to_string(cuda::resolve_layout(layout, b.n, b.m(), b.nnz(), sizeof(T)));
       std::printf("%-20s %6s %8d %12s %14.0f %10.2f %8.1f\n", kind.c_str(),
                   sizeof(T) == 4 ? "float" : "double", count, path.c_str(), count / s,
                   1e6 * s / count * (opt.backend == Backend::kCpu ? resolve_threads(threads) : 1),
                   double(it) / count);
     };
-    for (bool lanes : {true, false}) {
-      if (!lanes && parse_backend(backend) != Backend::kCpu) continue;
-      one(double{}, lanes);
-      one(float{}, lanes);
+    if (parse_backend(backend) == Backend::kCpu) {
+      for (bool lanes : {true, false}) {
+        one(double{}, lanes, cuda::DeviceLayout::kAuto);
+        one(float{}, lanes, cuda::DeviceLayout::kAuto);
+      }
+    } else {  // both device layouts, the warp where the shape fits it
+      for (const cuda::DeviceLayout layout : {cuda::DeviceLayout::kThread, cuda::DeviceLayout::kWarp}) {
+        if (layout == cuda::DeviceLayout::kWarp) {
+          try {
+            cuda::resolve_layout(layout, g.batch.n, g.batch.m(), g.batch.nnz(), sizeof(double));
+          } catch (const Error&) {
+            continue;
+          }
+        }
+        one(double{}, true, layout);
+        one(float{}, true, layout);
+      }
     }
   }
   std::printf("(us/problem is per thread: wall time x threads / batch; cpu-lanes: groups of\n"
