@@ -10,6 +10,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdio>
+#include <limits>
 #include <vector>
 
 #include "kernels/device_util.cuh"
@@ -118,7 +119,10 @@ DeviceLayout DeviceQpBatch<T>::layout() const {
 template <class T>
 void DeviceQpBatch<T>::upload(const HostQpArrays<T>& h) {
   Impl& d = *impl_;
-  d.layout = resolve_layout(d.asked, h.n, h.cones.rows(), h.nnz, sizeof(T));
+  bool unbounded_b = false;  // +inf on a row (the warp kernel has no unbounded rows)
+  for (size_t i = 0; i < size_t(h.batch) * h.cones.rows() && !unbounded_b; ++i)
+    unbounded_b = h.b[i] == std::numeric_limits<T>::infinity();
+  d.layout = resolve_layout(d.asked, h.n, h.cones.rows(), h.nnz, sizeof(T), unbounded_b);
   const bool warp = d.layout == DeviceLayout::kWarp;
   d.batch = h.batch;
   d.n = h.n;
@@ -203,6 +207,9 @@ double DeviceQpBatch<T>::solve(const QpSettings<T>& st, bool warm) {
   shape.a = CsrPattern{d.m, d.n, d.nnz, d.row_ptr.p, d.col.p};
   check(cudaEventRecord(d.start), "cudaEventRecord");
   if (d.layout == DeviceLayout::kWarp) {
+    if (st.fallback)
+      throw Error("device layout warp: has no stagnation restart; solve with QpSettings::fallback off, "
+                  "or in the thread layout");
     detail::WarpLaunch<T> a;
     a.batch = d.batch, a.n = d.n, a.m = d.m, a.nnz = d.nnz, a.cones = d.cones;
     a.row_ptr = d.row_ptr.p, a.col = d.col.p, a.col_ptr = d.col_ptr.p, a.csc_pos = d.csc_pos.p;
@@ -222,7 +229,7 @@ double DeviceQpBatch<T>::solve(const QpSettings<T>& st, bool warm) {
     check(cudaGetLastError(), "qp_admm_kernel launch");
   }
   check(cudaEventRecord(d.stop), "cudaEventRecord");
-  check(cudaEventSynchronize(d.stop), "qp_admm_kernel");
+  check(cudaEventSynchronize(d.stop), d.layout == DeviceLayout::kWarp ? "qp_admm_warp_kernel" : "qp_admm_kernel");
   float ms = 0;
   check(cudaEventElapsedTime(&ms, d.start, d.stop), "cudaEventElapsedTime");
   return ms;

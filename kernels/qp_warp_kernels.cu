@@ -25,6 +25,9 @@
 // PSD test of P + δI and the factorization of K take Gauss-Jordan pivots (the
 // Schur complements) rather than a Cholesky: the same pivots up to rounding.
 //
+// Not ported (resolve_layout keeps such batches on the thread kernel): rows with
+// b = +inf, and the stagnation restart (QpSettings::fallback).
+//
 // Blocks hold one warp. Under GPGPU-Sim (functional mode) shuffles in blocks of
 // several warps read warp 0's registers (a simulator fault; see the note above), and
 // on sm_90 the 128 registers a lane allow 16 resident warps per SM either way.
@@ -551,9 +554,9 @@ __global__ void __launch_bounds__(kW, 16) qp_admm_warp_kernel(int batch, Problem
             const T pdx = own ? abs_of(p_dot(P, n, lane, s.xs)) : T(0);
             if (wmax(pdx) <= tol) verdict = SolveStatus::kDualInfeasible;
           }
-          __syncwarp();
         }
       }
+      __syncwarp();  // s.tm and s.xs were read across lanes: before they are written again
     }
     // ---- adaptive ρ (qp_adapt_rho) ----
     if (verdict == SolveStatus::kNotRun && st.adaptive_rho && it % st.adaptive_rho_interval == 0 &&

@@ -97,6 +97,10 @@ void expect_kkt_from_data(const QpBatch<T>& bt, const QpSolutions<T>& s, const Q
   int checked = 0;
   for (int k = 0; k < bt.size; ++k) {
     if (s.status[k] != SolveStatus::kSolved) continue;
+    // a row without a bound (b = +inf) has an infinite slack: sᵀy is not defined there
+    bool unbounded = false;
+    for (int r2 = 0; r2 < m; ++r2) unbounded = unbounded || std::isinf(double(bt.b[size_t(k) * m + r2]));
+    if (unbounded) continue;
     ++checked;
     SCOPED_TRACE("problem " + std::to_string(k));
     const T* x = &s.x[size_t(k) * n];
@@ -153,7 +157,7 @@ QpSolutions<T> expect_device_matches_cpu(const QpBatch<T>& bt, const QpSettings<
   BatchOptions c = cpu_reference(), g;
   g.backend = Backend::kCuda;
   g.device_layout = layout;
-  std::printf("  a %s per problem\n", cuda::to_string(cuda::resolve_layout(layout, bt.n, bt.m(), bt.nnz(), sizeof(T))));
+  std::printf("  a %s per problem\n", cuda::to_string(device_layout_for(bt, st, g)));
   if (warm) {
     cpu = gpu = *warm;
     c.warm_start = g.warm_start = true;
@@ -285,7 +289,9 @@ void faults_stay_with_their_problem(cuda::DeviceLayout layout) {
   bt.b[size_t(4) * m + 1] = nan;
   bt.P[size_t(5) * n * n + 1] += 1.0;  // P(0, 1) != P(1, 0)
   for (int i = 0; i < n; ++i) bt.P[size_t(6) * n * n + i * n + i] -= 50.0;  // indefinite
-  const QpSolutions<double> s = expect_device_matches_cpu<double>(bt, QpSettings<double>{}, 1e-5, nullptr, nullptr, layout);
+  QpSettings<double> st;
+  if (layout == cuda::DeviceLayout::kWarp) st.fallback = false;  // the warp kernel has no restart
+  const QpSolutions<double> s = expect_device_matches_cpu<double>(bt, st, 1e-5, nullptr, nullptr, layout);
   // the untouched problems still have their known optimum
   for (int k : {0, 1, 3, 7})
     EXPECT_NEAR(s.objective[k], g.obj_opt[k], 1e-3 * (1 + std::abs(g.obj_opt[k]))) << "problem " << k;
@@ -311,7 +317,9 @@ TEST_F(GpuQpWarp, FloatColdMatchesCpu) {  // the cube loss QP, n = 32 (auto pick
   QpSettings<float> st;
   st.eps_abs = st.eps_rel = 1e-5f;
   const QpBatch<float> bt = cube_loss_batch(batch_size(1000, 64), FrictionModel::kCone, 4).batch.cast<float>();
-  ASSERT_EQ(cuda::resolve_layout(cuda::DeviceLayout::kAuto, bt.n, bt.m(), bt.nnz(), sizeof(float)), cuda::DeviceLayout::kWarp);
+  BatchOptions on_device;
+  on_device.backend = Backend::kCuda;
+  ASSERT_EQ(device_layout_for(bt, st, on_device), cuda::DeviceLayout::kWarp);
   const QpSolutions<float> g = expect_device_matches_cpu<float>(bt, st, 1e-3, nullptr, nullptr, cuda::DeviceLayout::kAuto);
   for (size_t k = 0; k < g.status.size(); ++k) EXPECT_GT(g.iterations[k], 2);
 }
@@ -320,6 +328,7 @@ TEST_F(GpuQpWarp, DoubleColdMatchesCpu) {  // every cone kind, known optima, n =
   QpSettings<double> st;
   st.eps_abs = st.eps_rel = 1e-8;
   st.max_iter = 20000;
+  st.fallback = false;  // the warp kernel has no restart (the CPU reference runs the same settings)
   const GeneratedQps q = random_qp_batch(batch_size(257, 24), 8, mixed(), 3);
   const QpSolutions<double> g =
       expect_device_matches_cpu<double>(q.batch, st, 1e-6, nullptr, &q.obj_opt, cuda::DeviceLayout::kWarp);
@@ -332,6 +341,32 @@ TEST_F(GpuQpWarp, FloatWarmMatchesCpu) {
 }
 
 TEST_F(GpuQpWarp, FaultsStayWithTheirProblem) { faults_stay_with_their_problem(cuda::DeviceLayout::kWarp); }
+
+// What the warp kernel lacks is refused when asked for and avoided by auto: rows
+// with b = +inf (auto then solves them on the thread kernel, as the CPU does) and
+// the fallback restart (double's default).
+TEST_F(GpuQpWarp, UnboundedRowsAndFallbackStayOnTheThreadKernel) {
+  QpBatch<double> bt = cube_loss_batch(8, FrictionModel::kCone, 5).batch;
+  QpSettings<double> st;  // fallback on (double)
+  BatchOptions warp;
+  warp.backend = Backend::kCuda;
+  warp.device_layout = cuda::DeviceLayout::kWarp;
+  QpSolutions<double> out;
+  testing::expect_error([&] { solve_batch(bt, st, warp, out); }, {"device layout warp", "fallback"});
+  BatchOptions autol;
+  autol.backend = Backend::kCuda;
+  EXPECT_EQ(device_layout_for(bt, st, autol), cuda::DeviceLayout::kThread);
+  st.fallback = false;
+  EXPECT_EQ(device_layout_for(bt, st, autol), cuda::DeviceLayout::kWarp);
+  // a nonnegative row without a bound in problem 3
+  const int r = bt.cones.n_zero;
+  bt.b[size_t(3) * bt.m() + r] = std::numeric_limits<double>::infinity();
+  testing::expect_error([&] { solve_batch(bt, st, warp, out); }, {"device layout warp", "+inf"});
+  EXPECT_EQ(device_layout_for(bt, st, autol), cuda::DeviceLayout::kThread);
+  const QpSolutions<double> g = expect_device_matches_cpu<double>(bt, st, 1e-5, nullptr, nullptr,
+                                                                  cuda::DeviceLayout::kAuto);
+  EXPECT_EQ(g.fault[3], InputFault::kNone);  // the unbounded row is accepted, as on the CPU
+}
 
 // PGS, plain and with the friction-cone block: the same sweeps on both sides
 void expect_lcp_device_matches_cpu(const LcpBatch<double>& bt) {

@@ -126,6 +126,16 @@ TEST(QpBatch, DeviceLayoutRule) {
                         {"device layout warp", "n <= 32", "n = 40"});
   testing::expect_error([] { cuda::resolve_layout(DeviceLayout::kWarp, 32, 2000, 6000, 8); },
                         {"device layout warp", "m = 2000", "bytes"});
+  // what the warp kernel lacks: +inf rows (refused, auto avoids) and the fallback restart (auto avoids)
+  EXPECT_EQ(cuda::resolve_layout(DeviceLayout::kAuto, 32, 48, 240, 4, true, false), DeviceLayout::kThread);
+  EXPECT_EQ(cuda::resolve_layout(DeviceLayout::kAuto, 32, 48, 240, 8, false, true), DeviceLayout::kThread);
+  testing::expect_error([] { cuda::resolve_layout(DeviceLayout::kWarp, 32, 48, 240, 4, true, false); },
+                        {"device layout warp", "+inf"});
+  const QpBatch<double> cube = cube_loss_batch(2, FrictionModel::kCone, 1).batch;
+  BatchOptions o;
+  o.backend = Backend::kCuda;
+  EXPECT_EQ(device_layout_for(cube, QpSettings<double>{}, o), DeviceLayout::kThread);  // fallback on in double
+  EXPECT_EQ(device_layout_for(cube.cast<float>(), QpSettings<float>{}, o), DeviceLayout::kWarp);
   EXPECT_EQ(cuda::parse_device_layout("warp"), DeviceLayout::kWarp);
   EXPECT_EQ(std::string(cuda::to_string(cuda::parse_device_layout("thread"))), "thread");
   testing::expect_error([] { cuda::parse_device_layout("block"); }, {"'block'", "auto, thread or warp"});

@@ -104,6 +104,13 @@ template <class T>
 void solve_batch(const QpBatch<T>& batch, const QpSettings<T>& settings,
                  const BatchOptions& options, QpSolutions<T>& out);
 
+// The device layout solve_batch runs `batch` in with these settings and options
+// (cuda::resolve_layout: kAuto takes the thread kernel for rows with b = +inf and
+// for solves with the fallback restart, which the warp kernel lacks).
+template <class T>
+cuda::DeviceLayout device_layout_for(const QpBatch<T>& batch, const QpSettings<T>& settings,
+                                     const BatchOptions& options);
+
 // Runs a loop over [0, count) on `threads` CPU threads (0 = all cores), each
 // worker given its index: the one generic batch driver every CPU batch uses.
 void parallel_for(int count, int threads, const std::function<void(int worker, int begin, int end)>& body);
