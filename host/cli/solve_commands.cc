@@ -182,8 +182,8 @@ void add_solve_commands(CLI::App& app, Commands& out) {
                     "CPU: Anderson acceleration's memory, 0 = off, at most 8 (default: 3 in double, off in "
                     "float; problems without second-order cones; the GPU runs without it)");
   solve->add_option("--layout", sa->layout,
-                    "CUDA: thread = a thread per problem, warp = a warp per problem (n <= 32), auto "
-                    "(default) = warp for 16 <= n <= 32")
+                    "CUDA: thread = a thread per problem, warp = a warp per problem (n <= 32; no b = +inf rows, "
+                    "no fallback restart), auto (default) = warp for 16 <= n <= 32 where it applies")
       ->check(CLI::IsMember({"auto", "thread", "warp"}));
   solve->add_option("--lanes", sa->lanes,
                     "CPU: on = groups of problems in the lanes of one SIMD vector, off = one at a time")
