@@ -9,8 +9,9 @@
 # Cases (the problems of the issue): the cube loss QP in float32 at eps 1e-5, cold and
 # warm-started (from the solution of the same batch with q 0.1% off, as consecutive
 # Adam steps change it little); the Anitescu step QP in float32 at eps 1e-5; the PGS
-# LCP with the friction-cone block (double; 4 contacts); the ContactNets loss kernel
-# (double: what the device trainer runs). Logs go to build-sim/counts/<case>/sim.log.
+# LCP with the friction-cone block (double; 4 contacts); the ContactNets loss (double:
+# what the device trainer runs) in the thread layout (one fused kernel) and the warp
+# layout (assembly, the warp QP kernel, gradient). Logs go to build-sim/counts/<case>/sim.log.
 # The warp-per-problem QP kernel (kernels/qp_warp_kernels.cu) runs on the same batches
 # through bench/gpu_warp_variant.cu (cases *_warp; that driver checks every answer against
 # the CPU and fails the run on a disagreement).
@@ -91,7 +92,10 @@ run qp_cube_float_setup_warp_nocheck $B "$bin/impulse_gpu_warp_variant" --in ../
 run qp_cube_float_setup_warp_noruiz $B "$bin/impulse_gpu_warp_variant" --in ../cube.npz --eps 1e-5 \
   --max-iter 1 --no-check-input --scaling-iters 0
 run lcp_pgs_cone_double 64 "$bin/impulse_tests" --gtest_filter=GpuLcp.FrictionConeBlockMatchesCpu
-run contactnets_loss_double 48 "$bin/impulse_tests" --gtest_filter=GpuContactNets.DeviceLossAndGradientMatchCpu
+# the ContactNets loss in both layouts (each test evaluates twice, cold then warm: the model
+# takes the first launch of each kernel)
+run contactnets_loss_double 16 "$bin/impulse_tests" --gtest_filter=GpuContactNets.DeviceLossThreadLayoutMatchesCpu
+run contactnets_warp_double 48 "$bin/impulse_tests" --gtest_filter=GpuContactNets.DeviceLossAndGradientMatchCpu
 
 # registers, spills and stack per kernel for sm_90 (the release architecture)
 nvcc="${CUDA_HOME:-/usr/local/cuda}/bin/nvcc"

@@ -40,7 +40,7 @@ void solve_warp(const QpBatch<T>& bt, const QpSettings<T>& st, bool warm, QpSolu
   g.device_layout = cuda::DeviceLayout::kWarp;
   g.warm_start = warm;
   std::printf("warp kernel: %d blocks of one warp (a problem each), shared memory per block: %zu bytes "
-              "(n=%d, m=%d, nnz=%d)\n", bt.size, cuda::warp_shared_bytes(bt.n, bt.m(), bt.nnz(), sizeof(T)), bt.n, bt.m(),
+              "(n=%d, m=%d, nnz=%d)\n", bt.size, cuda::warp_shared_bytes(bt.m(), bt.nnz(), sizeof(T)), bt.n, bt.m(),
               bt.nnz());
   solve_batch(bt, st, g, out);
 }

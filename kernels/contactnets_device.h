@@ -2,15 +2,20 @@
 // memory; per Adam step the host sends θ (57 numbers) and the indices of the
 // mini-batch, and gets back the per-transition losses and the summed gradient
 // (57 numbers). Host-device traffic per step is O(parameters + batch), not
-// O(transitions x QP size). One thread per transition assembles the loss QP
-// (solvers/contactnets_qp.h), solves it with solvers/qp_admm.h (warm-started
-// from the transition's previous solution, kept on the device), and computes
-// the envelope gradient; a second kernel sums the gradients.
+// O(transitions x QP size). Per transition: the loss QP is assembled
+// (solvers/contactnets_qp.h), solved by qp_admm_solve's algorithm (warm-started
+// from the transition's previous solution, kept on the device), and the envelope
+// gradient computed; a last kernel sums the gradients. Two layouts
+// (kernels/qp_kernels.h): thread, one fused kernel with a thread per transition;
+// warp (what kAuto takes: the QP has n = 32), assembly and gradient a thread per
+// transition around the warp-per-problem QP kernel, so that one transition's QP
+// is solved by 32 lanes with its working set on chip.
 // Without CUDA (kernels/no_cuda.cc) every method throws "CUDA not available".
 #pragma once
 
 #include <memory>
 
+#include "kernels/qp_kernels.h"
 #include "solvers/contactnets_qp.h"
 #include "solvers/qp_admm.h"
 
@@ -27,7 +32,9 @@ template <class T>
 class DeviceContactNets {
  public:
   // throws Error when no device is usable.
-  DeviceContactNets(const cn::LossConsts<T>& consts, const QpSettings<T>& settings);
+  DeviceContactNets(const cn::LossConsts<T>& consts, const QpSettings<T>& settings,
+                    DeviceLayout layout = DeviceLayout::kAuto);
+  DeviceLayout layout() const;  // the layout it runs in (kAuto resolved)
   ~DeviceContactNets();
   DeviceContactNets(const DeviceContactNets&) = delete;
   DeviceContactNets& operator=(const DeviceContactNets&) = delete;

@@ -66,6 +66,36 @@ __global__ void sum_rows_kernel(int B, const T* __restrict__ grad, T* out) {
   if (threadIdx.x == 0) out[p] = T(part[0]);
 }
 
+// A batch's constraint pattern on the device: CSR (row_ptr, col) and, for the warp
+// kernel, its column view (col_ptr; per column its entries' CSR positions and rows,
+// in row order: csr_matvec_t's summation order).
+struct DevicePattern {
+  DevBuf<int> row_ptr, col, col_ptr, csc_pos, csc_row;
+  void upload(int m, int n, const int* rp, const int* cl, bool column_view) {
+    const int nnz = rp[m];
+    auto put = [](DevBuf<int>& buf, const int* v, size_t len) {
+      buf.ensure(len > 0 ? len : 1);
+      if (len) check(cudaMemcpy(buf.p, v, sizeof(int) * len, cudaMemcpyHostToDevice), "upload pattern");
+    };
+    put(row_ptr, rp, size_t(m) + 1);
+    put(col, cl, size_t(nnz));
+    if (!column_view) return;
+    std::vector<int> cp(size_t(n) + 1, 0), pos(size_t(nnz > 0 ? nnz : 1), 0), row(pos.size(), 0);
+    for (int k = 0; k < nnz; ++k) ++cp[cl[k] + 1];
+    for (int j = 0; j < n; ++j) cp[j + 1] += cp[j];
+    std::vector<int> next(cp.begin(), cp.end() - 1);
+    for (int r = 0; r < m; ++r)
+      for (int k = rp[r]; k < rp[r + 1]; ++k) {
+        const int at = next[cl[k]]++;
+        pos[at] = k;
+        row[at] = r;
+      }
+    put(col_ptr, cp.data(), cp.size());
+    put(csc_pos, pos.data(), pos.size());
+    put(csc_row, row.data(), row.size());
+  }
+};
+
 // Transitions resident on the device for the learning losses: states x and
 // x' (`width` numbers each, converted to T) and each transition's QP warm start
 // (warm_len numbers, valid once warm_ok is set).
@@ -140,6 +170,10 @@ struct WarpLaunch {
   const T *P = nullptr, *q = nullptr, *A = nullptr, *b = nullptr;
   T *x = nullptr, *y = nullptr, *objective = nullptr, *value = nullptr, *prim_res = nullptr, *dual_res = nullptr;
   int *status = nullptr, *fault = nullptr, *iterations = nullptr, *rho_updates = nullptr;
+  const int* warm_each = nullptr;  // optional: per problem, warm-start it (non-zero); else the launch's flag
+  void set_pattern(const DevicePattern& p) {
+    row_ptr = p.row_ptr.p, col = p.col.p, col_ptr = p.col_ptr.p, csc_pos = p.csc_pos.p, csc_row = p.csc_row.p;
+  }
 };
 // launches one block of one warp per problem (asynchronous; the caller checks)
 template <class T>

@@ -64,8 +64,12 @@ template class DeviceQpBatch<double>;
 template <class T>
 struct DeviceContactNets<T>::Impl {};
 template <class T>
-DeviceContactNets<T>::DeviceContactNets(const cn::LossConsts<T>&, const QpSettings<T>&) {
+DeviceContactNets<T>::DeviceContactNets(const cn::LossConsts<T>&, const QpSettings<T>&, DeviceLayout) {
   throw Error("CUDA not available: " + device_info().reason);
+}
+template <class T>
+DeviceLayout DeviceContactNets<T>::layout() const {
+  throw Error("CUDA not available");
 }
 template <class T>
 DeviceContactNets<T>::~DeviceContactNets() = default;

@@ -23,6 +23,7 @@ namespace {
 
 using detail::check;
 using detail::DevBuf;
+using detail::DevicePattern;
 using detail::from_batch_fastest;
 using detail::to_batch_fastest;
 
@@ -86,7 +87,7 @@ struct DeviceQpBatch<T>::Impl {
   DeviceLayout asked = DeviceLayout::kAuto, layout = DeviceLayout::kAuto;
   int batch = 0, n = 0, m = 0, nnz = 0;
   ConeSpec cones;
-  DevBuf<int> row_ptr, col, col_ptr, csc_pos, csc_row;
+  DevicePattern pat;
   DevBuf<T> P, q, A, b, x, y, work, objective, value, prim_res, dual_res;
   DevBuf<int> status, fault, iterations, rho_updates;
   cudaEvent_t start = nullptr, stop = nullptr;
@@ -119,10 +120,7 @@ DeviceLayout DeviceQpBatch<T>::layout() const {
 template <class T>
 void DeviceQpBatch<T>::upload(const HostQpArrays<T>& h) {
   Impl& d = *impl_;
-  bool unbounded_b = false;  // +inf on a row (the warp kernel has no unbounded rows)
-  for (size_t i = 0; i < size_t(h.batch) * h.cones.rows() && !unbounded_b; ++i)
-    unbounded_b = h.b[i] == std::numeric_limits<T>::infinity();
-  d.layout = resolve_layout(d.asked, h.n, h.cones.rows(), h.nnz, sizeof(T), unbounded_b);
+  d.layout = resolve_layout(d.asked, h.n, h.cones.rows(), h.nnz, sizeof(T));
   const bool warp = d.layout == DeviceLayout::kWarp;
   d.batch = h.batch;
   d.n = h.n;
@@ -130,31 +128,7 @@ void DeviceQpBatch<T>::upload(const HostQpArrays<T>& h) {
   d.m = h.cones.rows();
   d.nnz = h.nnz;
   const size_t B = size_t(h.batch);
-  d.row_ptr.ensure(d.m + 1);
-  d.col.ensure(std::max(d.nnz, 1));
-  check(cudaMemcpy(d.row_ptr.p, h.a_row_ptr, sizeof(int) * (d.m + 1), cudaMemcpyHostToDevice),
-        "upload pattern");
-  check(cudaMemcpy(d.col.p, h.a_col, sizeof(int) * d.nnz, cudaMemcpyHostToDevice),
-        "upload pattern");
-  if (warp) {  // the pattern's column view: per column, its entries in row order
-    std::vector<int> col_ptr(d.n + 1, 0), pos(std::max(d.nnz, 1), 0), row(std::max(d.nnz, 1), 0);
-    for (int k = 0; k < d.nnz; ++k) ++col_ptr[h.a_col[k] + 1];
-    for (int j = 0; j < d.n; ++j) col_ptr[j + 1] += col_ptr[j];
-    std::vector<int> next(col_ptr.begin(), col_ptr.end() - 1);
-    for (int r = 0; r < d.m; ++r)
-      for (int k = h.a_row_ptr[r]; k < h.a_row_ptr[r + 1]; ++k) {
-        const int at = next[h.a_col[k]]++;
-        pos[at] = k;
-        row[at] = r;
-      }
-    auto put_int = [&](DevBuf<int>& buf, const std::vector<int>& v) {
-      buf.ensure(v.size());
-      check(cudaMemcpy(buf.p, v.data(), sizeof(int) * v.size(), cudaMemcpyHostToDevice), "upload pattern");
-    };
-    put_int(d.col_ptr, col_ptr);
-    put_int(d.csc_pos, pos);
-    put_int(d.csc_row, row);
-  }
+  d.pat.upload(d.m, d.n, h.a_row_ptr, h.a_col, warp);
   std::vector<T> tmp;
   auto put = [&](DevBuf<T>& buf, const T* src, int len) {
     buf.ensure(B * std::max(len, 1));
@@ -204,16 +178,12 @@ double DeviceQpBatch<T>::solve(const QpSettings<T>& st, bool warm) {
   QpShape shape;
   shape.n = d.n;
   shape.cones = d.cones;
-  shape.a = CsrPattern{d.m, d.n, d.nnz, d.row_ptr.p, d.col.p};
+  shape.a = CsrPattern{d.m, d.n, d.nnz, d.pat.row_ptr.p, d.pat.col.p};
   check(cudaEventRecord(d.start), "cudaEventRecord");
   if (d.layout == DeviceLayout::kWarp) {
-    if (st.fallback)
-      throw Error("device layout warp: has no stagnation restart; solve with QpSettings::fallback off, "
-                  "or in the thread layout");
     detail::WarpLaunch<T> a;
     a.batch = d.batch, a.n = d.n, a.m = d.m, a.nnz = d.nnz, a.cones = d.cones;
-    a.row_ptr = d.row_ptr.p, a.col = d.col.p, a.col_ptr = d.col_ptr.p, a.csc_pos = d.csc_pos.p;
-    a.csc_row = d.csc_row.p;
+    a.set_pattern(d.pat);
     a.P = d.P.p, a.q = d.q.p, a.A = d.A.p, a.b = d.b.p, a.x = d.x.p, a.y = d.y.p;
     a.objective = d.objective.p, a.value = d.value.p, a.prim_res = d.prim_res.p, a.dual_res = d.dual_res.p;
     a.status = d.status.p, a.fault = d.fault.p, a.iterations = d.iterations.p, a.rho_updates = d.rho_updates.p;

@@ -11,8 +11,8 @@
 //   - warp: one warp solves one problem, n <= 32 (kernels/qp_warp_kernels.cu); arrays
 //     problem-contiguous, the iterate, A and K⁻¹ on chip (shared memory, registers).
 // kAuto takes the warp for 16 <= n <= 32 (the sizes where the simulated counts favour
-// it: bench/results/gpu_warp_vs_thread_2026-11-24.md) where it runs the CPU's
-// algorithm (resolve_layout), the thread otherwise.
+// it: bench/results/gpu_warp_vs_thread_2026-11-24.md) when its shared memory fits
+// (resolve_layout), the thread otherwise.
 // Allocation: buffers grow in upload(); solve() allocates nothing.
 #pragma once
 
@@ -41,32 +41,22 @@ inline DeviceLayout parse_device_layout(const std::string& s) {
 
 // Shared memory one problem of the warp layout takes: A's nonzeros, four rows of 32
 // and nine of m entries, and K while it is formed (32 × 33).
-inline size_t warp_shared_bytes(int n, int m, int nnz, size_t elem) {
-  (void)n;
+inline size_t warp_shared_bytes(int m, int nnz, size_t elem) {
   return size_t(nnz + 4 * 32 + 9 * m + 32 * 33) * elem;
 }
 constexpr size_t kWarpSharedLimit = 48 * 1024;  // without opting in to more
 
-// What the warp kernel does not do (yet): rows with b = +inf (a nonnegative row
-// without a bound, which the CPU and the thread kernel accept), and the stagnation
-// restart (QpSettings::fallback, on by default in double).
-//
-// The layout a batch runs in. kThread always. kWarp when n <= 32, its shared memory
-// fits and b has no +inf entry (else Error saying which). kAuto: kWarp for
-// 16 <= n <= 32 when it fits, b is finite and the solve has no fallback restart;
-// else kThread.
-inline DeviceLayout resolve_layout(DeviceLayout want, int n, int m, int nnz, size_t elem,
-                                   bool unbounded_b = false, bool fallback = false) {
-  const bool fits = n >= 1 && n <= 32 && warp_shared_bytes(n, m, nnz, elem) <= kWarpSharedLimit;
+// The layout a batch runs in. kThread always. kWarp when n <= 32 and its shared
+// memory fits (else Error saying which). kAuto: kWarp for 16 <= n <= 32 when it
+// fits, else kThread. Both layouts take everything the CPU's qp_admm_solve takes
+// (rows with b = +inf, the fallback restart).
+inline DeviceLayout resolve_layout(DeviceLayout want, int n, int m, int nnz, size_t elem) {
+  const bool fits = n >= 1 && n <= 32 && warp_shared_bytes(m, nnz, elem) <= kWarpSharedLimit;
   if (want == DeviceLayout::kWarp && !fits)
     throw Error("device layout warp: needs n <= 32 and at most " + std::to_string(kWarpSharedLimit) +
                 " bytes of shared memory per problem; this batch has n = " + std::to_string(n) + ", m = " +
-                std::to_string(m) + " (" + std::to_string(warp_shared_bytes(n, m, nnz, elem)) + " bytes)");
-  if (want == DeviceLayout::kWarp && unbounded_b)
-    throw Error("device layout warp: b has +inf entries (rows without a bound), which only the thread "
-                "layout handles");
-  if (want == DeviceLayout::kAuto)
-    return fits && n >= 16 && !unbounded_b && !fallback ? DeviceLayout::kWarp : DeviceLayout::kThread;
+                std::to_string(m) + " (" + std::to_string(warp_shared_bytes(m, nnz, elem)) + " bytes)");
+  if (want == DeviceLayout::kAuto) return fits && n >= 16 ? DeviceLayout::kWarp : DeviceLayout::kThread;
   return want;
 }
 
@@ -134,7 +124,6 @@ class DeviceQpBatch {
   // upload a warm start (x, y) from host results.
   void upload_warm_start(const HostQpResults<T>& r);
   // solve every problem; warm uses the resident (x, y). Returns kernel time in ms.
-  // The warp layout refuses settings with fallback on (it has no restart).
   double solve(const QpSettings<T>& st, bool warm);
   // copy results back (transposed to problem-contiguous).
   void download(HostQpResults<T>& r) const;

@@ -25,8 +25,9 @@
 // PSD test of P + δI and the factorization of K take Gauss-Jordan pivots (the
 // Schur complements) rather than a Cholesky: the same pivots up to rounding.
 //
-// Not ported (resolve_layout keeps such batches on the thread kernel): rows with
-// b = +inf, and the stagnation restart (QpSettings::fallback).
+// Rows with b = +inf (a nonnegative row without a bound) are as on the CPU
+// (qp_b_usable, qp_by); the stagnation restart (QpSettings::fallback) is a template
+// variant of the kernel.
 //
 // Blocks hold one warp. Under GPGPU-Sim (functional mode) shuffles in blocks of
 // several warps read warp 0's registers (a simulator fault; see the note above), and
@@ -227,14 +228,18 @@ __device__ __forceinline__ T p_dot(const T* __restrict__ P, int n, int j, const 
 }
 
 // blocks of one warp; at most 128 registers (16 resident warps per SM on sm_90)
-template <class T>
+// Fallback: the stagnation restart (QpSettings::fallback) is compiled in (a second
+// phase, cold, with qp_fallback_settings for the rest of the budget, as qp_admm_solve);
+// the launch picks the variant, so a solve without it pays nothing for it.
+// warm_each (optional): per problem, warm-start it (non-zero) or not; else `warm`.
+template <class T, bool Fallback>
 __global__ void __launch_bounds__(kW, 16) qp_admm_warp_kernel(int batch, Problem pr, Pattern pt,
                                     const T* __restrict__ Pg,
                                     const T* __restrict__ qg, const T* __restrict__ Ag,
                                     const T* __restrict__ bg, T* xg, T* yg, T* objective, T* value,
                                     T* prim_res_out, T* dual_res_out, int* status_out, int* fault_out,
-                                    int* iterations_out, int* rho_updates_out, QpSettings<T> st,
-                                    bool warm) {
+                                    int* iterations_out, int* rho_updates_out, QpSettings<T> st0,
+                                    bool warm, const int* __restrict__ warm_each) {
   extern __shared__ unsigned char smem_raw[];
   const int lane = threadIdx.x;
   const int k = blockIdx.x;
@@ -267,7 +272,7 @@ __global__ void __launch_bounds__(kW, 16) qp_admm_warp_kernel(int batch, Problem
   };
 
   // ---- the input check (qp_check_input) ----------------------------------------
-  if (st.check_input) {
+  if (st0.check_input) {
     bool bad_p = false, bad_q = false, bad_a = false, bad_b = false;
     T amax = T(0), asym = T(0), dmax = T(1);
     if (own) {  // row r, column `lane`; below the diagonal against its mirror
@@ -281,7 +286,10 @@ __global__ void __launch_bounds__(kW, 16) qp_admm_warp_kernel(int batch, Problem
     }
     bad_q = own && !is_finite(qj);
     for (int i = lane; i < nnz; i += kW) bad_a |= !is_finite(A[i]);
-    for (int r = lane; r < m; r += kW) bad_b |= !is_finite(s.b[r]);
+    for (int r = lane; r < m; r += kW) {  // qp_b_usable: +inf allowed on a nonnegative row
+      const T v = s.b[r];
+      bad_b |= !is_finite(v) && (r < cones.n_zero || r >= cones.soc_begin() || !(v > T(0)));
+    }
     InputFault f = InputFault::kNone;
     if (__any_sync(kFull, bad_p))
       f = InputFault::kNonFiniteP;
@@ -298,7 +306,7 @@ __global__ void __launch_bounds__(kW, 16) qp_admm_warp_kernel(int batch, Problem
         f = InputFault::kAsymmetricP;
       } else {
         // PSD up to psd_tol: P + shift·I must have positive pivots
-        const T shift = st.psd_tol * dmax;
+        const T shift = st0.psd_tol * dmax;
 #pragma unroll
         for (int i = 0; i < kW; ++i) {
           if (own && i < n)
@@ -319,295 +327,322 @@ __global__ void __launch_bounds__(kW, 16) qp_admm_warp_kernel(int batch, Problem
     }
   }
 
-  // ---- the initial iterate ------------------------------------------------------
-  if (warm) {
-    xj = own ? xg[size_t(k) * n + lane] : T(0);
-    s.xs[lane] = xj;
-    for (int r = lane; r < m; r += kW) s.y[r] = yg[size_t(k) * m + r];
-    __syncwarp();
-    for (int r = lane; r < m; r += kW) s.z[r] = row_dot(s, pt, r, s.xs);
-  } else {
-    for (int r = lane; r < m; r += kW) s.y[r] = T(0), s.z[r] = T(0);
-  }
-  __syncwarp();
-
-  // ---- Ruiz equilibration (qp_equilibrate) ------------------------------------------
-  T dj = T(1), cscale = T(1);
-  for (int r = lane; r < m; r += kW) s.e[r] = T(1);
-  s.ds[lane] = own ? T(1) : T(0);
-  __syncwarp();
-  const int iters = st.scaling_iters;
-  // |P|'s column `lane` in the registers K⁻¹ takes later (zero beyond n)
-#pragma unroll
-  for (int i = 0; i < kW; ++i) Kc[i] = own && i < n ? abs_of(P[i * n + lane]) : T(0);
-  for (int it = 0; it <= iters; ++it) {
-    // column norms of c·D P D (dense_col_absmax_scaled: max over i of |P_ij|·D_i)
-    T tn = T(0);
-#pragma unroll
-    for (int i = 0; i < kW; ++i) tn = max_of(tn, Kc[i] * s.ds[i]);
-    tn *= cscale * dj;
-    if (it > 0 || iters == 0) {
-      s.tn[lane] = tn;
+  // phase 0 with the settings given; phase 1 (Fallback), after a stall, cold with
+  // qp_fallback_settings for the rest of the budget (qp_admm_solve's phases)
+  const bool warm_k = warm_each ? warm_each[k] != 0 : warm;
+  int used = 0, updates = 0;  // the stalled phase's iterations and ρ updates
+  for (int phase = 0;; ++phase) {
+    const QpSettings<T> st =
+        Fallback && phase == 1 ? impulse::detail::qp_fallback_settings(st0, st0.max_iter - used) : st0;
+    const bool warm = phase == 0 && warm_k;
+    info = QpInfo<T>{};
+    // ---- the initial iterate ------------------------------------------------------
+    if (warm) {
+      xj = own ? xg[size_t(k) * n + lane] : T(0);
+      s.xs[lane] = xj;
+      // a row without a bound (b_r = +inf) keeps y_r = 0, as qp_setup
+      for (int r = lane; r < m; r += kW)
+        s.y[r] = r >= cones.n_zero && r < cones.soc_begin() && !is_finite(s.b[r]) ? T(0) : yg[size_t(k) * m + r];
       __syncwarp();
-      T mean = T(0);
-      for (int j = 0; j < n; ++j) mean += s.tn[j];  // the serial order
-      const T qn = wmax(own ? abs_of(qj) * dj : T(0)) * cscale;
-      mean /= T(n);
-      const T gamma = T(1) / impulse::detail::qp_limit_scaling(max_of(mean, qn));
-      if (iters > 0) {
-        cscale *= gamma;
-        tn *= gamma;
+      for (int r = lane; r < m; r += kW) s.z[r] = row_dot(s, pt, r, s.xs);
+    } else {
+      xj = T(0);
+      for (int r = lane; r < m; r += kW) s.y[r] = T(0), s.z[r] = T(0);
+    }
+    __syncwarp();
+
+    // ---- Ruiz equilibration (qp_equilibrate) ------------------------------------------
+    T dj = T(1), cscale = T(1);
+    for (int r = lane; r < m; r += kW) s.e[r] = T(1);
+    s.ds[lane] = own ? T(1) : T(0);
+    __syncwarp();
+    const int iters = st.scaling_iters;
+    // |P|'s column `lane` in the registers K⁻¹ takes later (zero beyond n)
+#pragma unroll
+    for (int i = 0; i < kW; ++i) Kc[i] = own && i < n ? abs_of(P[i * n + lane]) : T(0);
+    for (int it = 0; it <= iters; ++it) {
+      // column norms of c·D P D (dense_col_absmax_scaled: max over i of |P_ij|·D_i)
+      T tn = T(0);
+#pragma unroll
+      for (int i = 0; i < kW; ++i) tn = max_of(tn, Kc[i] * s.ds[i]);
+      tn *= cscale * dj;
+      if (it > 0 || iters == 0) {
+        s.tn[lane] = tn;
+        __syncwarp();
+        T mean = T(0);
+        for (int j = 0; j < n; ++j) mean += s.tn[j];  // the serial order
+        const T qn = wmax(own ? abs_of(qj) * dj : T(0)) * cscale;
+        mean /= T(n);
+        const T gamma = T(1) / impulse::detail::qp_limit_scaling(max_of(mean, qn));
+        if (iters > 0) {
+          cscale *= gamma;
+          tn *= gamma;
+        }
+        __syncwarp();
+      }
+      if (it == iters) break;
+      // column and row norms of E A D (qp_A_norms)
+      T cn = T(0);
+      if (own)
+        for (int k = pt.col_ptr[lane], e = pt.col_ptr[lane + 1]; k < e; ++k)
+          cn = max_of(cn, (abs_of(s.A[pt.csc_pos[k]]) * dj) * s.e[pt.csc_row[k]]);
+      for (int r = lane; r < m; r += kW) {
+        T rn = T(0);
+        for (int k = pt.row_ptr[r], e = pt.row_ptr[r + 1]; k < e; ++k)
+          rn = max_of(rn, abs_of(s.A[k]) * s.ds[pt.col[k]]);
+        s.tm[r] = rn * s.e[r];
       }
       __syncwarp();
+      for (int c = lane; c < cones.n_soc; c += kW) {  // one factor per cone
+        const int r = cones.soc_begin() + 3 * c;
+        const T v = max_of(s.tm[r], max_of(s.tm[r + 1], s.tm[r + 2]));
+        s.tm[r] = s.tm[r + 1] = s.tm[r + 2] = v;
+      }
+      __syncwarp();
+      if (own) dj *= T(1) / sqrt_of(impulse::detail::qp_limit_scaling(max_of(tn, cn)));
+      for (int r = lane; r < m; r += kW) s.e[r] *= T(1) / sqrt_of(impulse::detail::qp_limit_scaling(s.tm[r]));
+      s.ds[lane] = own ? dj : T(0);
+      __syncwarp();
     }
-    if (it == iters) break;
-    // column and row norms of E A D (qp_A_norms)
-    T cn = T(0);
-    if (own)
-      for (int k = pt.col_ptr[lane], e = pt.col_ptr[lane + 1]; k < e; ++k)
-        cn = max_of(cn, (abs_of(s.A[pt.csc_pos[k]]) * dj) * s.e[pt.csc_row[k]]);
-    for (int r = lane; r < m; r += kW) {
-      T rn = T(0);
-      for (int k = pt.row_ptr[r], e = pt.row_ptr[r + 1]; k < e; ++k)
-        rn = max_of(rn, abs_of(s.A[k]) * s.ds[pt.col[k]]);
-      s.tm[r] = rn * s.e[r];
-    }
-    __syncwarp();
-    for (int c = lane; c < cones.n_soc; c += kW) {  // one factor per cone
-      const int r = cones.soc_begin() + 3 * c;
-      const T v = max_of(s.tm[r], max_of(s.tm[r + 1], s.tm[r + 2]));
-      s.tm[r] = s.tm[r + 1] = s.tm[r + 2] = v;
-    }
-    __syncwarp();
-    if (own) dj *= T(1) / sqrt_of(impulse::detail::qp_limit_scaling(max_of(tn, cn)));
-    for (int r = lane; r < m; r += kW) s.e[r] *= T(1) / sqrt_of(impulse::detail::qp_limit_scaling(s.tm[r]));
-    s.ds[lane] = own ? dj : T(0);
-    __syncwarp();
-  }
-  if (iters == 0) cscale = T(1);
-  const T sig = own ? st.sigma / (cscale * dj * dj) : T(0);
+    if (iters == 0) cscale = T(1);
+    const T sig = own ? st.sigma / (cscale * dj * dj) : T(0);
 
-  T rho = st.rho;
-  set_rho(pr, s, rho, st.rho_eq_scale, cscale, lane);
-  if (!factor(pr, pt, P, s, sig, Kc, lane)) {
-    info.status = SolveStatus::kNumericalError;
+    T rho = st.rho;
+    set_rho(pr, s, rho, st.rho_eq_scale, cscale, lane);
+    if (!factor(pr, pt, P, s, sig, Kc, lane)) {
+      info.status = SolveStatus::kNumericalError;
+      info.iterations += used, info.rho_updates += updates;
+      finish_early();
+      return;
+    }
+
+    // ---- the iteration (qp_admm_solve) ----------------------------------------------
+    const T alpha = st.alpha, beta = T(1) - alpha;
+    SolveStatus status = SolveStatus::kMaxIterations;
+    impulse::detail::QpCheck<T> c;
+    impulse::detail::QpSchedule<T> sc;
+    sc.next_check = warm ? 1 : st.check_every;
+    T xprev = T(0);
+    impulse::detail::QpStagnation<T> stagnation;
+    bool stalled = false;
+    int it = 0;
+    const int soc0 = cones.soc_begin();
+    for (it = 1; it <= st.max_iter; ++it) {
+      const bool check = it == sc.next_check || it == st.max_iter ||
+                         (st.adaptive_rho && it % st.adaptive_rho_interval == 0);
+      if (check) {
+        xprev = xj;
+        for (int r = lane; r < m; r += kW) s.yp[r] = s.y[r];
+      }
+      // x-step: rhs = σ∘x − q + Aᵀ(ρ∘z − y), x̃ = K⁻¹ rhs
+      for (int r = lane; r < m; r += kW) s.tm[r] = s.rho[r] * s.z[r] - s.y[r];
+      __syncwarp();
+      T rj = T(0);
+      if (own) {
+        rj = col_dot(s, pt, lane, s.tm, sig * xj - qj);
+      }
+      T xt = T(0);
+#pragma unroll
+      for (int l = 0; l < kW; ++l) xt += Kc[l] * shfl_idx(rj, l);
+      s.xts[lane] = xt;
+      xj = own ? alpha * xt + beta * xj : T(0);
+      __syncwarp();
+      // rows: v = αAx̃ + (1−α)z
+      for (int r = lane; r < m; r += kW) s.v[r] = alpha * row_dot(s, pt, r, s.xts) + beta * s.z[r];
+      __syncwarp();
+      // z ← Π_C(v + y/ρ), y ← y + ρ∘(v − z): a lane per zero / nonnegative row, per cone
+      for (int u = lane; u < soc0 + cones.n_soc; u += kW) {
+        if (u < cones.n_zero) {
+          const T v = s.v[u], zn = s.b[u];
+          s.y[u] += s.rho[u] * (v - zn);
+          s.z[u] = zn;
+        } else if (u < soc0) {
+          const T v = s.v[u], zn = min_of(v + s.y[u] * s.rinv[u], s.b[u]);
+          s.y[u] += s.rho[u] * (v - zn);
+          s.z[u] = zn;
+        } else {
+          const int r = soc0 + 3 * (u - soc0);
+          const T v0 = s.v[r], v1 = s.v[r + 1], v2 = s.v[r + 2];
+          T t = s.b[r] - (v0 + s.y[r] * s.rinv[r]);
+          T u1 = s.b[r + 1] - (v1 + s.y[r + 1] * s.rinv[r + 1]);
+          T u2 = s.b[r + 2] - (v2 + s.y[r + 2] * s.rinv[r + 2]);
+          project_soc3(t, u1, u2);
+          const T z0 = s.b[r] - t, z1 = s.b[r + 1] - u1, z2 = s.b[r + 2] - u2;
+          s.y[r] += s.rho[r] * (v0 - z0);
+          s.y[r + 1] += s.rho[r + 1] * (v1 - z1);
+          s.y[r + 2] += s.rho[r + 2] * (v2 - z2);
+          s.z[r] = z0, s.z[r + 1] = z1, s.z[r + 2] = z2;
+        }
+      }
+      __syncwarp();
+      if (!check) continue;
+
+      // ---- the check (qp_check_residuals) ----
+      SolveStatus verdict = SolveStatus::kNotRun;
+      s.xs[lane] = xj;
+      __syncwarp();
+      {
+        T prim = T(0), axn = T(0), zn = T(0), spr = T(0), saxn = T(0), szn = T(0);
+        for (int r = lane; r < m; r += kW) {
+          const T ax = row_dot(s, pt, r, s.xs);
+          s.tm[r] = ax;
+          const T e = s.e[r];
+          const T rr = abs_of(ax - s.z[r]), aax = abs_of(ax), zz = abs_of(s.z[r]);
+          prim = max_of(prim, rr), axn = max_of(axn, aax), zn = max_of(zn, zz);
+          spr = max_of(spr, e * rr), saxn = max_of(saxn, e * aax), szn = max_of(szn, e * zz);
+        }
+        T dual = T(0), pxn = T(0), atyn = T(0), qn = T(0), sdr = T(0), spxn = T(0), satyn = T(0), sqn = T(0);
+        T xpx = T(0), qx = T(0), by = T(0);
+        if (own) {
+          const T px = p_dot(P, n, lane, s.xs);
+          xpx = xj * px, qx = qj * xj;
+          const T aty = col_dot(s, pt, lane, s.y);
+          const T rr = abs_of(px + qj + aty), apx = abs_of(px), aaty = abs_of(aty), aq = abs_of(qj);
+          dual = rr, pxn = apx, atyn = aaty, qn = aq;
+          sdr = dj * rr, spxn = dj * apx, satyn = dj * aaty, sqn = dj * aq;
+        }
+        c.prim_res = wmax(prim), c.sp_res = wmax(spr), c.sax_norm = wmax(saxn), c.sz_norm = wmax(szn);
+        c.dual_res = wmax(dual), c.sd_res = wmax(sdr), c.spx_norm = wmax(spxn), c.saty_norm = wmax(satyn);
+        c.sq_norm = wmax(sqn);
+        axn = wmax(axn), zn = wmax(zn), pxn = wmax(pxn), atyn = wmax(atyn), qn = wmax(qn);
+        bool fin = is_finite(xj);
+        for (int r = lane; r < m; r += kW) fin = fin && is_finite(s.y[r]);
+        if (!is_finite(c.prim_res) || !is_finite(c.dual_res) || !__all_sync(kFull, fin)) {
+          verdict = SolveStatus::kNumericalError;
+        } else {
+          c.eps_prim = st.eps_abs + st.eps_rel * max_of(axn, zn);
+          c.eps_dual = st.eps_abs + st.eps_rel * max_of(max_of(pxn, atyn), qn);
+          bool gap_ok = true;
+          if (st.check_gap) {  // |xᵀPx + qᵀx + bᵀy| <= eps_abs + eps_rel·max(|xᵀPx|, |qᵀx|, |bᵀy|)
+            for (int r = lane; r < m; r += kW) by += s.y[r] == T(0) ? T(0) : s.b[r] * s.y[r];
+            xpx = wsum(xpx), qx = wsum(qx), by = wsum(by);
+            T gap = abs_of(xpx + qx + by);
+            
+            const T eg = st.eps_abs + st.eps_rel * max_of(max_of(abs_of(xpx), abs_of(qx)), abs_of(by));
+            c.gap = is_finite(gap) && is_finite(eg) ? gap : T(1e30);
+            c.eps_gap = eg;
+            gap_ok = c.gap <= c.eps_gap;
+          }
+          if (c.prim_res <= c.eps_prim && c.dual_res <= c.eps_dual && gap_ok) verdict = SolveStatus::kSolved;
+        }
+      }
+      if (verdict == SolveStatus::kNotRun) {
+        impulse::detail::qp_schedule_next(st, it, c, sc);
+        // ---- infeasibility (qp_check_infeasible) ----
+        __syncwarp();
+        {  // primal: δy ∈ K*, Aᵀδy ≈ 0, bᵀδy < 0
+          T dyn = T(0), bdy = T(0);
+          for (int r = lane; r < m; r += kW) {
+            const T dy = s.y[r] - s.yp[r];
+            s.tm[r] = dy;
+            dyn = max_of(dyn, abs_of(dy));
+            bdy += qp_by(s.b[r], dy);
+          }
+          dyn = wmax(dyn), bdy = wsum(bdy);
+          __syncwarp();
+          const T tol = st.eps_pinf * dyn;
+          if (dyn > T(0) && bdy < -tol) {
+            bool in = true;
+            for (int i = cones.n_zero + lane; i < soc0; i += kW) in = in && !(s.tm[i] < -tol);
+            for (int q = lane; q < cones.n_soc; q += kW) {
+              const int r = soc0 + 3 * q;
+              in = in && !(soc3_violation(s.tm[r], s.tm[r + 1], s.tm[r + 2]) > tol);
+            }
+            if (__all_sync(kFull, in)) {
+              const T aty = own ? abs_of(col_dot(s, pt, lane, s.tm)) : T(0);
+              if (wmax(aty) <= tol) verdict = SolveStatus::kPrimalInfeasible;
+            }
+          }
+        }
+        if (verdict == SolveStatus::kNotRun) {  // dual: Pδx ≈ 0, qᵀδx < 0, Aδx ∈ −K
+          const T dx = own ? xj - xprev : T(0);
+          const T dxn = wmax(abs_of(dx)), qdx = wsum(qj * dx);
+          const T tol = st.eps_dinf * dxn;
+          if (dxn > T(0) && qdx < -tol) {
+            s.xs[lane] = dx;
+            __syncwarp();
+            bool in = true;
+            for (int r = lane; r < m; r += kW) {
+              const T a = row_dot(s, pt, r, s.xs);
+              s.tm[r] = a;
+              if (r < cones.n_zero) in = in && !(abs_of(a) > tol);
+              else if (r < soc0) in = in && !(a > tol && is_finite(s.b[r]));  // b_r = +inf: no bound
+            }
+            __syncwarp();
+            for (int q = lane; q < cones.n_soc; q += kW) {
+              const int r = soc0 + 3 * q;
+              in = in && !(soc3_violation(-s.tm[r], -s.tm[r + 1], -s.tm[r + 2]) > tol);
+            }
+            if (__all_sync(kFull, in)) {
+              const T pdx = own ? abs_of(p_dot(P, n, lane, s.xs)) : T(0);
+              if (wmax(pdx) <= tol) verdict = SolveStatus::kDualInfeasible;
+            }
+          }
+        }
+        __syncwarp();  // s.tm and s.xs were read across lanes: before they are written again
+      }
+      // ---- adaptive ρ (qp_adapt_rho) ----
+      if (verdict == SolveStatus::kNotRun && st.adaptive_rho && it % st.adaptive_rho_interval == 0 &&
+          info.rho_updates < st.max_rho_updates && sc.remaining > T(st.adaptive_rho_interval)) {
+        const T pn = c.sp_res / (max_of(c.sax_norm, c.sz_norm) + T(1e-30));
+        const T dn = c.sd_res / (max_of(max_of(c.spx_norm, c.saty_norm), c.sq_norm) + T(1e-30));
+        T rho_new = rho * sqrt_of(pn / (dn + T(1e-30)));
+        rho_new = min_of(max_of(rho_new, st.rho_min), st.rho_max);
+        if (rho_new > rho * st.adaptive_rho_tolerance || rho_new * st.adaptive_rho_tolerance < rho) {
+          rho = rho_new;
+          sc.last_check = 0;
+          set_rho(pr, s, rho, st.rho_eq_scale, cscale, lane);
+          if (!factor(pr, pt, P, s, sig, Kc, lane))
+            verdict = SolveStatus::kNumericalError;
+          else
+            ++info.rho_updates;
+        }
+      }
+      if (verdict != SolveStatus::kNotRun) {
+        status = verdict;
+        break;
+      }
+      // ---- stagnation (QpSettings::fallback): restart cold ----
+      if (Fallback && phase == 0 && st.fallback && stagnation.stalled(sc.last_ratio, it, st.max_iter)) {
+        stalled = true;
+        break;
+      }
+    }
+    if (Fallback && stalled) {
+      used = it, updates = info.rho_updates;
+      continue;
+    }
+
+    // ---- finish (qp_finish) -----------------------------------------------------------
+    if (it > st.max_iter) it = st.max_iter;
+    if (status == SolveStatus::kMaxIterations && c.prim_res <= T(10) * c.eps_prim &&
+        c.dual_res <= T(10) * c.eps_dual && c.gap <= T(10) * c.eps_gap)
+      status = SolveStatus::kSolvedInaccurate;
+    s.xs[lane] = xj;
+    __syncwarp();
+    double obj = 0.0, lag = 0.0;
+    if (own) {
+      double pxi = 0.0;
+      for (int i = 0; i < n; ++i) pxi += double(P[i * n + lane]) * double(s.xs[i]);
+      obj = double(xj) * (0.5 * pxi + double(qj));
+    }
+    for (int r = lane; r < m; r += kW) {
+      if (s.y[r] == T(0)) continue;  // adds nothing (and b_r may be +inf where the solver allows it)
+      double ax = -double(s.b[r]);
+      for (int k = pt.row_ptr[r], e = pt.row_ptr[r + 1]; k < e; ++k) ax += double(s.A[k]) * double(s.xs[pt.col[k]]);
+      lag += double(s.y[r]) * ax;
+    }
+    obj = wsum(obj), lag = wsum(lag);
+    info.status = status;
+    info.iterations = it;
+    info.objective = T(obj);
+    info.value = T(obj + lag);
+    info.prim_res = c.prim_res;
+    info.dual_res = c.dual_res;
+    info.iterations += used, info.rho_updates += updates;
     finish_early();
     return;
   }
-
-  // ---- the iteration (qp_admm_solve) ----------------------------------------------
-  const T alpha = st.alpha, beta = T(1) - alpha;
-  SolveStatus status = SolveStatus::kMaxIterations;
-  impulse::detail::QpCheck<T> c;
-  impulse::detail::QpSchedule<T> sc;
-  sc.next_check = warm ? 1 : st.check_every;
-  T xprev = T(0);
-  int it = 0;
-  const int soc0 = cones.soc_begin();
-  for (it = 1; it <= st.max_iter; ++it) {
-    const bool check = it == sc.next_check || it == st.max_iter ||
-                       (st.adaptive_rho && it % st.adaptive_rho_interval == 0);
-    if (check) {
-      xprev = xj;
-      for (int r = lane; r < m; r += kW) s.yp[r] = s.y[r];
-    }
-    // x-step: rhs = σ∘x − q + Aᵀ(ρ∘z − y), x̃ = K⁻¹ rhs
-    for (int r = lane; r < m; r += kW) s.tm[r] = s.rho[r] * s.z[r] - s.y[r];
-    __syncwarp();
-    T rj = T(0);
-    if (own) {
-      rj = col_dot(s, pt, lane, s.tm, sig * xj - qj);
-    }
-    T xt = T(0);
-#pragma unroll
-    for (int l = 0; l < kW; ++l) xt += Kc[l] * shfl_idx(rj, l);
-    s.xts[lane] = xt;
-    xj = own ? alpha * xt + beta * xj : T(0);
-    __syncwarp();
-    // rows: v = αAx̃ + (1−α)z
-    for (int r = lane; r < m; r += kW) s.v[r] = alpha * row_dot(s, pt, r, s.xts) + beta * s.z[r];
-    __syncwarp();
-    // z ← Π_C(v + y/ρ), y ← y + ρ∘(v − z): a lane per zero / nonnegative row, per cone
-    for (int u = lane; u < soc0 + cones.n_soc; u += kW) {
-      if (u < cones.n_zero) {
-        const T v = s.v[u], zn = s.b[u];
-        s.y[u] += s.rho[u] * (v - zn);
-        s.z[u] = zn;
-      } else if (u < soc0) {
-        const T v = s.v[u], zn = min_of(v + s.y[u] * s.rinv[u], s.b[u]);
-        s.y[u] += s.rho[u] * (v - zn);
-        s.z[u] = zn;
-      } else {
-        const int r = soc0 + 3 * (u - soc0);
-        const T v0 = s.v[r], v1 = s.v[r + 1], v2 = s.v[r + 2];
-        T t = s.b[r] - (v0 + s.y[r] * s.rinv[r]);
-        T u1 = s.b[r + 1] - (v1 + s.y[r + 1] * s.rinv[r + 1]);
-        T u2 = s.b[r + 2] - (v2 + s.y[r + 2] * s.rinv[r + 2]);
-        project_soc3(t, u1, u2);
-        const T z0 = s.b[r] - t, z1 = s.b[r + 1] - u1, z2 = s.b[r + 2] - u2;
-        s.y[r] += s.rho[r] * (v0 - z0);
-        s.y[r + 1] += s.rho[r + 1] * (v1 - z1);
-        s.y[r + 2] += s.rho[r + 2] * (v2 - z2);
-        s.z[r] = z0, s.z[r + 1] = z1, s.z[r + 2] = z2;
-      }
-    }
-    __syncwarp();
-    if (!check) continue;
-
-    // ---- the check (qp_check_residuals) ----
-    SolveStatus verdict = SolveStatus::kNotRun;
-    s.xs[lane] = xj;
-    __syncwarp();
-    {
-      T prim = T(0), axn = T(0), zn = T(0), spr = T(0), saxn = T(0), szn = T(0);
-      for (int r = lane; r < m; r += kW) {
-        const T ax = row_dot(s, pt, r, s.xs);
-        s.tm[r] = ax;
-        const T e = s.e[r];
-        const T rr = abs_of(ax - s.z[r]), aax = abs_of(ax), zz = abs_of(s.z[r]);
-        prim = max_of(prim, rr), axn = max_of(axn, aax), zn = max_of(zn, zz);
-        spr = max_of(spr, e * rr), saxn = max_of(saxn, e * aax), szn = max_of(szn, e * zz);
-      }
-      T dual = T(0), pxn = T(0), atyn = T(0), qn = T(0), sdr = T(0), spxn = T(0), satyn = T(0), sqn = T(0);
-      T xpx = T(0), qx = T(0), by = T(0);
-      if (own) {
-        const T px = p_dot(P, n, lane, s.xs);
-        xpx = xj * px, qx = qj * xj;
-        const T aty = col_dot(s, pt, lane, s.y);
-        const T rr = abs_of(px + qj + aty), apx = abs_of(px), aaty = abs_of(aty), aq = abs_of(qj);
-        dual = rr, pxn = apx, atyn = aaty, qn = aq;
-        sdr = dj * rr, spxn = dj * apx, satyn = dj * aaty, sqn = dj * aq;
-      }
-      c.prim_res = wmax(prim), c.sp_res = wmax(spr), c.sax_norm = wmax(saxn), c.sz_norm = wmax(szn);
-      c.dual_res = wmax(dual), c.sd_res = wmax(sdr), c.spx_norm = wmax(spxn), c.saty_norm = wmax(satyn);
-      c.sq_norm = wmax(sqn);
-      axn = wmax(axn), zn = wmax(zn), pxn = wmax(pxn), atyn = wmax(atyn), qn = wmax(qn);
-      bool fin = is_finite(xj);
-      for (int r = lane; r < m; r += kW) fin = fin && is_finite(s.y[r]);
-      if (!is_finite(c.prim_res) || !is_finite(c.dual_res) || !__all_sync(kFull, fin)) {
-        verdict = SolveStatus::kNumericalError;
-      } else {
-        c.eps_prim = st.eps_abs + st.eps_rel * max_of(axn, zn);
-        c.eps_dual = st.eps_abs + st.eps_rel * max_of(max_of(pxn, atyn), qn);
-        bool gap_ok = true;
-        if (st.check_gap) {  // |xᵀPx + qᵀx + bᵀy| <= eps_abs + eps_rel·max(|xᵀPx|, |qᵀx|, |bᵀy|)
-          for (int r = lane; r < m; r += kW) by += s.y[r] == T(0) ? T(0) : s.b[r] * s.y[r];
-          xpx = wsum(xpx), qx = wsum(qx), by = wsum(by);
-          T gap = abs_of(xpx + qx + by);
-          
-          const T eg = st.eps_abs + st.eps_rel * max_of(max_of(abs_of(xpx), abs_of(qx)), abs_of(by));
-          c.gap = is_finite(gap) && is_finite(eg) ? gap : T(1e30);
-          c.eps_gap = eg;
-          gap_ok = c.gap <= c.eps_gap;
-        }
-        if (c.prim_res <= c.eps_prim && c.dual_res <= c.eps_dual && gap_ok) verdict = SolveStatus::kSolved;
-      }
-    }
-    if (verdict == SolveStatus::kNotRun) {
-      impulse::detail::qp_schedule_next(st, it, c, sc);
-      // ---- infeasibility (qp_check_infeasible) ----
-      __syncwarp();
-      {  // primal: δy ∈ K*, Aᵀδy ≈ 0, bᵀδy < 0
-        T dyn = T(0), bdy = T(0);
-        for (int r = lane; r < m; r += kW) {
-          const T dy = s.y[r] - s.yp[r];
-          s.tm[r] = dy;
-          dyn = max_of(dyn, abs_of(dy));
-          bdy += s.b[r] * dy;
-        }
-        dyn = wmax(dyn), bdy = wsum(bdy);
-        __syncwarp();
-        const T tol = st.eps_pinf * dyn;
-        if (dyn > T(0) && bdy < -tol) {
-          bool in = true;
-          for (int i = cones.n_zero + lane; i < soc0; i += kW) in = in && !(s.tm[i] < -tol);
-          for (int q = lane; q < cones.n_soc; q += kW) {
-            const int r = soc0 + 3 * q;
-            in = in && !(soc3_violation(s.tm[r], s.tm[r + 1], s.tm[r + 2]) > tol);
-          }
-          if (__all_sync(kFull, in)) {
-            const T aty = own ? abs_of(col_dot(s, pt, lane, s.tm)) : T(0);
-            if (wmax(aty) <= tol) verdict = SolveStatus::kPrimalInfeasible;
-          }
-        }
-      }
-      if (verdict == SolveStatus::kNotRun) {  // dual: Pδx ≈ 0, qᵀδx < 0, Aδx ∈ −K
-        const T dx = own ? xj - xprev : T(0);
-        const T dxn = wmax(abs_of(dx)), qdx = wsum(qj * dx);
-        const T tol = st.eps_dinf * dxn;
-        if (dxn > T(0) && qdx < -tol) {
-          s.xs[lane] = dx;
-          __syncwarp();
-          bool in = true;
-          for (int r = lane; r < m; r += kW) {
-            const T a = row_dot(s, pt, r, s.xs);
-            s.tm[r] = a;
-            if (r < cones.n_zero) in = in && !(abs_of(a) > tol);
-            else if (r < soc0) in = in && !(a > tol);
-          }
-          __syncwarp();
-          for (int q = lane; q < cones.n_soc; q += kW) {
-            const int r = soc0 + 3 * q;
-            in = in && !(soc3_violation(-s.tm[r], -s.tm[r + 1], -s.tm[r + 2]) > tol);
-          }
-          if (__all_sync(kFull, in)) {
-            const T pdx = own ? abs_of(p_dot(P, n, lane, s.xs)) : T(0);
-            if (wmax(pdx) <= tol) verdict = SolveStatus::kDualInfeasible;
-          }
-        }
-      }
-      __syncwarp();  // s.tm and s.xs were read across lanes: before they are written again
-    }
-    // ---- adaptive ρ (qp_adapt_rho) ----
-    if (verdict == SolveStatus::kNotRun && st.adaptive_rho && it % st.adaptive_rho_interval == 0 &&
-        info.rho_updates < st.max_rho_updates && sc.remaining > T(st.adaptive_rho_interval)) {
-      const T pn = c.sp_res / (max_of(c.sax_norm, c.sz_norm) + T(1e-30));
-      const T dn = c.sd_res / (max_of(max_of(c.spx_norm, c.saty_norm), c.sq_norm) + T(1e-30));
-      T rho_new = rho * sqrt_of(pn / (dn + T(1e-30)));
-      rho_new = min_of(max_of(rho_new, st.rho_min), st.rho_max);
-      if (rho_new > rho * st.adaptive_rho_tolerance || rho_new * st.adaptive_rho_tolerance < rho) {
-        rho = rho_new;
-        sc.last_check = 0;
-        set_rho(pr, s, rho, st.rho_eq_scale, cscale, lane);
-        if (!factor(pr, pt, P, s, sig, Kc, lane))
-          verdict = SolveStatus::kNumericalError;
-        else
-          ++info.rho_updates;
-      }
-    }
-    if (verdict != SolveStatus::kNotRun) {
-      status = verdict;
-      break;
-    }
-  }
-
-  // ---- finish (qp_finish) -----------------------------------------------------------
-  if (it > st.max_iter) it = st.max_iter;
-  if (status == SolveStatus::kMaxIterations && c.prim_res <= T(10) * c.eps_prim &&
-      c.dual_res <= T(10) * c.eps_dual && c.gap <= T(10) * c.eps_gap)
-    status = SolveStatus::kSolvedInaccurate;
-  s.xs[lane] = xj;
-  __syncwarp();
-  double obj = 0.0, lag = 0.0;
-  if (own) {
-    double pxi = 0.0;
-    for (int i = 0; i < n; ++i) pxi += double(P[i * n + lane]) * double(s.xs[i]);
-    obj = double(xj) * (0.5 * pxi + double(qj));
-  }
-  for (int r = lane; r < m; r += kW) {
-    if (s.y[r] == T(0)) continue;  // adds nothing (and b_r may be +inf where the solver allows it)
-    double ax = -double(s.b[r]);
-    for (int k = pt.row_ptr[r], e = pt.row_ptr[r + 1]; k < e; ++k) ax += double(s.A[k]) * double(s.xs[pt.col[k]]);
-    lag += double(s.y[r]) * ax;
-  }
-  obj = wsum(obj), lag = wsum(lag);
-  info.status = status;
-  info.iterations = it;
-  info.objective = T(obj);
-  info.value = T(obj + lag);
-  info.prim_res = c.prim_res;
-  info.dual_res = c.dual_res;
-  finish_early();
 }
 
 }  // namespace
@@ -616,11 +651,12 @@ template <class T>
 void launch_qp_warp(const WarpLaunch<T>& a, const QpSettings<T>& st, bool warm) {
   const Problem pr{a.n, a.m, a.nnz, a.cones};
   const Pattern pt{a.row_ptr, a.col, a.col_ptr, a.csc_pos, a.csc_row};
-  const size_t smem = warp_shared_bytes(a.n, a.m, a.nnz, sizeof(T));
+  const size_t smem = warp_shared_bytes(a.m, a.nnz, sizeof(T));
   static_assert(sizeof(T) == 4 || sizeof(T) == 8, "float or double");
-  qp_admm_warp_kernel<T><<<a.batch, kW, smem>>>(a.batch, pr, pt, a.P, a.q, a.A, a.b, a.x,
-                                                 a.y, a.objective, a.value, a.prim_res, a.dual_res, a.status,
-                                                 a.fault, a.iterations, a.rho_updates, device_settings(st), warm);
+  auto kernel = st.fallback ? qp_admm_warp_kernel<T, true> : qp_admm_warp_kernel<T, false>;
+  kernel<<<a.batch, kW, smem>>>(a.batch, pr, pt, a.P, a.q, a.A, a.b, a.x, a.y, a.objective, a.value,
+                                a.prim_res, a.dual_res, a.status, a.fault, a.iterations, a.rho_updates,
+                                device_settings(st), warm, a.warm_each);
 }
 
 template void launch_qp_warp<float>(const WarpLaunch<float>&, const QpSettings<float>&, bool);

@@ -126,11 +126,9 @@ TEST(QpAnderson, SolveBatchDefaultsPerPrecision) {
   const std::string dir = testing::fresh_dir("impulse_anderson_", "cli");
   const std::string in = dir + "/oct.npz";
   write_qp_file(in, cube_loss_batch(16, FrictionModel::kOctagon, 12).batch);
-  const std::string bin = IMPULSE_BINARY;
   const auto run = [&](const std::string& opts, const std::string& out) {
-    return std::system(("\"" + bin + "\" solve-batch --in \"" + in + "\" --out \"" + dir + "/" + out +
-                        "\" --threads 1 --lanes off " + opts + " > /dev/null 2>&1")
-                           .c_str());
+    return testing::run_cli("solve-batch --in \"" + in + "\" --out \"" + dir + "/" + out +
+                            "\" --threads 1 --lanes off " + opts);
   };
   ASSERT_EQ(run("--precision float", "f_default.npz"), 0);
   ASSERT_EQ(run("--precision float --anderson 0", "f_off.npz"), 0);

@@ -118,7 +118,7 @@ TEST(QpBatch, DeviceLayoutRule) {
   EXPECT_EQ(cuda::resolve_layout(DeviceLayout::kAuto, 15, 48, 240, 8), DeviceLayout::kThread);
   EXPECT_EQ(cuda::resolve_layout(DeviceLayout::kAuto, 33, 48, 240, 4), DeviceLayout::kThread);
   // shared memory: the warp's rows of one problem (A's nonzeros among them) must fit 48 KB
-  EXPECT_EQ(cuda::warp_shared_bytes(32, 48, 240, 4), size_t(240 + 128 + 9 * 48 + 32 * 33) * 4);
+  EXPECT_EQ(cuda::warp_shared_bytes(48, 240, 4), size_t(240 + 128 + 9 * 48 + 32 * 33) * 4);
   EXPECT_EQ(cuda::resolve_layout(DeviceLayout::kAuto, 32, 600, 6000, 8), DeviceLayout::kThread);
   EXPECT_EQ(cuda::resolve_layout(DeviceLayout::kThread, 24, 24, 96, 4), DeviceLayout::kThread);
   EXPECT_EQ(cuda::resolve_layout(DeviceLayout::kWarp, 3, 4, 12, 8), DeviceLayout::kWarp);
@@ -126,16 +126,15 @@ TEST(QpBatch, DeviceLayoutRule) {
                         {"device layout warp", "n <= 32", "n = 40"});
   testing::expect_error([] { cuda::resolve_layout(DeviceLayout::kWarp, 32, 2000, 6000, 8); },
                         {"device layout warp", "m = 2000", "bytes"});
-  // what the warp kernel lacks: +inf rows (refused, auto avoids) and the fallback restart (auto avoids)
-  EXPECT_EQ(cuda::resolve_layout(DeviceLayout::kAuto, 32, 48, 240, 4, true, false), DeviceLayout::kThread);
-  EXPECT_EQ(cuda::resolve_layout(DeviceLayout::kAuto, 32, 48, 240, 8, false, true), DeviceLayout::kThread);
-  testing::expect_error([] { cuda::resolve_layout(DeviceLayout::kWarp, 32, 48, 240, 4, true, false); },
-                        {"device layout warp", "+inf"});
+  // the batch's shape decides, in float and in double (the warp kernel has the fallback restart and
+  // unbounded rows: tests/test_gpu.cc GpuQpWarp)
   const QpBatch<double> cube = cube_loss_batch(2, FrictionModel::kCone, 1).batch;
   BatchOptions o;
   o.backend = Backend::kCuda;
-  EXPECT_EQ(device_layout_for(cube, QpSettings<double>{}, o), DeviceLayout::kThread);  // fallback on in double
-  EXPECT_EQ(device_layout_for(cube.cast<float>(), QpSettings<float>{}, o), DeviceLayout::kWarp);
+  EXPECT_EQ(device_layout_for(cube, o), DeviceLayout::kWarp);
+  EXPECT_EQ(device_layout_for(cube.cast<float>(), o), DeviceLayout::kWarp);
+  o.device_layout = DeviceLayout::kThread;
+  EXPECT_EQ(device_layout_for(cube, o), DeviceLayout::kThread);
   EXPECT_EQ(cuda::parse_device_layout("warp"), DeviceLayout::kWarp);
   EXPECT_EQ(std::string(cuda::to_string(cuda::parse_device_layout("thread"))), "thread");
   testing::expect_error([] { cuda::parse_device_layout("block"); }, {"'block'", "auto, thread or warp"});
@@ -147,15 +146,12 @@ TEST(QpBatch, SolveBatchLayoutOption) {
   const std::string dir = testing::fresh_dir("impulse_layout_", "cli");
   const std::string in = dir + "/cube.npz";
   write_qp_file(in, cube_loss_batch(8, FrictionModel::kCone, 3).batch);
-  const std::string bin = IMPULSE_BINARY;
   const auto run = [&](const std::string& opts, const std::string& out) {
-    return std::system(("\"" + bin + "\" solve-batch --in \"" + in + "\" --out \"" + dir + "/" + out +
-                        "\" --threads 1 " + opts + " > \"" + dir + "/log.txt\" 2>&1")
-                           .c_str());
+    return testing::run_cli("solve-batch --in \"" + in + "\" --out \"" + dir + "/" + out + "\" --threads 1 " + opts,
+                            dir + "/log.txt");
   };
   EXPECT_NE(run("--layout block", "bad.npz"), 0);
-  std::ifstream log(dir + "/log.txt");
-  const std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+  const std::string text = testing::read_text_file(dir + "/log.txt");
   EXPECT_NE(text.find("--layout"), std::string::npos) << text;
   EXPECT_NE(text.find("block"), std::string::npos) << text;
   ASSERT_EQ(run("--layout thread", "t.npz"), 0);

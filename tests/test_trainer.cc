@@ -196,6 +196,11 @@ TEST(Trainer, BadInputIsRejectedWithAMessage) {
   c.data = synthetic_file();
   c.friction = "hexagon";
   EXPECT_THROW(train(c, log), Error);
+  c.friction = "cone";
+  c.layout = "diagonal";  // not a device layout
+  testing::expect_error([&] { train(c, log); }, {"diagonal", "auto, thread or warp"});
+  c.layout = "warp";  // a device layout, without the device path
+  testing::expect_error([&] { train(c, log); }, {"--layout warp", "--backend cuda"});
   EvalOptions eo;
   eo.run_dir = c.out + "/no_such_run";
   EXPECT_THROW(evaluate_run(eo), Error);

@@ -75,6 +75,15 @@ inline std::string fresh_dir(const std::string& prefix, const std::string& name)
   return p.string();
 }
 
+#ifdef IMPULSE_BINARY
+// Runs the impulse CLI with `args` (paths quoted by the caller), its output into
+// the file `log` (discarded when empty); returns std::system's status.
+inline int run_cli(const std::string& args, const std::string& log = "") {
+  const std::string to = log.empty() ? std::string("/dev/null") : "\"" + log + "\"";
+  return std::system(("\"" + std::string(IMPULSE_BINARY) + "\" " + args + " > " + to + " 2>&1").c_str());
+}
+#endif
+
 // A whole file as text ("" when it cannot be read).
 inline std::string read_text_file(const std::string& path) {
   std::ifstream f(path);

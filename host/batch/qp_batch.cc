@@ -529,7 +529,7 @@ void solve_batch_paths(const QpBatch<T>& batch, const QpSettings<T>& settings,
     r.fault = fault.data();
     r.iterations = out.iterations.data();
     r.rho_updates = out.rho_updates.data();
-    cuda::DeviceQpBatch<T> dev(device_layout_for(batch, settings, options));
+    cuda::DeviceQpBatch<T> dev(device_layout_for(batch, options));
     dev.upload(batch.device_arrays());
     if (options.warm_start) dev.upload_warm_start(r);
     dev.solve(settings, options.warm_start);
@@ -571,16 +571,11 @@ template QpBatch<double> QpBatch<double>::cast<double>() const;
 template struct QpSolutions<float>;
 template struct QpSolutions<double>;
 template <class T>
-cuda::DeviceLayout device_layout_for(const QpBatch<T>& batch, const QpSettings<T>& settings,
-                                     const BatchOptions& options) {
-  const bool unbounded_b =
-      std::any_of(batch.b.begin(), batch.b.end(), [](T v) { return v == std::numeric_limits<T>::infinity(); });
-  return cuda::resolve_layout(options.device_layout, batch.n, batch.m(), batch.nnz(), sizeof(T), unbounded_b,
-                              settings.fallback);
+cuda::DeviceLayout device_layout_for(const QpBatch<T>& batch, const BatchOptions& options) {
+  return cuda::resolve_layout(options.device_layout, batch.n, batch.m(), batch.nnz(), sizeof(T));
 }
-template cuda::DeviceLayout device_layout_for(const QpBatch<float>&, const QpSettings<float>&, const BatchOptions&);
-template cuda::DeviceLayout device_layout_for(const QpBatch<double>&, const QpSettings<double>&,
-                                              const BatchOptions&);
+template cuda::DeviceLayout device_layout_for(const QpBatch<float>&, const BatchOptions&);
+template cuda::DeviceLayout device_layout_for(const QpBatch<double>&, const BatchOptions&);
 
 template void solve_batch(const QpBatch<float>&, const QpSettings<float>&, const BatchOptions&,
                           QpSolutions<float>&);

@@ -104,12 +104,10 @@ template <class T>
 void solve_batch(const QpBatch<T>& batch, const QpSettings<T>& settings,
                  const BatchOptions& options, QpSolutions<T>& out);
 
-// The device layout solve_batch runs `batch` in with these settings and options
-// (cuda::resolve_layout: kAuto takes the thread kernel for rows with b = +inf and
-// for solves with the fallback restart, which the warp kernel lacks).
+// The device layout solve_batch runs `batch` in with these options
+// (cuda::resolve_layout: the warp for 16 <= n <= 32 when it fits, under kAuto).
 template <class T>
-cuda::DeviceLayout device_layout_for(const QpBatch<T>& batch, const QpSettings<T>& settings,
-                                     const BatchOptions& options);
+cuda::DeviceLayout device_layout_for(const QpBatch<T>& batch, const BatchOptions& options);
 
 // Runs a loop over [0, count) on `threads` CPU threads (0 = all cores), each
 // worker given its index: the one generic batch driver every CPU batch uses.

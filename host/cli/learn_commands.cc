@@ -57,6 +57,8 @@ void add_learn_commands(CLI::App& app, Commands& out) {
   tr->add_option("--eps", tc->eps, "QP tolerance");
   tr->add_option("--threads", tc->threads, "CPU threads (0 = all cores)");
   tr->add_option("--backend", tc->backend, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
+  tr->add_option("--layout", tc->layout, "with --backend cuda: auto, thread or warp (the loss QPs' device layout)")
+      ->check(CLI::IsMember({"auto", "thread", "warp"}));
   tr->add_option("--max-seconds", tc->max_seconds, "stop after this long (checkpointed; the same command resumes)");
   out.push_back({tr, [tc] {
                    const TrainResult r = train(*tc, std::cout);

@@ -59,7 +59,7 @@ int run_solve(const SolveArgs& a) {
   const int invalid = sol.count(SolveStatus::kInvalidInput);
   const std::string where =
       opt.backend == Backend::kCuda
-          ? a.backend + " (a " + cuda::to_string(device_layout_for(batch, st, opt)) + " per problem)"
+          ? a.backend + " (a " + cuda::to_string(device_layout_for(batch, opt)) + " per problem)"
           : a.backend;
   std::printf("finished %d problems (n=%d, m=%d) on %s in %.3f s: %.0f problems/s, mean %.1f iterations\n",
               batch.size, batch.n, batch.m(), where.c_str(), s, batch.size / s,
@@ -127,7 +127,7 @@ int run_bench(int count, int threads, const std::string& backend, uint64_t seed)
       const std::string path =
           opt.backend == Backend::kCpu
               ? (lanes ? "cpu-lanes" : "cpu-one")
-              : backend + "-" + cuda::to_string(device_layout_for(b, st, opt));
+              : backend + "-" + cuda::to_string(device_layout_for(b, opt));
       std::printf("%-20s %6s %8d %12s %14.0f %10.2f %8.1f\n", kind.c_str(),
                   sizeof(T) == 4 ? "float" : "double", count, path.c_str(), count / s,
                   1e6 * s / count * (opt.backend == Backend::kCpu ? resolve_threads(threads) : 1),

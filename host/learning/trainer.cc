@@ -52,6 +52,7 @@ nlohmann::json TrainConfig::to_json() const {
 namespace {
 nlohmann::json config_json_of(const TrainConfig& c) {
   nlohmann::json j = c.to_json();
+  if (c.layout != "auto") j["layout"] = c.layout;
   if (!c.system.empty()) {
     j["system"] = c.system;
     j["w_res"] = c.w_res;
@@ -78,6 +79,7 @@ TrainConfig TrainConfig::from_json(const nlohmann::json& j) {
     c.friction = j.at("friction").get<std::string>();
     c.eps = j.at("eps").get<double>();
     c.backend = j.at("backend").get<std::string>();
+    c.layout = j.value("layout", std::string("auto"));
     c.system = j.value("system", std::string());
     c.w_res = j.value("w_res", -1.0);
     c.w_res_w = j.value("w_res_w", -1.0);
@@ -173,6 +175,9 @@ void validate(const TrainConfig& c) {
     throw Error("train: --init-noise must be a finite number >= 0");
   if (!(c.max_seconds >= 0) || std::isnan(c.max_seconds)) throw Error("train: --max-seconds must be >= 0 (0 = no limit)");
   if (c.threads < 0) throw Error("train: --threads must be >= 0 (0 = all cores)");
+  cuda::parse_device_layout(c.layout);  // names a bad value
+  if (c.layout != "auto" && !(c.method == "contactnets-polytope" && c.backend == "cuda"))
+    throw Error("train: --layout " + c.layout + " applies to contactnets-polytope with --backend cuda");
 }
 
 
@@ -216,7 +221,7 @@ class ContactNetsMethod : public Method {
     warm_[0].resize(n_train);
     warm_[1].resize(n_valid);
     if (device_assembly)
-      device_ = std::make_unique<cuda::DeviceContactNets<double>>(loss_consts(cfg), st);
+      device_ = std::make_unique<cuda::DeviceContactNets<double>>(loss_consts(cfg), st, opt.device_layout);
   }
   std::vector<double> variables() const override {
     std::vector<double> v = model_->parameters();
@@ -432,6 +437,7 @@ std::unique_ptr<Method> make_method(const TrainConfig& c, const TossMeta& meta,
   BatchOptions opt;
   opt.threads = c.threads;
   opt.backend = parse_backend(c.backend);
+  opt.device_layout = cuda::parse_device_layout(c.layout);
   const std::vector<double> truth = true_polytope_parameters(meta);
   const PolytopeParams init =
       perturb_polytope(PolytopeParams::unpack(truth.data()), c.init_noise, c.seed * 7919 + 1);

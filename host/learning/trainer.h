@@ -54,6 +54,9 @@ struct TrainConfig {
   double eps = 1e-4;
   int threads = 0;            // CPU threads (0 = all)
   std::string backend = "cpu";
+  // with backend cuda: the device layout of the loss QPs (auto | thread | warp;
+  // kernels/qp_kernels.h); auto is a warp per transition's QP
+  std::string layout = "auto";
   double max_seconds = 0;     // stop (with a checkpoint) after this long; 0 = no limit
   bool progress = true;       // live progress line on a terminal
   // Multibody systems (CCN's family): "" = the ContactNets cube path above;
