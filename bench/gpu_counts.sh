@@ -69,11 +69,11 @@ cpu "$bin/impulse" solve-batch --in "$out/cube.npz" --out "$out/cube_sol.npz" \
 python3 bench/gpu_counts_warm.py "$out/cube.npz" "$out/cube_sol.npz" 1.001 "$out/cube_warm.npz"
 
 run qp_cube_float_cold $B "$bin/impulse" solve-batch --in ../cube.npz --out sol.npz --backend cuda \
-  --precision float --eps 1e-5
+  --precision float --eps 1e-5 --layout thread
 run qp_cube_float_warm $B "$bin/impulse" solve-batch --in ../cube_warm.npz --out sol.npz --backend cuda \
-  --precision float --eps 1e-5
+  --precision float --eps 1e-5 --layout thread
 run qp_anitescu_float_cold $B "$bin/impulse" solve-batch --in ../anitescu.npz --out sol.npz \
-  --backend cuda --precision float --eps 1e-5
+  --backend cuda --precision float --eps 1e-5 --layout thread
 # (--thread: on these QPs the thread kernel itself differs from the CPU beyond the cube's
 # limits (x by up to 1.5e-2, a stop 10 iterations apart), so the warp kernel is judged
 # against the thread kernel there: no worse than it)
@@ -83,7 +83,7 @@ run qp_cube_float_warm_warp $B "$bin/impulse_gpu_warp_variant" --in ../cube_warm
 # the set-up's share: the same batch stopped after one iteration (set-up, one iteration,
 # one check, finish)
 run qp_cube_float_setup $B "$bin/impulse" solve-batch --in ../cube.npz --out sol.npz --backend cuda \
-  --precision float --eps 1e-5 --max-iter 1
+  --precision float --eps 1e-5 --max-iter 1 --layout thread
 run qp_cube_float_setup_warp $B "$bin/impulse_gpu_warp_variant" --in ../cube.npz --eps 1e-5 --max-iter 1
 # the warp kernel's set-up by part: without the input check (finite, symmetric, PSD),
 # and without Ruiz equilibration (the CPU reference runs the same settings)
@@ -96,6 +96,15 @@ run lcp_pgs_cone_double 64 "$bin/impulse_tests" --gtest_filter=GpuLcp.FrictionCo
 # takes the first launch of each kernel)
 run contactnets_loss_double 16 "$bin/impulse_tests" --gtest_filter=GpuContactNets.DeviceLossThreadLayoutMatchesCpu
 run contactnets_warp_double 48 "$bin/impulse_tests" --gtest_filter=GpuContactNets.DeviceLossAndGradientMatchCpu
+# training itself at its defaults (eps 1e-4, mini-batches of 64, warm starts from the
+# previous epoch): three epochs on 4 synthetic tosses (2 train, 1 validation, 1 test);
+# the model takes the launches of the last epoch (all warm), their problems from the grid
+{ want contactnets_train_double || want contactnets_train_thread_double; } && cpu "$bin/impulse" generate-tosses --count 4 --seed 5 --threads 1 \
+  --out "$out/tosses4.npz" > /dev/null
+run contactnets_train_double 0 "$bin/impulse" train --method contactnets-polytope --data ../tosses4.npz \
+  --epochs 3 --seed 0 --threads 1 --backend cuda --out run
+run contactnets_train_thread_double 0 "$bin/impulse" train --method contactnets-polytope --data ../tosses4.npz \
+  --epochs 3 --seed 0 --threads 1 --backend cuda --layout thread --out run
 
 # registers, spills and stack per kernel for sm_90 (the release architecture)
 nvcc="${CUDA_HOME:-/usr/local/cuda}/bin/nvcc"

@@ -138,7 +138,7 @@ def parse_sim(path):
         threads = g[0] * g[1] * g[2] * g[3] * g[4] * g[5]
         cls = [int(v) for v in s.group(2).split()]
         ops = [int(v) for v in s.group(3).split()]
-        out.append((kernel_short(p.group(1)), threads, ops, cls))
+        out.append((kernel_short(p.group(1)), threads, ops, cls, g[0]))
     return out
 
 
@@ -301,12 +301,38 @@ CASES = [  # case, what it is, T bytes, kernel, working set per problem (bytes)
     ("contactnets_warp_double", "ContactNets loss, WARP layout: the QP, a warp per transition, double", 8, "qp_admm_warp_kernel<double, fallback>", qp_warp_bytes(32, 32, 8, 224)),
     ("contactnets_warp_double", "ContactNets loss, WARP layout: gradient, a thread per transition, double", 8, "finish_kernel<double>", qp_warp_bytes(32, 32, 8, 224) + 13 * 2 * 8),
 ]
+# training (bench/gpu_counts.sh: 3 epochs, eps 1e-4, warm starts): the last epoch's launches
+TRAIN_CASES = {"contactnets_train_double": "warp", "contactnets_train_thread_double": "thread"}
+CASES += [
+    ("contactnets_train_double", "ContactNets training (eps 1e-4, warm), WARP layout: assembly", 8, "assemble_kernel<double>", qp_warp_bytes(32, 32, 8, 224) + 13 * 2 * 8),
+    ("contactnets_train_double", "ContactNets training (eps 1e-4, warm), WARP layout: the QP", 8, "qp_admm_warp_kernel<double, fallback>", qp_warp_bytes(32, 32, 8, 224)),
+    ("contactnets_train_double", "ContactNets training (eps 1e-4, warm), WARP layout: gradient", 8, "finish_kernel<double>", qp_warp_bytes(32, 32, 8, 224) + 13 * 2 * 8),
+    ("contactnets_train_thread_double", "ContactNets training (eps 1e-4, warm), THREAD layout: fused kernel", 8, "loss_kernel<double>", qp_bytes(32, 32, 8) + 6472),
+]
+
+
+def train_launches(log, launches, batch=64):
+    """a training run's last epoch: its launches of one kernel (one per chain: ceil(T / batch)
+    mini-batches, then the validation set) and the transitions they cover (T + V), from the
+    run's own line "train N tosses / T transitions, valid M / V"; the run is an initial
+    validation chain and then whole epochs (checked)"""
+    text = open(log, encoding="latin1").read()
+    m = re.search(r"train \d+ tosses / (\d+) transitions, valid \d+ / (\d+)", text)
+    if not m:
+        sys.exit(f"gpu_model: {log}: the run's transition counts were not found")
+    T, V = int(m.group(1)), int(m.group(2))
+    per_epoch = math.ceil(T / batch) + 1
+    if (len(launches) - 1) % per_epoch or len(launches) < 1 + 2 * per_epoch:
+        sys.exit(f"gpu_model: {log}: {len(launches)} launches are not 1 + whole epochs of {per_epoch}")
+    return launches[-per_epoch:], T + V
+
+
 # the ContactNets cases evaluate the loss twice (cold, then warm from the first's answers):
 # their counts are the first (cold) launch's
 FIRST_LAUNCH_ONLY = ("contactnets_loss_double", "contactnets_warp_double")
 # (m, nnz) of a case's QP where its log does not print the warp kernel's blocks (the tests):
 # the ContactNets loss QP with exact cones (solvers/contactnets_qp.h: rows 8 + 24, nnz 8·25 + 24)
-WARP_SHAPES = {"contactnets_warp_double": (32, 224)}
+WARP_SHAPES = {"contactnets_warp_double": (32, 224), "contactnets_train_double": (32, 224)}
 
 
 def warp_shared_bytes(m, nnz, t):  # kernels/qp_kernels.h
@@ -346,12 +372,15 @@ def main():
         problems = int(open(os.path.join(a.counts, case, "problems")).read())
         launches = [k for k in parse_sim(log) if k[0] == kernel]
         if not launches:
-            sys.exit(f"gpu_model: {case}: no launch of {kernel} in {log}")
+            print(f"gpu_model: {case}: no launch of {kernel} in {log} (skipped)", file=sys.stderr)
+            continue
         if case in FIRST_LAUNCH_ONLY:
             launches = launches[:1]
+        if case in TRAIN_CASES:
+            launches, problems = train_launches(log, launches)
         mix = static_mix(ptx.get(kernel, ""))
         c = collections.Counter()
-        for _, _, ops, cls in launches:
+        for _, _, ops, cls, _ in launches:
             c.update(classify(ops, cls, names, mix))
         text = open(log, encoding="latin1").read()
         it = re.search(r"mean ([0-9.]+) iterations", text)
@@ -406,8 +435,13 @@ def main():
     # chain. A chain's kernels run one after another: each takes at least the longer of
     # one problem alone (its instructions back to back at one per cycle: a thread's own,
     # or a warp per problem's /32) and its batch at the kernel's throughput limit.
-    layouts = [("thread (one fused kernel)", ["contactnets_loss_double"]),
-               ("warp (assembly, QP, gradient)", ["contactnets_warp_double"])]
+    # the counts: a training run's last epoch (eps 1e-4, warm) where bench/gpu_counts.sh ran
+    # one, else the loss tests' first (cold, tight tolerance) evaluation
+    have = {x[0] for x in results}
+    layouts = [("thread (one fused kernel)", ["contactnets_train_thread_double"]
+                if "contactnets_train_thread_double" in have else ["contactnets_loss_double"]),
+               ("warp (assembly, QP, gradient)", ["contactnets_train_double"]
+                if "contactnets_train_double" in have else ["contactnets_warp_double"])]
     if any(x[0].startswith("contactnets") for x in results):
         train, valid, batch = 26766, 17969, 64
         steps = math.ceil(train / batch)
@@ -418,8 +452,10 @@ def main():
                      "back to back, one per cycle: a thread per transition issues its own, a warp per "
                      "transition a 32nd of its lanes' sum) and its batch at the kernel's upper throughput "
                      "limit; so the epoch time is a lower bound. Not counted: launch overheads and the "
-                     "gradient sum (57 blocks of 256 threads, ~100 instructions a thread). Counts: the first "
-                     "(cold) evaluation of each case, double (what the trainer runs).\n")
+                     "gradient sum (57 blocks of 256 threads, ~100 instructions a thread). Counts: the last "
+                     "epoch of a 3-epoch training run at the trainer's defaults (double, eps 1e-4, warm "
+                     "starts from the previous epoch) where it ran, else the loss test's first (cold) "
+                     "evaluation at its tighter tolerance.\n")
         lines.append("| GPU | layout | kernel | one transition alone | throughput limit (transitions/s) | "
                      "per step ≥ |")
         lines.append("|---|---|---|---|---|---|")
@@ -430,13 +466,13 @@ def main():
                 if not ks:
                     continue
                 step = val = 0.0
-                for _, what, kernel, c, problems, r, ws, x in ks:
+                for case, what, kernel, c, problems, r, ws, x in ks:
                     per, b = bounds(c, problems, spec)
                     rate = min(v for k, v in b.items() if k != "DRAM")  # the upper limit
                     alone = per["total"] / (32 if x["warp"] else 1) / (spec["ghz"] * 1e9)
                     step += max(alone, batch / rate)
                     val += max(alone, valid / rate)
-                    lines.append(f"| {gpu} | {name} | `{kernel}` | {alone * 1e6:,.1f} µs | ≤ {rate:.3g} | "
+                    lines.append(f"| {gpu} | {name} ({case}) | `{kernel}` | {alone * 1e6:,.1f} µs | ≤ {rate:.3g} | "
                                  f"{max(alone, batch / rate) * 1e6:,.1f} µs |")
                 epoch = steps * step + val
                 summary.append(f"| {gpu} | {name} | {step * 1e6:,.1f} µs | {epoch * 1e3:,.1f} ms |")
