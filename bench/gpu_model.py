@@ -327,7 +327,7 @@ def train_launches(log, launches, batch=64):
     return launches[-per_epoch:], T + V
 
 
-# the ContactNets cases evaluate the loss twice (cold, then warm from the first's answers):
+# the ContactNets loss tests evaluate the loss several times (cold first, then warm):
 # their counts are the first (cold) launch's
 FIRST_LAUNCH_ONLY = ("contactnets_loss_double", "contactnets_warp_double")
 # (m, nnz) of a case's QP where its log does not print the warp kernel's blocks (the tests):

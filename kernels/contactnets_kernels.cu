@@ -20,6 +20,14 @@ using detail::check;
 using detail::DevBuf;
 
 
+// θ, and the states x, x' of transition t, into registers (or the thread's stack)
+template <class T>
+__device__ void load_transition(const T* __restrict__ theta, const T* __restrict__ xs, const T* __restrict__ xns,
+                                int t, T (&th)[cn::kTheta], T (&x0)[13], T (&x1)[13]) {
+  for (int i = 0; i < cn::kTheta; ++i) th[i] = theta[i];
+  for (int i = 0; i < 13; ++i) x0[i] = xs[size_t(t) * 13 + i], x1[i] = xns[size_t(t) * 13 + i];
+}
+
 template <class T>
 __global__ void loss_kernel(int B, QpShape shape, cn::LossConsts<T> c, QpSettings<T> st,
                             const T* __restrict__ theta, const int* __restrict__ idx,
@@ -32,8 +40,7 @@ __global__ void loss_kernel(int B, QpShape shape, cn::LossConsts<T> c, QpSetting
   const RunStride s{B};
   const int t = idx[k];
   T th[cn::kTheta], x0[13], x1[13];
-  for (int i = 0; i < cn::kTheta; ++i) th[i] = theta[i];
-  for (int i = 0; i < 13; ++i) x0[i] = xs[size_t(t) * 13 + i], x1[i] = xns[size_t(t) * 13 + i];
+  load_transition(theta, xs, xns, t, th, x0, x1);
   View<T, RunStride> Pv{P + k, s}, qv{q + k, s}, Av{A + k, s}, bv{b + k, s}, xv{x + k, s},
       yv{y + k, s};
   const T constant = cn::assemble(c, th, x0, x1, Pv, qv, Av, bv);
@@ -69,8 +76,7 @@ __global__ void assemble_kernel(int B, int n, int m, int nnz, cn::LossConsts<T> 
   if (k >= B) return;
   const int t = idx[k];
   T th[cn::kTheta], x0[13], x1[13];
-  for (int i = 0; i < cn::kTheta; ++i) th[i] = theta[i];
-  for (int i = 0; i < 13; ++i) x0[i] = xs[size_t(t) * 13 + i], x1[i] = xns[size_t(t) * 13 + i];
+  load_transition(theta, xs, xns, t, th, x0, x1);
   constant[k] = cn::assemble(c, th, x0, x1, unit_view(P + size_t(k) * n * n), unit_view(q + size_t(k) * n),
                              unit_view(A + size_t(k) * nnz), unit_view(b + size_t(k) * m));
   const int w = warm_ok[t];
@@ -90,8 +96,7 @@ __global__ void finish_kernel(int B, int n, int m, cn::LossConsts<T> c, const T*
   if (k >= B) return;
   const int t = idx[k];
   T th[cn::kTheta], x0[13], x1[13];
-  for (int i = 0; i < cn::kTheta; ++i) th[i] = theta[i];
-  for (int i = 0; i < 13; ++i) x0[i] = xs[size_t(t) * 13 + i], x1[i] = xns[size_t(t) * 13 + i];
+  load_transition(theta, xs, xns, t, th, x0, x1);
   const T* xk = x + size_t(k) * n;
   const T* yk = y + size_t(k) * m;
   for (int i = 0; i < n + m; ++i) warm[size_t(t) * (n + m) + i] = i < n ? xk[i] : yk[i - n];

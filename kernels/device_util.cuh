@@ -23,9 +23,12 @@ inline void check(cudaError_t e, const char* what) {
 // The QP settings as the kernels run them: one thread per problem, so the
 // check schedule stays fixed (predicted checks would have the threads of a
 // warp check at different iterations and all wait for each check).
+// A stall restarts on the device (QpSettings::fallback), never returns to a host
+// finish (stall_return is the host batch path's).
 template <class T>
 QpSettings<T> device_settings(QpSettings<T> st) {
   st.predict_checks = false;
+  st.stall_return = false;
   return st;
 }
 

@@ -48,8 +48,10 @@ constexpr size_t kWarpSharedLimit = 48 * 1024;  // without opting in to more
 
 // The layout a batch runs in. kThread always. kWarp when n <= 32 and its shared
 // memory fits (else Error saying which). kAuto: kWarp for 16 <= n <= 32 when it
-// fits, else kThread. Both layouts take everything the CPU's qp_admm_solve takes
-// (rows with b = +inf, the fallback restart).
+// fits, else kThread. Both layouts take what the CPU's qp_admm_solve takes (rows
+// with b = +inf, the fallback restart); the warp kernel always forms K⁻¹ (the thread
+// kernel and the CPU honour QpSettings::explicit_inverse = false with a Cholesky solve
+// per iteration: the same iterates up to rounding).
 inline DeviceLayout resolve_layout(DeviceLayout want, int n, int m, int nnz, size_t elem) {
   const bool fits = n >= 1 && n <= 32 && warp_shared_bytes(m, nnz, elem) <= kWarpSharedLimit;
   if (want == DeviceLayout::kWarp && !fits)

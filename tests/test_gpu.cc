@@ -341,11 +341,14 @@ TEST_F(GpuQpWarp, FloatWarmMatchesCpu) {
 TEST_F(GpuQpWarp, FaultsStayWithTheirProblem) { faults_stay_with_their_problem(cuda::DeviceLayout::kWarp); }
 
 // qp_admm_solve itself, one problem at a time: what both kernels run, the stagnation
-// restart included (solve_batch's CPU path finishes a stall by the interior point first)
-QpSolutions<double> admm_each(const QpBatch<double>& bt, const QpSettings<double>& st) {
+// restart included (solve_batch's CPU path finishes a stall by the interior point
+// first); from `warm`'s (x, y) when given
+QpSolutions<double> admm_each(const QpBatch<double>& bt, const QpSettings<double>& st,
+                              const QpSolutions<double>* warm = nullptr) {
   const int n = bt.n, m = bt.m(), nnz = bt.nnz();
   QpSolutions<double> s;
   s.resize(bt.size, n, m);
+  if (warm) s.x = warm->x, s.y = warm->y;
   std::vector<double> work(qp_work_host_size(n, m));
   for (int k = 0; k < bt.size; ++k) {
     const QpData<double, UnitStride> d{unit_view(bt.P.data() + size_t(k) * n * n),
@@ -354,7 +357,7 @@ QpSolutions<double> admm_each(const QpBatch<double>& bt, const QpSettings<double
                                        unit_view(bt.b.data() + size_t(k) * m)};
     const QpInfo<double> info = qp_admm_solve(
         bt.shape(), d, unit_view(s.x.data() + size_t(k) * n), unit_view(s.y.data() + size_t(k) * m),
-        QpWork<double, UnitStride>::carve(unit_view(qp_work_align(work.data())), n, m, true), st, false);
+        QpWork<double, UnitStride>::carve(unit_view(qp_work_align(work.data())), n, m, true), st, warm != nullptr);
     s.status[k] = info.status, s.iterations[k] = info.iterations, s.rho_updates[k] = info.rho_updates;
     s.objective[k] = info.objective;
   }
@@ -362,21 +365,23 @@ QpSolutions<double> admm_each(const QpBatch<double>& bt, const QpSettings<double
 }
 
 // Rows with b = +inf and the stagnation restart (QpSettings::fallback), in both
-// layouts, against qp_admm_solve. min ½‖x‖² + x₀ + x₁ s.t. l ≤ x₀ ≤ u as two
-// nonnegative rows (x₀ ≤ u, −x₀ ≤ −l): (0) −1 ≤ x₀ ≤ 1; (1) no upper bound;
-// (2) no bounds; (3) 1 ≤ x₀ ≤ −1, infeasible, with the infeasibility test made
-// blind (eps_pinf huge): its residual stops improving, the solve stalls at a
-// quarter of the budget and restarts cold with the fallback settings.
+// layouts, against qp_admm_solve, cold and warm. min ½xᵀPx + qᵀx s.t. l ≤ x₀ ≤ u as
+// two nonnegative rows (x₀ ≤ u, −x₀ ≤ −l), P = I and q = (1, 1) unless said:
+//   (0) −1 ≤ x₀ ≤ 1;  (1) no upper bound;  (2) no bounds;
+//   (3) 1 ≤ x₀ ≤ −1, infeasible, its infeasibility test made blind (eps_pinf huge): its
+//       residual stops improving, it stalls at a quarter of the budget and restarts cold;
+//   (4) P = diag(0, 1), q = (−1, 1), x₀ ≥ −1 without an upper bound: unbounded below, found
+//       dual infeasible only because the row without a bound is exempt from the test.
 TEST_F(GpuQpWarp, UnboundedRowsAndStallRestartAsOnTheCpu) {
   const double inf = std::numeric_limits<double>::infinity();
   ConeSpec cones;
   cones.n_nonneg = 2;
-  const int B = 4;
+  const int B = 5;
   std::vector<double> P, q, A, b;
-  const double bs[B][2] = {{1, 1}, {inf, 1}, {inf, inf}, {-1, -1}};
+  const double bs[B][2] = {{1, 1}, {inf, 1}, {inf, inf}, {-1, -1}, {inf, 1}};
   for (int k = 0; k < B; ++k) {
-    P.insert(P.end(), {1, 0, 0, 1});
-    q.insert(q.end(), {1, 1});
+    P.insert(P.end(), {k == 4 ? 0.0 : 1.0, 0, 0, 1});
+    q.insert(q.end(), {k == 4 ? -1.0 : 1.0, 1});
     A.insert(A.end(), {1, 0, -1, 0});
     b.insert(b.end(), {bs[k][0], bs[k][1]});
   }
@@ -387,44 +392,58 @@ TEST_F(GpuQpWarp, UnboundedRowsAndStallRestartAsOnTheCpu) {
   st.eps_pinf = 1e30;
   ASSERT_TRUE(st.fallback);
   const QpSolutions<double> cpu = admm_each(bt, st);
-  // the reference itself: x₀ = −1 at its bound in (0) and (1) (y of x₀'s lower row
-  // 0 where the row has no bound), x = −q in (2); (3) restarted and ran the budget
+  // the reference itself: x₀ = −1 at its bound in (0) and (1), x = −q in (2); y of a
+  // row without a bound exactly 0; (3) restarted and ran the budget; (4) unbounded
   for (int k : {0, 1, 2}) {
     SCOPED_TRACE("problem " + std::to_string(k));
     EXPECT_EQ(cpu.status[k], SolveStatus::kSolved);
     EXPECT_NEAR(cpu.x[size_t(k) * 2], -1, 1e-6);
     EXPECT_NEAR(cpu.x[size_t(k) * 2 + 1], -1, 1e-6);
   }
-  EXPECT_EQ(cpu.y[size_t(1) * 2], 0.0);
-  EXPECT_EQ(cpu.y[size_t(2) * 2], 0.0);
-  EXPECT_EQ(cpu.y[size_t(2) * 2 + 1], 0.0);
+  const auto unbounded = [&](int k, int r) { return std::isinf(bs[k][r]); };
+  for (int k = 0; k < B; ++k)
+    for (int r = 0; r < 2; ++r)
+      if (unbounded(k, r)) EXPECT_EQ(cpu.y[size_t(k) * 2 + r], 0.0) << "problem " << k << ", row " << r;
   EXPECT_EQ(cpu.status[3], SolveStatus::kMaxIterations);
   EXPECT_EQ(cpu.iterations[3], st.max_iter);
+  EXPECT_EQ(cpu.status[4], SolveStatus::kDualInfeasible);
   QpSettings<double> plain = st;
   plain.fallback = false;
   const QpSolutions<double> no_restart = admm_each(bt, plain);
   EXPECT_NE(no_restart.rho_updates[3], cpu.rho_updates[3]) << "the restart changed nothing";
+  // warm: the cold answers with y ≠ 0 on the rows without a bound (qp_setup zeroes it)
+  QpSolutions<double> start = cpu;
+  for (int k = 0; k < B; ++k)
+    for (int r = 0; r < 2; ++r)
+      if (unbounded(k, r)) start.y[size_t(k) * 2 + r] = 5.0;
+  const QpSolutions<double> cpu_warm = admm_each(bt, st, &start);
   for (const cuda::DeviceLayout layout : {cuda::DeviceLayout::kWarp, cuda::DeviceLayout::kThread}) {
-    SCOPED_TRACE(cuda::to_string(layout));
-    BatchOptions g;
-    g.backend = Backend::kCuda;
-    g.device_layout = layout;
-    QpSolutions<double> gpu;
-    solve_batch(bt, st, g, gpu);
-    for (int k = 0; k < B; ++k) {
-      SCOPED_TRACE("problem " + std::to_string(k));
-      EXPECT_EQ(gpu.fault[k], InputFault::kNone);
-      EXPECT_EQ(gpu.status[k], cpu.status[k]);
-      EXPECT_EQ(gpu.iterations[k], cpu.iterations[k]);
-      EXPECT_EQ(gpu.rho_updates[k], cpu.rho_updates[k]);
-      // relative 1e-6, as the other double comparisons (expect_device_matches_cpu): on (3)
-      // y diverges (3e8 after the budget) and the thread kernel's FMA contraction leaves
-      // it 1.2e-7 apart, relative, at the same iterations and ρ updates
-      for (int j = 0; j < 2; ++j) {
-        const double xs = std::max(1.0, std::abs(cpu.x[size_t(k) * 2 + j]));
-        const double ys = std::max(1.0, std::abs(cpu.y[size_t(k) * 2 + j]));
-        EXPECT_NEAR(gpu.x[size_t(k) * 2 + j], cpu.x[size_t(k) * 2 + j], 1e-6 * xs) << "x" << j;
-        EXPECT_NEAR(gpu.y[size_t(k) * 2 + j], cpu.y[size_t(k) * 2 + j], 1e-6 * ys) << "y" << j;
+    for (const bool warm : {false, true}) {
+      SCOPED_TRACE(std::string(cuda::to_string(layout)) + (warm ? ", warm" : ", cold"));
+      BatchOptions g;
+      g.backend = Backend::kCuda;
+      g.device_layout = layout;
+      g.warm_start = warm;
+      QpSolutions<double> gpu;
+      if (warm) gpu = start;
+      solve_batch(bt, st, g, gpu);
+      const QpSolutions<double>& ref = warm ? cpu_warm : cpu;
+      for (int k = 0; k < B; ++k) {
+        SCOPED_TRACE("problem " + std::to_string(k));
+        EXPECT_EQ(gpu.fault[k], InputFault::kNone);
+        EXPECT_EQ(gpu.status[k], ref.status[k]);
+        EXPECT_EQ(gpu.iterations[k], ref.iterations[k]);
+        EXPECT_EQ(gpu.rho_updates[k], ref.rho_updates[k]);
+        // relative 1e-6, as the other double comparisons (expect_device_matches_cpu): on (3)
+        // y diverges (3e8 after the budget) and the thread kernel's FMA contraction leaves
+        // it 1.2e-7 apart, relative, at the same iterations and ρ updates
+        for (int j = 0; j < 2; ++j) {
+          const double xs = std::max(1.0, std::abs(ref.x[size_t(k) * 2 + j]));
+          const double ys = std::max(1.0, std::abs(ref.y[size_t(k) * 2 + j]));
+          EXPECT_NEAR(gpu.x[size_t(k) * 2 + j], ref.x[size_t(k) * 2 + j], 1e-6 * xs) << "x" << j;
+          EXPECT_NEAR(gpu.y[size_t(k) * 2 + j], ref.y[size_t(k) * 2 + j], 1e-6 * ys) << "y" << j;
+          if (unbounded(k, j)) EXPECT_EQ(gpu.y[size_t(k) * 2 + j], 0.0) << "y of a row without a bound";
+        }
       }
     }
   }
@@ -540,10 +559,29 @@ void device_loss_matches_cpu(cuda::DeviceLayout layout, int count) {
   EXPECT_LT(st2.iterations, st.iterations);
   for (size_t i = 0; i < frames.size(); ++i)
     EXPECT_NEAR(dl2[i], per[i], 1e-6 * (1 + per[i])) << "transition " << i << ", warm";
+  // a batch's k-th problem is transition idx[k]: the same three evaluations with the
+  // batch in reverse order (each transition's QP, warm start and answer stay its own)
+  // give every transition the same loss and the batch the same iterations, bit for bit
+  cuda::DeviceContactNets<double> rev(loss_consts(cfg), tight(), layout);
+  rev.upload_transitions(0, flat_states(frames, false).data(), flat_states(frames, true).data(),
+                         static_cast<int>(frames.size()));
+  std::vector<int> ridx(idx.rbegin(), idx.rend());
+  const int B = static_cast<int>(idx.size());
+  std::vector<double> rl(frames.size()), rg(57), dl3(frames.size()), rl3(frames.size());
+  const cuda::DeviceLossStats r1 = rev.evaluate(0, theta.data(), ridx.data(), B, rl.data(), rg.data());
+  for (int k = 0; k < B; ++k) EXPECT_EQ(rl[k], dl[ridx[k]]) << "reversed, cold, transition " << ridx[k];
+  EXPECT_EQ(r1.iterations, st.iterations);
+  const cuda::DeviceLossStats r2 = rev.evaluate(0, theta.data(), ridx.data(), B, rl.data(), rg.data());
+  for (int k = 0; k < B; ++k) EXPECT_EQ(rl[k], dl2[ridx[k]]) << "reversed, warm, transition " << ridx[k];
+  EXPECT_EQ(r2.iterations, st2.iterations);
+  const cuda::DeviceLossStats d3 = dev.evaluate(0, theta.data(), idx.data(), B, dl3.data(), dg2.data());
+  const cuda::DeviceLossStats r3 = rev.evaluate(0, theta.data(), idx.data(), B, rl3.data(), rg.data());
+  EXPECT_EQ(rl3, dl3);
+  EXPECT_EQ(r3.iterations, d3.iterations);
 }
 
 TEST_F(GpuContactNets, DeviceLossAndGradientMatchCpu) {  // auto: a warp per transition's QP
-  device_loss_matches_cpu(cuda::DeviceLayout::kAuto, batch_size(300, 48));
+  device_loss_matches_cpu(cuda::DeviceLayout::kAuto, batch_size(300, 32));
 }
 
 TEST_F(GpuContactNets, DeviceLossThreadLayoutMatchesCpu) {  // the fused kernel, a thread per transition
@@ -559,7 +597,7 @@ TEST_F(GpuContactNets, AdamStepsMatchCpu) {
   ContactNetsLoss loss(cfg, tight(), opt);
   const PolytopeParams start = perturb_polytope(PolytopeParams::cube(0.0524, 0.18), 0.3, 8);
   PolytopeContactModel cpu_model(start), gpu_model(start);
-  const int count = batch_size(256, 64), batch = count / 2, steps = 3;
+  const int count = batch_size(256, 32), batch = count / 2, steps = 3;  // steps 0, 1 cold, 2 warm
   auto frames = random_transitions(cpu_model, count, 23);
   cuda::DeviceContactNets<double> dev(loss_consts(cfg), tight());
   dev.upload_transitions(0, flat_states(frames, false).data(), flat_states(frames, true).data(), count);

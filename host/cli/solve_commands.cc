@@ -116,7 +116,6 @@ int run_bench(int count, int threads, const std::string& backend, uint64_t seed)
       opt.backend = parse_backend(backend);
       opt.lanes = lanes;
       opt.device_layout = layout;
-      if (layout == cuda::DeviceLayout::kWarp) st.fallback = false;  // the warp kernel has no restart
       QpSolutions<T> sol;
       solve_batch(b, st, opt, sol);  // warm-up
       const auto t0 = std::chrono::steady_clock::now();
@@ -182,8 +181,8 @@ void add_solve_commands(CLI::App& app, Commands& out) {
                     "CPU: Anderson acceleration's memory, 0 = off, at most 8 (default: 3 in double, off in "
                     "float; problems without second-order cones; the GPU runs without it)");
   solve->add_option("--layout", sa->layout,
-                    "CUDA: thread = a thread per problem, warp = a warp per problem (n <= 32; no b = +inf rows, "
-                    "no fallback restart), auto (default) = warp for 16 <= n <= 32 where it applies")
+                    "CUDA: thread = a thread per problem, warp = a warp per problem (n <= 32, its shared memory "
+                    "within 48 KB), auto (default) = warp for 16 <= n <= 32 where it fits")
       ->check(CLI::IsMember({"auto", "thread", "warp"}));
   solve->add_option("--lanes", sa->lanes,
                     "CPU: on = groups of problems in the lanes of one SIMD vector, off = one at a time")
