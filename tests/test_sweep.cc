@@ -20,6 +20,7 @@
 #include "host/dynamics/synthetic.h"
 #include "host/sweep/report.h"
 #include "host/sweep/sweep.h"
+#include "io/figure_script.h"
 #include "io/file_lock.h"
 #include "io/toss_data.h"
 #include "solvers/error.h"
@@ -364,7 +365,7 @@ TEST(SweepReport, TableAgreesWithTheRunFolders) {
                          std::to_string(nlohmann::json::parse(run_file(ro.sweep_dir, "method-end-to-end_tosses-8_seed-0",
                                                                        "config.json"))["split"]["test"][0].get<int>()) +
                          ".csv"));
-  if (std::system("python3 -c 'import matplotlib' >/dev/null 2>&1") == 0) {
+  if (!python_with_matplotlib("python3").empty()) {  // python3, or Debian's beside a pyenv one
     EXPECT_TRUE(rr.figures) << rr.note;
     for (const char* fig : {"fig_position_error_m.png", "fig_rotation_error_deg.svg", "training_curves.png"})
       EXPECT_GT(fs::file_size(ro.out + "/" + fig), 1000u) << fig;

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "host/impact/impact_eval.h"
+#include "io/figure_script.h"
 #include "io/file_lock.h"
 #include "io/impact_data.h"
 #include "io/json_file.h"
@@ -357,13 +358,13 @@ void impact_learn(const ImpactStudyOptions& o, std::ostream& log) {
 bool impact_figures(const ImpactStudyOptions& o, std::ostream& log) {
   if (o.out.empty()) throw Error("impact figures: --out (the study folder) is required");
   if (!fs::exists(fs::path(o.out) / "study.json")) throw Error(o.out + ": not a study folder (no study.json)");
-  if (std::system((o.python + " -c 'import matplotlib' >/dev/null 2>&1").c_str()) != 0) {
+  const std::string py = python_with_matplotlib(o.python);
+  if (py.empty()) {
     log << "impact figures: skipped: " << o.python << " with matplotlib not found (apt-get install python3-matplotlib)\n";
     return false;
   }
-  const std::string cmd = o.python + " '" + o.figure_script + "' '" + o.out + "'";
   log.flush();
-  if (std::system(cmd.c_str()) != 0) throw Error("the figure script failed: " + cmd);
+  run_figure_script(py, o.figure_script, {o.out});
   return true;
 }
 

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "host/planning/capsule.h"
+#include "io/figure_script.h"
 #include "io/file_lock.h"
 #include "io/zip.h"
 #include "solvers/error.h"
@@ -230,12 +231,11 @@ PlanRun run_plan(const PlanRunOptions& o, std::ostream& log) {
       << "plan: " << (c.success ? "valid" : "NOT valid") << " by the criteria; " << o.out << "/summary.json\n";
 
   if (o.figures) {
-    if (std::system((o.python + " -c 'import matplotlib' >/dev/null 2>&1").c_str()) != 0) {
+    if (const std::string py = python_with_matplotlib(o.python); py.empty()) {
       log << "plan figures: skipped: " << o.python << " with matplotlib not found (apt-get install python3-matplotlib)\n";
     } else {
-      const std::string cmd = o.python + " '" + o.figure_script + "' '" + o.out + "'";
       log.flush();
-      if (std::system(cmd.c_str()) != 0) throw Error("the figure script failed: " + cmd);
+      run_figure_script(py, o.figure_script, {o.out});
     }
   }
   return run;

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "host/learning/evaluate.h"
+#include "io/figure_script.h"
 #include "io/json_file.h"
 #include "io/zip.h"
 #include "solvers/error.h"
@@ -185,17 +186,6 @@ std::string table_markdown(const std::vector<TableCell>& cells, const std::vecto
 
 namespace {
 
-std::string shell_quote(const std::string& s) {
-  std::string o = "'";
-  for (char c : s) {
-    if (c == '\'')
-      o += "'\\''";
-    else
-      o += c;
-  }
-  return o + "'";
-}
-
 // "" = the run's first test toss; else a list as `impulse eval --tosses` takes it
 // (rollout_run checks each index against the data)
 std::vector<int> chosen_tosses(const std::string& spec, const std::string& run_dir) {
@@ -298,14 +288,11 @@ ReportResult make_report(const ReportOptions& opt, std::ostream& log) {
   // figures: matplotlib, through the script
   if (opt.figure_script.empty() || !fs::exists(opt.figure_script)) {
     res.note = "figure script not found (" + opt.figure_script + ")";
-  } else if (std::system((shell_quote(opt.python) + " -c 'import matplotlib' >/dev/null 2>&1").c_str()) != 0) {
+  } else if (const std::string py = python_with_matplotlib(opt.python); py.empty()) {
     res.note = opt.python + " with matplotlib not found (Debian: apt-get install python3-matplotlib)";
   } else {
-    const std::string cmd = shell_quote(opt.python) + " " + shell_quote(opt.figure_script) + " " +
-                            shell_quote((out / "figures.json").string());
     log.flush();
-    const int rc = std::system(cmd.c_str());
-    if (rc != 0) throw Error("the figure script failed (" + cmd + ", status " + std::to_string(rc) + ")");
+    run_figure_script(py, opt.figure_script, {(out / "figures.json").string()});
     res.figures = true;
   }
   if (!res.figures) log << "report: figures skipped: " << res.note << "; the tables and CSVs are written\n";
