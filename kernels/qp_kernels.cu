@@ -10,7 +10,6 @@
 #include <cuda_runtime.h>
 
 #include <cstdio>
-#include <limits>
 #include <vector>
 
 #include "kernels/device_util.cuh"

@@ -615,9 +615,7 @@ __global__ void __launch_bounds__(kW, 16) qp_admm_warp_kernel(int batch, Problem
 
     // ---- finish (qp_finish) -----------------------------------------------------------
     if (it > st.max_iter) it = st.max_iter;
-    if (status == SolveStatus::kMaxIterations && c.prim_res <= T(10) * c.eps_prim &&
-        c.dual_res <= T(10) * c.eps_dual && c.gap <= T(10) * c.eps_gap)
-      status = SolveStatus::kSolvedInaccurate;
+    status = impulse::detail::qp_final_status(status, c);
     s.xs[lane] = xj;
     __syncwarp();
     double obj = 0.0, lag = 0.0;
@@ -633,12 +631,7 @@ __global__ void __launch_bounds__(kW, 16) qp_admm_warp_kernel(int batch, Problem
       lag += double(s.y[r]) * ax;
     }
     obj = wsum(obj), lag = wsum(lag);
-    info.status = status;
-    info.iterations = it;
-    info.objective = T(obj);
-    info.value = T(obj + lag);
-    info.prim_res = c.prim_res;
-    info.dual_res = c.dual_res;
+    impulse::detail::qp_finish_info(status, it, obj, lag, c, info);
     info.iterations += used, info.rho_updates += updates;
     finish_early();
     return;

@@ -1047,6 +1047,29 @@ IMPULSE_HD_PHASE bool qp_adapt_rho(const QpShape& sh, const QpData<T, S>& d, QpW
 }
 
 // Finish: a budget that ran out close to the tolerance is solved_inaccurate;
+// The status a solve ends with: a budget spent within 10x the tolerances is
+// kSolvedInaccurate (qp_finish, and the warp kernel's finish).
+template <class T>
+IMPULSE_HD SolveStatus qp_final_status(SolveStatus status, const QpCheck<T>& c) {
+  if (status == SolveStatus::kMaxIterations && c.prim_res <= T(10) * c.eps_prim &&
+      c.dual_res <= T(10) * c.eps_dual && c.gap <= T(10) * c.eps_gap)
+    return SolveStatus::kSolvedInaccurate;
+  return status;
+}
+
+// info of a finished solve from its status, iterations, objective and yᵀ(Ax − b)
+// (summed in double) and the last check's residuals (qp_finish, the warp kernel)
+template <class T>
+IMPULSE_HD void qp_finish_info(SolveStatus status, int it, double obj, double lag, const QpCheck<T>& c,
+                               QpInfo<T>& info) {
+  info.status = status;
+  info.iterations = it;
+  info.objective = T(obj);
+  info.value = T(obj + lag);
+  info.prim_res = c.prim_res;
+  info.dual_res = c.dual_res;
+}
+
 // the objective ½xᵀPx + qᵀx and value = objective + yᵀ(Ax − b), accumulated in
 // double (their terms cancel, and the learning losses are these values). In
 // double, a solve that stopped at a check still holds Px for the returned x in
@@ -1059,9 +1082,7 @@ IMPULSE_HD_PHASE void qp_finish(const QpShape& sh, const QpData<T, S>& d, View<T
   const int n = sh.n, m = sh.m();
   const CsrPattern& a = sh.a;
   if (it > st.max_iter) it = st.max_iter;
-  if (status == SolveStatus::kMaxIterations && c.prim_res <= T(10) * c.eps_prim &&
-      c.dual_res <= T(10) * c.eps_dual && c.gap <= T(10) * c.eps_gap)
-    status = SolveStatus::kSolvedInaccurate;
+  status = qp_final_status(status, c);
   double obj = 0.0;
   if (sizeof(T) == 8 && status == SolveStatus::kSolved) {
     for (int i = 0; i < n; ++i) obj += double(x[i]) * (0.5 * double(w.tmp_n[i]) + double(d.q[i]));
@@ -1079,12 +1100,7 @@ IMPULSE_HD_PHASE void qp_finish(const QpShape& sh, const QpData<T, S>& d, View<T
     for (int k = a.row_ptr[r]; k < a.row_ptr[r + 1]; ++k) ax += double(d.A[k]) * double(x[a.col[k]]);
     lag += double(y[r]) * ax;
   }
-  info.status = status;
-  info.iterations = it;
-  info.objective = T(obj);
-  info.value = T(obj + lag);
-  info.prim_res = c.prim_res;
-  info.dual_res = c.dual_res;
+  qp_finish_info(status, it, obj, lag, c, info);
   info.rho = rho;
 }
 
