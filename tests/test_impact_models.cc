@@ -256,13 +256,133 @@ TEST(ImpactIdentify, RecoversKnownParametersFromEachModel) {
   for (int m = 0; m < kImpactModels; ++m) {
     std::vector<Eigen::Vector2d> target;
     for (const ImpactPrediction& p : predict_impacts(m, g, {truth}, 2)) target.push_back(p.P);
-    IdentifyOptions o;
-    o.threads = 2;
-    o.refine_steps = 60;
-    o.refine_tol = 1e-6;
-    const Identified f = identify(m, g, target, o);
-    EXPECT_NEAR(f.params.mu, truth.mu, 2e-3) << impact_model_name(m);
-    EXPECT_NEAR(f.params.eps, truth.eps, 2e-3) << impact_model_name(m);
+    for (const std::string method : {"search", "gradient"}) {
+      if (method == "gradient" && !impact_model_has_gradient(m)) continue;
+      IdentifyOptions o;
+      o.threads = 2;
+      o.refine_steps = 60;
+      o.refine_tol = 1e-6;
+      o.method = method;
+      const Identified f = identify(m, g, target, o);
+      // exact targets: Gauss-Newton lands on the truth; the search to its step
+      const double tol = method == "gradient" ? 1e-6 : 2e-3;
+      EXPECT_NEAR(f.params.mu, truth.mu, tol) << impact_model_name(m) << " by " << method;
+      EXPECT_NEAR(f.params.eps, truth.eps, tol) << impact_model_name(m) << " by " << method;
+    }
+  }
+}
+
+// Gauss-Newton against the pattern search on real impacts and their observed (IRB)
+// impulses, where no parameters fit exactly: it reaches the search's cost or lower.
+TEST(ImpactIdentify, GradientReachesTheSearchCostOnRealImpacts) {
+  if (!std::filesystem::exists(kData)) IMPULSE_SKIP_WITHOUT_DATA("planar impact data not found at " << kData);
+  const ImpactSet s = load_impacts(kData);
+  std::vector<ImpactGeometry> g = impact_geometry(s);
+  std::vector<Eigen::Vector2d> target;
+  for (size_t i = 0; i < 240; ++i) target.push_back(Eigen::Vector2d(s.impacts[i].p_irb[0], s.impacts[i].p_irb[1]));
+  for (int half = 0; half < 2; ++half) {
+    const std::vector<ImpactGeometry> gh(g.begin() + 120 * half, g.begin() + 120 * (half + 1));
+    const std::vector<Eigen::Vector2d> th(target.begin() + 120 * half, target.begin() + 120 * (half + 1));
+    for (int m = 0; m < kImpactModels; ++m) {
+      if (!impact_model_has_gradient(m)) continue;
+      IdentifyOptions o;
+      o.threads = 2;
+      o.method = "search";
+      const Identified search = identify(m, gh, th, o);
+      o.method = "gradient";
+      const Identified grad = identify(m, gh, th, o);
+      EXPECT_LE(grad.cost, search.cost * (1 + 1e-4)) << impact_model_name(m) << ", impacts " << 120 * half << "+";
+      std::printf("[ identify ] %-16s impacts %3d+: search mu %.4f eps %.4f cost %.6f | gradient mu %.4f eps %.4f cost %.6f\n",
+                  impact_model_name(m), 120 * half, search.params.mu, search.params.eps, search.cost, grad.params.mu,
+                  grad.params.eps, grad.cost);
+    }
+  }
+}
+
+TEST(ImpactIdentify, MethodsAreCheckedByName) {
+  std::mt19937_64 rng(3);
+  std::vector<ImpactGeometry> g = {random_impact(rng), random_impact(rng)};
+  std::vector<Eigen::Vector2d> t = {Eigen::Vector2d(0, 0.1), Eigen::Vector2d(0, 0.1)};
+  IdentifyOptions o;
+  o.method = "gradient";
+  const int mirtich = impact_model_index("mirtich");
+  testing::expect_error([&] { identify(mirtich, g, t, o); }, "mirtich has no derivatives");
+  testing::expect_error([&] { predict_impact_derivative(impact_model_index("wang-mason"), g[0], {0.1, 0.5}); },
+                                   "wang-mason");
+  o.method = "newton";
+  testing::expect_error([&] { identify(impact_model_index("whittaker"), g, t, o); }, "unknown method 'newton'");
+  o.method = "auto";
+  EXPECT_EQ(identify_method(mirtich, o), "search");
+  EXPECT_EQ(identify_method(impact_model_index("ap-newton"), o), "gradient");
+  o.authors_form = true;
+  EXPECT_EQ(identify_method(impact_model_index("ap-poisson"), o), "search");
+}
+
+// dP/d(μ, ε) of the four differentiable models against central differences, on random
+// impacts and parameters; a sample whose one-sided differences disagree straddles a
+// switch of the active set (a kink) and is not a test of the derivative: at most 5%.
+TEST(ImpactModels, DerivativesMatchFiniteDifferences) {
+  std::mt19937_64 rng(11);
+  std::uniform_real_distribution<double> umu(0.02, 0.4), ueps(0.05, 0.95);
+  for (int m = 0; m < kImpactModels; ++m) {
+    if (!impact_model_has_gradient(m)) continue;
+    int checked = 0, kinks = 0, sliding = 0, sticking = 0;
+    for (int i = 0; i < 300; ++i) {
+      const ImpactGeometry g = random_impact(rng);
+      const ImpactParams p{umu(rng), ueps(rng)};
+      const ImpactDerivative d = predict_impact_derivative(m, g, p);
+      ASSERT_EQ(d.pred.status == kImpactFailed, false) << impact_model_name(m);
+      EXPECT_LT((d.pred.P - predict_impact(m, g, p).P).norm(), 1e-7 * (1 + d.pred.P.norm())) << impact_model_name(m);
+      const double h = 1e-6;
+      Eigen::Matrix2d central, fwd, bwd;
+      for (int c = 0; c < 2; ++c) {
+        ImpactParams a = p, b = p;
+        (c == 0 ? a.mu : a.eps) += h;
+        (c == 0 ? b.mu : b.eps) -= h;
+        const Eigen::Vector2d Pa = predict_impact_derivative(m, g, a).pred.P;
+        const Eigen::Vector2d Pb = predict_impact_derivative(m, g, b).pred.P;
+        central.col(c) = (Pa - Pb) / (2 * h);
+        fwd.col(c) = (Pa - d.pred.P) / h;
+        bwd.col(c) = (d.pred.P - Pb) / h;
+      }
+      const double scale = 1 + central.norm();
+      if ((fwd - bwd).norm() > 1e-4 * scale) {
+        ++kinks;
+        continue;
+      }
+      ++checked;
+      (d.dP.col(0).norm() > 1e-9 ? sliding : sticking) += 1;
+      EXPECT_LT((d.dP - central).norm(), 1e-5 * scale)
+          << impact_model_name(m) << " impact " << i << " mu " << p.mu << " eps " << p.eps << "\nanalytic\n"
+          << d.dP << "\ncentral\n" << central;
+    }
+    EXPECT_LE(kinks, 15) << impact_model_name(m);
+    // both kinds of branch were tested: friction at its bound (dP/dμ != 0) and not
+    EXPECT_GE(sliding, 20) << impact_model_name(m);
+    EXPECT_GE(sticking, 20) << impact_model_name(m);
+    std::printf("[ derivative ] %-16s %d checked (%d with dP/dmu != 0), %d at kinks\n", impact_model_name(m), checked,
+                sliding, kinks);
+  }
+}
+
+// Drumwright-Shell: the exact active-set solution of the compression QP (the derivative
+// path) and the batched conic-QP solver agree to the solver's tolerance.
+TEST(ImpactModels, DrumwrightShellActiveSetsEqualTheBatchedSolver) {
+  std::mt19937_64 rng(5);
+  std::uniform_real_distribution<double> umu(0.0, 0.6), ueps(0.0, 1.0);
+  std::vector<ImpactGeometry> g;
+  std::vector<ImpactParams> p;
+  for (int i = 0; i < 400; ++i) {
+    g.push_back(random_impact(rng));
+    p.push_back({i % 40 == 0 ? 0.0 : umu(rng), ueps(rng)});
+  }
+  const int ds = impact_model_index("drumwright-shell");
+  const std::vector<ImpactPrediction> batch = predict_impacts(ds, g, p, 2);
+  const std::vector<ImpactDerivative> exact = predict_impacts_derivative(ds, g, p, 2);
+  for (size_t i = 0; i < g.size(); ++i) {
+    ASSERT_EQ(batch[i].status, kImpactOk) << i;
+    ASSERT_EQ(exact[i].pred.status, kImpactOk) << i;
+    EXPECT_LT((batch[i].P - exact[i].pred.P).norm(), 1e-7 * (1 + exact[i].pred.P.norm())) << "impact " << i;
   }
 }
 

@@ -33,6 +33,10 @@ void add_impact_commands(CLI::App& app, Commands& out) {
   common(fit, true);
   fit->add_option("--k", a->o.k, "training impacts per identification")->check(CLI::PositiveNumber);
   fit->add_option("--resamples", a->o.resamples, "resamples m")->check(CLI::PositiveNumber);
+  fit->add_option("--identify", a->o.identify_method,
+                  "auto | search: how the grid's best point is refined (auto: Gauss-Newton on the gradients of the "
+                  "four models that have them, pattern search for mirtich and wang-mason; search: pattern search for all)")
+      ->check(CLI::IsMember({"auto", "search"}));
   out.push_back({fit, [a] {
                    impact_fit(a->o, std::cout);
                    return 0;

@@ -17,6 +17,8 @@ void check(const std::vector<ImpactGeometry>& g, const std::vector<Eigen::Vector
   if (g.empty()) throw Error("identify: no impacts");
   if (o.grid_mu < 2 || o.grid_eps < 2) throw Error("identify: the grid needs at least 2 points per parameter");
   if (!(o.mu_max > 0)) throw Error("identify: mu_max must be > 0");
+  if (o.method != "auto" && o.method != "gradient" && o.method != "search")
+    throw Error("identify: unknown method '" + o.method + "' (auto | gradient | search)");
   for (size_t i = 0; i < target.size(); ++i)
     if (!target[i].allFinite()) throw Error("identify: target impulse " + std::to_string(i) + " is not finite");
 }
@@ -48,8 +50,76 @@ double cost_of(int model, const std::vector<ImpactGeometry>& g, const std::vecto
   return c;
 }
 
+ImpactParams project(ImpactParams p) {
+  p.mu = std::max(0.0, p.mu);
+  p.eps = std::clamp(p.eps, 0.0, 1.0);
+  return p;
+}
+
+// Σ‖P̂ − P‖ with the derivative path's predictions (the same values the gradient sees)
+double derivative_cost(int model, const std::vector<ImpactGeometry>& g, const std::vector<Eigen::Vector2d>& t,
+                       ImpactParams p, const IdentifyOptions& o, Eigen::Vector2d* grad = nullptr,
+                       Eigen::Matrix2d* H = nullptr) {
+  const std::vector<ImpactDerivative> d = predict_impacts_derivative(model, g, {p}, o.threads);
+  double c = 0;
+  if (grad != nullptr) grad->setZero();
+  if (H != nullptr) H->setZero();
+  for (size_t i = 0; i < g.size(); ++i) {
+    const Eigen::Vector2d r = d[i].pred.P - t[i];
+    const double n = r.norm();
+    c += n;
+    if (n < 1e-12) continue;  // the norm's kink: no direction to prefer
+    if (grad != nullptr) *grad += d[i].dP.transpose() * r / n;
+    if (H != nullptr) *H += d[i].dP.transpose() * d[i].dP / n;
+  }
+  return c;
+}
+
+// iteratively reweighted Gauss-Newton from p0 (see identify.h)
+Identified refine_gradient(int model, const std::vector<ImpactGeometry>& g, const std::vector<Eigen::Vector2d>& t,
+                           ImpactParams p0, const IdentifyOptions& o) {
+  ImpactParams p = project(p0);
+  Eigen::Vector2d grad;
+  Eigen::Matrix2d H;
+  double c = derivative_cost(model, g, t, p, o, &grad, &H);
+  for (int it = 0; it < o.gradient_steps; ++it) {
+    // hold a coordinate at its bound when the descent direction leaves the box
+    bool free_mu = !(p.mu <= 0 && grad(0) > 0);
+    bool free_eps = !((p.eps <= 0 && grad(1) > 0) || (p.eps >= 1 && grad(1) < 0));
+    Eigen::Vector2d delta = Eigen::Vector2d::Zero();
+    const double reg = 1e-12 * (H.trace() + 1e-300);
+    if (free_mu && free_eps) {
+      delta = -(H + reg * Eigen::Matrix2d::Identity()).ldlt().solve(grad);
+    } else if (free_mu) {
+      delta(0) = -grad(0) / (H(0, 0) + reg);
+    } else if (free_eps) {
+      delta(1) = -grad(1) / (H(1, 1) + reg);
+    }
+    if (!delta.allFinite() || delta.norm() == 0) break;
+    double step = 1;
+    bool accepted = false;
+    ImpactParams next = p;
+    double cn = c;
+    for (int tries = 0; tries < 40; ++tries, step *= 0.5) {
+      next = project({p.mu + step * delta(0), p.eps + step * delta(1)});
+      const Eigen::Vector2d moved(next.mu - p.mu, next.eps - p.eps);
+      cn = derivative_cost(model, g, t, next, o);
+      if (cn < c + 1e-4 * grad.dot(moved)) {
+        accepted = true;
+        break;
+      }
+    }
+    if (!accepted) break;
+    const double moved = std::hypot(next.mu - p.mu, next.eps - p.eps);
+    p = next;
+    c = derivative_cost(model, g, t, p, o, &grad, &H);
+    if (moved < o.refine_tol * 1e-2) break;
+  }
+  return {p, cost_of(model, g, t, p, o)};
+}
+
 // pattern search from p0 over the impacts `idx`
-Identified refine(int model, const std::vector<ImpactGeometry>& g, const std::vector<Eigen::Vector2d>& t,
+Identified refine_search(int model, const std::vector<ImpactGeometry>& g, const std::vector<Eigen::Vector2d>& t,
                   ImpactParams p0, double c0, const IdentifyOptions& o) {
   Identified best{p0, c0};
   double hm = o.mu_max / (o.grid_mu - 1), he = 1.0 / (o.grid_eps - 1);
@@ -76,7 +146,30 @@ Identified refine(int model, const std::vector<ImpactGeometry>& g, const std::ve
   return best;
 }
 
+Identified refine(int model, const std::vector<ImpactGeometry>& g, const std::vector<Eigen::Vector2d>& t,
+                  ImpactParams p0, double c0, const IdentifyOptions& o) {
+  if (identify_method(model, o) == "gradient") {
+    const Identified r = refine_gradient(model, g, t, p0, o);
+    return r.cost <= c0 ? r : Identified{p0, c0};  // never worse than the grid's best
+  }
+  return refine_search(model, g, t, p0, c0, o);
+}
+
 }  // namespace
+
+std::string identify_method(int model, const IdentifyOptions& o) {
+  const bool has = impact_model_has_gradient(model) && !o.authors_form;
+  if (o.method == "auto") return has ? "gradient" : "search";
+  if (o.method == "search") return "search";
+  if (o.method == "gradient") {
+    if (!has)
+      throw Error(std::string("identify: method gradient: ") + impact_model_name(model) +
+                  (o.authors_form ? " in the authors' form" : "") +
+                  " has no derivatives in (mu, eps) (use search or auto)");
+    return "gradient";
+  }
+  throw Error("identify: unknown method '" + o.method + "' (auto | gradient | search)");
+}
 
 double identification_cost(int model, const std::vector<ImpactGeometry>& g, const std::vector<Eigen::Vector2d>& target,
                            ImpactParams p, int threads, Backend backend) {
@@ -89,6 +182,7 @@ double identification_cost(int model, const std::vector<ImpactGeometry>& g, cons
 Identified identify(int model, const std::vector<ImpactGeometry>& g, const std::vector<Eigen::Vector2d>& target,
                     const IdentifyOptions& o) {
   check(g, target, o);
+  identify_method(model, o);  // refused before any work
   Identified best{{0, 0}, INFINITY};
   for (int a = 0; a < o.grid_mu; ++a)
     for (int b = 0; b < o.grid_eps; ++b) {
@@ -104,6 +198,7 @@ ResampledFit identify_resampled(int model, const std::vector<ImpactGeometry>& g,
                                 const IdentifyOptions& o) {
   check(g, target, o);
   if (o.authors_form) throw Error("identify: the authors' forms are fitted by identify() only");
+  identify_method(model, o);  // refused before any work
   if (o.k < 1 || o.k > static_cast<int>(pool.size()))
     throw Error("identify: k = " + std::to_string(o.k) + " training impacts from a pool of " + std::to_string(pool.size()));
   if (o.resamples < 1) throw Error("identify: resamples must be >= 1");

@@ -1,16 +1,28 @@
 // Identification of an impact model's (μ, ε) (Fazeli et al. 2017, Eq. 6):
 //   argmin_{μ, ε} Σ_n ‖P_n − P̂_n(μ, ε)‖₂
 // over k training impacts, with P_n the observed impulse (the IRB fit of each impact).
-// The cost is not smooth in (μ, ε) (models switch between sticking and sliding), so
-// the search is derivative-free: a grid over μ ∈ [0, mu_max], ε ∈ [0, 1] (every grid
-// point evaluates all impacts in one batch), then a pattern search from the best
-// point with halving steps (each candidate again one batch of the k impacts).
+// The cost is only piecewise smooth in (μ, ε) (models switch between sticking and
+// sliding). Both methods start from a grid over μ ∈ [0, mu_max], ε ∈ [0, 1] (every
+// grid point evaluates all impacts in one batch) and refine from its best point:
+// - gradient (the four models with derivatives, impact_model_has_gradient): iteratively
+//   reweighted Gauss-Newton on Σ‖r_n‖, r_n = P̂_n − P_n: the step solves
+//   (Σ J_nᵀJ_n/‖r_n‖) δ = −∇ (the weighted curvature majorizes the sum of norms'),
+//   projected on μ >= 0, ε ∈ [0, 1] (a coordinate at its bound with the gradient pushing
+//   out is held), with backtracking until the cost decreases (Armijo); it stops when no
+//   step decreases the cost (an optimum, or a kink where the active sets switch) or
+//   the step is below refine_tol / 100. Each iteration is one batch of the k impacts
+//   with their derivatives, each trial step one batch of values;
+// - search (derivative-free, every model): a pattern search with halving steps (each
+//   candidate one batch of the k impacts).
+// method "auto" takes gradient where the model has derivatives, else search.
+// identify_each (one (μ, ε) per impact) uses the search for every model.
 // Resampled identification (Table 1): k impacts drawn without replacement, m times
 // (seeded), the per-impact costs of the grid computed once for the whole pool.
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include <Eigen/Dense>
@@ -27,6 +39,8 @@ struct IdentifyOptions {
   int grid_mu = 26, grid_eps = 26;
   int refine_steps = 30;     // pattern-search iterations (each halves or moves)
   double refine_tol = 1e-4;  // stop when the step is below this
+  std::string method = "auto";  // auto | gradient | search (see above)
+  int gradient_steps = 50;      // Gauss-Newton iterations at most
   int threads = 0;
   Backend backend = Backend::kCpu;  // where the Drumwright-Shell QPs are solved
   std::function<void(int done, int total)> progress;  // called after each resample
@@ -44,7 +58,11 @@ struct Identified {
 double identification_cost(int model, const std::vector<ImpactGeometry>& g, const std::vector<Eigen::Vector2d>& target,
                            ImpactParams p, int threads = 0, Backend backend = Backend::kCpu);
 
-// Grid + pattern search over all impacts of g.
+// The method options' "method" resolves to for this model: "gradient" or "search"
+// (Error for an unknown method, or gradient asked of a model without derivatives).
+std::string identify_method(int model, const IdentifyOptions& opt);
+
+// Grid + refinement (gradient or pattern search) over all impacts of g.
 Identified identify(int model, const std::vector<ImpactGeometry>& g, const std::vector<Eigen::Vector2d>& target,
                     const IdentifyOptions& opt);
 

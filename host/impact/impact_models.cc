@@ -81,17 +81,29 @@ ImpactPrediction whittaker(const ImpactGeometry& g, ImpactParams p) {
   return out;
 }
 
-// the planar impulse LCP over z = [P_n, β₊, β₋, λ] with normal target v_n^f >= -e v_n
-bool ap_lcp(const ImpactGeometry& g, double mu, double e, Eigen::Vector2d& P) {
+// the planar impulse LCP over z = [P_n, β₊, β₋, λ] with normal target v_n^f >= -e v_n:
+// w = M z + q, M row-major; M(3, 0) = μ, q(0) = (1 + e) v_n
+void ap_lcp_data(const ImpactGeometry& g, double mu, double e, double M[16], double q[4]) {
   const double Wtt = g.W(0, 0), Wtn = g.W(0, 1), Wnn = g.W(1, 1);
-  const double M[16] = {Wnn, Wtn, -Wtn, 0,  //
+  const double m[16] = {Wnn, Wtn, -Wtn, 0,  //
                         Wtn, Wtt, -Wtt, 1,  //
                         -Wtn, -Wtt, Wtt, 1,  //
                         mu, -1, -1, 0};
-  const double q[4] = {(1 + e) * g.vc(1), g.vc(0), -g.vc(0), 0};
-  double z[4], w[4];
+  std::copy(m, m + 16, M);
+  q[0] = (1 + e) * g.vc(1);
+  q[1] = g.vc(0);
+  q[2] = -g.vc(0);
+  q[3] = 0;
+}
+
+bool ap_lcp(const ImpactGeometry& g, double mu, double e, Eigen::Vector2d& P, double* zout = nullptr,
+            double* wout = nullptr) {
+  double M[16], q[4], z[4], w[4];
+  ap_lcp_data(g, mu, e, M, q);
   const LemkeInfo info = lemke_solve(4, M, q, z, w);
   P = Eigen::Vector2d(z[1] - z[2], z[0]);
+  if (zout != nullptr) std::copy(z, z + 4, zout);
+  if (wout != nullptr) std::copy(w, w + 4, wout);
   return info.status == SolveStatus::kSolved;
 }
 
@@ -374,6 +386,190 @@ std::vector<Eigen::Vector2d> irb_impulses(const std::vector<ImpactGeometry>& g, 
     ok += sol.status[K] == SolveStatus::kSolved;
   }
   if (solved != nullptr) *solved = ok;
+  return out;
+}
+
+// ---- derivatives dP/d(μ, ε) -----------------------------------------------------------
+
+namespace {
+
+// at most 4 x 4, on the stack
+using Small = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, 0, 4, 4>;
+using SmallVec = Eigen::Matrix<double, Eigen::Dynamic, 1, 0, 4, 1>;
+
+// Columns d/dμ and d/dε of the impulse LCP's P = (β₊ − β₋, P_n) at its solution (z, w):
+// on the active set A (z_i > w_i), M_AA z_A = −q_A, so M_AA dz_A = −(dM z + dq)_A with
+// dM/dμ = e₃e₀ᵀ and dq/de = v_n e₀. A singular M_AA (a degenerate basis) is solved in
+// the least-squares sense; P's derivative does not depend on which β carries P_t.
+Eigen::Matrix2d lcp_derivative(const ImpactGeometry& g, double mu, double e, const double z[4], const double w[4]) {
+  double M[16], q[4];
+  ap_lcp_data(g, mu, e, M, q);
+  int A[4], na = 0;
+  for (int i = 0; i < 4; ++i)
+    if (z[i] > w[i]) A[na++] = i;
+  Eigen::Matrix2d dP = Eigen::Matrix2d::Zero();
+  if (na == 0) return dP;
+  Small Maa(na, na);
+  Eigen::Matrix<double, Eigen::Dynamic, 2, 0, 4, 2> rhs = Eigen::Matrix<double, Eigen::Dynamic, 2, 0, 4, 2>::Zero(na, 2);
+  for (int r = 0; r < na; ++r) {
+    for (int c = 0; c < na; ++c) Maa(r, c) = M[4 * A[r] + A[c]];
+    if (A[r] == 3) rhs(r, 0) = -z[0];       // d/dμ: row 3 holds μ z_0
+    if (A[r] == 0) rhs(r, 1) = -g.vc(1);    // d/de: q_0 = (1 + e) v_n
+  }
+  const Eigen::Matrix<double, Eigen::Dynamic, 2, 0, 4, 2> dz = Maa.completeOrthogonalDecomposition().solve(rhs);
+  Eigen::Matrix<double, 4, 2> full = Eigen::Matrix<double, 4, 2>::Zero();
+  for (int r = 0; r < na; ++r) full.row(A[r]) = dz.row(r);
+  dP.row(0) = full.row(1) - full.row(2);
+  dP.row(1) = full.row(0);
+  return dP;
+}
+
+// Drumwright-Shell's compression QP, min ½PᵀWP + v_cᵀP s.t. a_iᵀP >= b_i with
+// a_0 = W's normal row (b_0 = −v_n), a_1 = (−1, μ), a_2 = (1, μ) (b = 0), solved
+// exactly by enumerating its active sets (at most 2 of the 3 rows: P has 2 entries),
+// with dP_c/dμ from the KKT system of the active set found:
+//   [W −A_Sᵀ; A_S 0] [dP; dy] = [dA_Sᵀ y; −dA_S P],  dA/dμ = (0, 1) on the cone rows.
+bool ds_compression(const ImpactGeometry& g, double mu, Eigen::Vector2d& Pc, Eigen::Vector2d& dPc_dmu) {
+  Eigen::Matrix<double, 3, 2> a;
+  a.row(0) = g.W.row(1);
+  a.row(1) << -1, mu;
+  a.row(2) << 1, mu;
+  const Eigen::Vector3d b(-g.vc(1), 0, 0);
+  const double scale = 1 + g.vc.norm() + g.W.norm() * g.vc.norm();
+  const double tol = 1e-10 * scale;
+  static const int kSets[7][2] = {{-1, -1}, {0, -1}, {1, -1}, {2, -1}, {0, 1}, {0, 2}, {1, 2}};
+  bool found = false;
+  double best = INFINITY;
+  for (const auto& set : kSets) {
+    int S[2], ns = 0;
+    for (int i : set)
+      if (i >= 0) S[ns++] = i;
+    const int n = 2 + ns;
+    Small K = Small::Zero(n, n);
+    SmallVec rhs(n);
+    K.topLeftCorner<2, 2>() = g.W;
+    rhs.head<2>() = -g.vc;
+    for (int j = 0; j < ns; ++j) {
+      K.block(0, 2 + j, 2, 1) = -a.row(S[j]).transpose();
+      K.block(2 + j, 0, 1, 2) = a.row(S[j]);
+      rhs(2 + j) = b(S[j]);
+    }
+    const Eigen::FullPivLU<Small> lu(K);
+    if (lu.rank() < n) continue;
+    const SmallVec x = lu.solve(rhs);
+    const Eigen::Vector2d P = x.head<2>();
+    bool ok = true;
+    for (int i = 0; i < 3; ++i) ok = ok && a.row(i).dot(P) >= b(i) - tol;
+    for (int j = 0; j < ns; ++j) ok = ok && x(2 + j) >= -tol;
+    if (!ok) continue;
+    const double obj = 0.5 * P.dot(g.W * P) + g.vc.dot(P);
+    if (found && obj >= best) continue;
+    found = true;
+    best = obj;
+    Pc = P;
+    SmallVec d = SmallVec::Zero(n);
+    for (int j = 0; j < ns; ++j)
+      if (S[j] != 0) {
+        d(1) += x(2 + j);   // dA_Sᵀ y: the cone rows' d/dμ is (0, 1)
+        d(2 + j) = -P(1);   // −dA_S P
+      }
+    dPc_dmu = lu.solve(d).head<2>();
+  }
+  return found;
+}
+
+ImpactDerivative whittaker_derivative(const ImpactGeometry& g, ImpactParams p) {
+  ImpactDerivative out;
+  out.pred = whittaker(g, p);
+  const Eigen::Matrix2d Winv = g.W.inverse();
+  const Eigen::Vector2d stick = Winv * Eigen::Vector2d(-g.vc(0), -(1 + p.eps) * g.vc(1));
+  const Eigen::Vector2d dstick = Winv * Eigen::Vector2d(0, -g.vc(1));
+  if (stick(1) >= 0) {
+    out.dP.col(1) = dstick;
+    if (stick(0) > p.mu * stick(1)) {  // clamped at +μP_n
+      out.dP.col(0) = Eigen::Vector2d(stick(1), 0);
+      out.dP(0, 1) = p.mu * dstick(1);
+    } else if (stick(0) < -p.mu * stick(1)) {
+      out.dP.col(0) = Eigen::Vector2d(-stick(1), 0);
+      out.dP(0, 1) = -p.mu * dstick(1);
+    } else {
+      out.dP.col(0).setZero();
+    }
+    return out;
+  }
+  const double s = g.vc(0) >= 0 ? 1.0 : -1.0;
+  const double den = g.W(1, 1) - p.mu * s * g.W(0, 1);
+  const double c = -(1 + p.eps) * g.vc(1);
+  if (den > 0) {
+    const double Pn = c / den, dPn_dmu = c * s * g.W(0, 1) / (den * den), dPn_de = -g.vc(1) / den;
+    out.dP << -s * Pn - p.mu * s * dPn_dmu, -p.mu * s * dPn_de,  //
+        dPn_dmu, dPn_de;
+  } else {
+    out.dP << 0, 0, 0, -g.vc(1) / g.W(1, 1);
+  }
+  return out;
+}
+
+}  // namespace
+
+bool impact_model_has_gradient(int model) {
+  const std::string name = impact_model_name(model);
+  return name == "drumwright-shell" || name == "ap-poisson" || name == "ap-newton" || name == "whittaker";
+}
+
+ImpactDerivative predict_impact_derivative(int model, const ImpactGeometry& g, ImpactParams p) {
+  check_params(p);
+  if (!impact_model_has_gradient(model))
+    throw Error(std::string("impact model ") + impact_model_name(model) +
+                ": no derivative in (mu, eps) (an impulse-space integration with switching; identified by search)");
+  const std::string name = impact_model_name(model);
+  ImpactDerivative out;
+  if (name == "whittaker") return whittaker_derivative(g, p);
+  if (name == "ap-newton") {
+    double z[4], w[4];
+    if (!ap_lcp(g, p.mu, p.eps, out.pred.P, z, w)) {
+      out.pred.status = kImpactFailed;
+      return out;
+    }
+    out.dP = lcp_derivative(g, p.mu, p.eps, z, w);
+    return out;
+  }
+  Eigen::Vector2d Pc, dPc_dmu;
+  if (name == "ap-poisson") {
+    double z[4], w[4];
+    if (!ap_lcp(g, p.mu, 0.0, Pc, z, w)) {
+      out.pred.status = kImpactFailed;
+      return out;
+    }
+    dPc_dmu = lcp_derivative(g, p.mu, 0.0, z, w).col(0);
+  } else if (!ds_compression(g, p.mu, Pc, dPc_dmu)) {
+    out.pred.status = kImpactFailed;
+    return out;
+  }
+  // Poisson restitution: P = (P_c,t, (1 + ε) P_c,n)
+  out.pred = restitution_phase(g, p, Pc);
+  out.dP.col(0) = Eigen::Vector2d(dPc_dmu(0), (1 + p.eps) * dPc_dmu(1));
+  out.dP.col(1) = Eigen::Vector2d(0, Pc(1));
+  return out;
+}
+
+std::vector<ImpactDerivative> predict_impacts_derivative(int model, const std::vector<ImpactGeometry>& g,
+                                                         const std::vector<ImpactParams>& params, int threads) {
+  if (params.size() != 1 && params.size() != g.size())
+    throw Error("predict_impacts_derivative: " + std::to_string(params.size()) + " parameter sets for " +
+                std::to_string(g.size()) + " impacts (give 1 or one per impact)");
+  if (!impact_model_has_gradient(model))
+    throw Error(std::string("impact model ") + impact_model_name(model) +
+                ": no derivative in (mu, eps) (an impulse-space integration with switching; identified by search)");
+  for (const ImpactParams& p : params) check_params(p);
+  const int B = static_cast<int>(g.size());
+  std::vector<ImpactDerivative> out(static_cast<size_t>(B));
+  parallel_for(B, threads, [&](int, int begin, int end) {
+    for (int k = begin; k < end; ++k) {
+      const size_t K = static_cast<size_t>(k);
+      out[K] = predict_impact_derivative(model, g[K], params.size() == 1 ? params[0] : params[K]);
+    }
+  });
   return out;
 }
 

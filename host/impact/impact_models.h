@@ -112,6 +112,26 @@ std::vector<ImpactPrediction> predict_impacts(int model, const std::vector<Impac
 constexpr double kAuthorsGravity = 9.81, kAuthorsWindow = 1.0 / 250, kAuthorsMirtichStep = 1e-4;
 ImpactPrediction predict_impact_authors(int model, const ImpactGeometry& g, ImpactParams p);
 
+// Derivatives of a prediction in its parameters, for identification by gradients
+// (identify.h). Four models are piecewise smooth in (μ, ε): a closed form (Whittaker)
+// or the solution of a fixed active set (the AP LCPs, Drumwright-Shell's QP), and
+// differentiable wherever the active set does not change:
+// - whittaker: the closed form's derivative, branch by branch (clamped or not);
+// - ap-newton, ap-poisson: implicit differentiation of the LCP on its active set;
+// - drumwright-shell: the compression QP solved exactly by enumerating its active sets
+//   (2 unknowns, 3 rows), its KKT system differentiated; Poisson restitution on top.
+//   (This exact solution also checks the batched solver's, to its tolerance.)
+// mirtich and wang-mason integrate in impulse space with stick/slip switching inside
+// one impact: impact_model_has_gradient is false and a derivative is refused (Error).
+struct ImpactDerivative {
+  ImpactPrediction pred;
+  Eigen::Matrix2d dP = Eigen::Matrix2d::Zero();  // columns: dP/dμ, dP/dε
+};
+bool impact_model_has_gradient(int model);
+ImpactDerivative predict_impact_derivative(int model, const ImpactGeometry& g, ImpactParams p);
+std::vector<ImpactDerivative> predict_impacts_derivative(int model, const std::vector<ImpactGeometry>& g,
+                                                         const std::vector<ImpactParams>& params, int threads = 0);
+
 // The IRB impulses of every impact (one batch of conic QPs). `solved` counts the
 // QPs that reached their tolerance.
 std::vector<Eigen::Vector2d> irb_impulses(const std::vector<ImpactGeometry>& g, int threads = 0, int* solved = nullptr,

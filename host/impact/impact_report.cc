@@ -170,14 +170,17 @@ void impact_fit(const ImpactStudyOptions& o, std::ostream& log) {
   io.seed = o.seed;
   io.threads = o.threads;
   io.backend = s.backend;
-  std::string csv = "model,mu_mean,mu_std,eps_mean,eps_std,k,resamples,mean_cost_per_impact,seconds\n";
-  std::string md = "| model | μ | ε |\n|---|---|---|\n";
+  io.method = o.identify_method;
+  std::string csv = "model,mu_mean,mu_std,eps_mean,eps_std,k,resamples,mean_cost_per_impact,seconds,method\n";
+  std::string md = "| model | μ | ε | identified by |\n|---|---|---|---|\n";
   for (int m = 0; m < kImpactModels; ++m) {
     const fs::path p = s.out / (std::string("fit_") + impact_model_name(m) + ".json");
     nlohmann::json j;
+    const std::string method = identify_method(m, io);
     if (fs::exists(p)) {
       j = read_json_file(p.string());
-      if (j.value("k", -1) != o.k || j.value("resamples", -1) != o.resamples || j.value("seed", uint64_t(0)) != o.seed)
+      if (j.value("k", -1) != o.k || j.value("resamples", -1) != o.resamples || j.value("seed", uint64_t(0)) != o.seed ||
+          j.value("method", std::string("search")) != method)
         j = nlohmann::json();
       else
         log << "impact fit: " << impact_model_name(m) << " already fitted (" << p.string() << ")\n";
@@ -198,14 +201,14 @@ void impact_fit(const ImpactStudyOptions& o, std::ostream& log) {
       }
       j = {{"model", impact_model_name(m)}, {"k", o.k}, {"resamples", o.resamples}, {"seed", o.seed},
            {"mu_mean", f.mu_mean}, {"mu_std", f.mu_std}, {"eps_mean", f.eps_mean}, {"eps_std", f.eps_std},
-           {"mean_cost_per_impact", cost}, {"seconds", since(tm)}, {"each", each}};
+           {"mean_cost_per_impact", cost}, {"seconds", since(tm)}, {"method", method}, {"each", each}};
       write_text_atomic(p.string(), j.dump(1) + "\n");
     }
     csv += std::string(impact_model_name(m)) + "," + fmt(j["mu_mean"]) + "," + fmt(j["mu_std"]) + "," + fmt(j["eps_mean"]) +
            "," + fmt(j["eps_std"]) + "," + std::to_string(o.k) + "," + std::to_string(o.resamples) + "," +
-           fmt(j["mean_cost_per_impact"]) + "," + fmt(j["seconds"].get<double>(), "%.2f") + "\n";
+           fmt(j["mean_cost_per_impact"]) + "," + fmt(j["seconds"].get<double>(), "%.2f") + "," + method + "\n";
     md += "| " + std::string(impact_model_name(m)) + " | " + fmt(j["mu_mean"], "%.3f") + " ± " + fmt(j["mu_std"], "%.3f") +
-          " | " + fmt(j["eps_mean"], "%.3f") + " ± " + fmt(j["eps_std"], "%.3f") + " |\n";
+          " | " + fmt(j["eps_mean"], "%.3f") + " ± " + fmt(j["eps_std"], "%.3f") + " | " + method + " |\n";
   }
   write_text_atomic((s.out / "table1.csv").string(), csv);
   write_text_atomic((s.out / "table1.md").string(),

@@ -29,6 +29,7 @@ struct ImpactStudyOptions {
   uint64_t seed = 0;
   double test_fraction = 0.3;
   int k = 120, resamples = 100;        // fit
+  std::string identify_method = "auto";  // fit: auto | search (IdentifyOptions::method; gradient would refuse mirtich)
   int train_size = 450;                // learn
   std::vector<int> sizes = {10, 25, 50, 100, 200, 300, 450, 600};
   int curve_seeds = 3;
