@@ -36,7 +36,7 @@ struct System {
   T axis[kMaxLinks][3];           // joint axis (unit)
   int nvert[kMaxLinks];           // vertices per link
   T total_mass, gravity, dt;
-  T w_comp, w_diss, w_pen, w_res;
+  T w_comp, w_diss, w_pen, w_res;  // as applied (CcnWeights::applied): comp on λ_n |φ|
   IMPULSE_HD int joints() const { return links - 1; }
   IMPULSE_HD int nq() const { return 7 + joints(); }
   IMPULSE_HD int nv() const { return 6 + joints(); }
@@ -434,7 +434,7 @@ IMPULSE_HD void terms(const System<T>& s, const T* theta, const T* x, const T* x
     for (int c = 0; c < nv; ++c) a += t.Jx[j][c] * t.vn[c], b += t.Jy[j][c] * t.vn[c];
     t.jtv[j][0] = a, t.jtv[j][1] = b;
     const T nrm = sqrt_of(a * a + b * b);
-    t.lin[3 * j] = s.w_comp * t.phin[j] + s.w_diss * mu * nrm;
+    t.lin[3 * j] = s.w_comp * (t.phin[j] < T(0) ? -t.phin[j] : t.phin[j]) + s.w_diss * mu * nrm;
     t.lin[3 * j + 1] = s.w_diss * mu * a;
     t.lin[3 * j + 2] = s.w_diss * mu * b;
   }
@@ -540,7 +540,8 @@ IMPULSE_HD T gradient(const System<T>& s, const T* theta, const T* x, const T* x
       }
       T rt[3];
       mat_t_vec(t.kin.R[l], s3, rt);
-      const T gphi = s.w_comp * ln + T(2) * s.w_pen * (t.phin[i] < T(0) ? t.phin[i] : T(0));
+      const T sgn = t.phin[i] > T(0) ? T(1) : (t.phin[i] < T(0) ? T(-1) : T(0));  // d|φ|/dφ
+      const T gphi = s.w_comp * ln * sgn + T(2) * s.w_pen * (t.phin[i] < T(0) ? t.phin[i] : T(0));
       for (int e = 0; e < 3; ++e) gv[e] += -rt[e] + gphi * t.kin_next.R[l][6 + e];
       gmu += T(2) * (lt[0] * jtu[0] + lt[1] * jtu[1]) + s.w_diss * (ln * nj + lt[0] * jv[0] + lt[1] * jv[1]);
     }

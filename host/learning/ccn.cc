@@ -280,7 +280,7 @@ void build_terms(const CcnModel& model, const CcnLossConfig& cfg, const CcnTrans
   check_transition(sys, t);
   const int nq = sys.nq(), nv = sys.nv();
   const double dt = cfg.dt, mu = model.mu();
-  const CcnWeights& W = cfg.weights;
+  const CcnWeights W = cfg.weights.applied(dt);
   kinematics(sys, t.x.head(nq), t.x.tail(nv), T.kin);
   kinematics(sys, t.x_next.head(nq), T.kin_next);
   mass_matrix(T.kin, pi, T.M);
@@ -307,7 +307,7 @@ void build_terms(const CcnModel& model, const CcnLossConfig& cfg, const CcnTrans
   double pen = 0;
   for (int i = 0; i < k; ++i) {
     const double phin = T.c_next.phi(i);
-    T.lin(3 * i) = W.comp * phin + W.diss * mu * T.Jtv.segment<2>(2 * i).norm();
+    T.lin(3 * i) = W.comp * std::abs(phin) + W.diss * mu * T.Jtv.segment<2>(2 * i).norm();
     T.lin(3 * i + 1) = W.diss * mu * T.Jtv(2 * i);
     T.lin(3 * i + 2) = W.diss * mu * T.Jtv(2 * i + 1);
     const double neg = std::min(0.0, phin);
@@ -325,8 +325,8 @@ double objective(const Terms& T, const Eigen::VectorXd& lambda) {
 Eigen::VectorXd gradient(const CcnModel& model, const CcnLossConfig& cfg, const Eigen::MatrixXd& dpi,
                          const Terms& T, const Eigen::VectorXd& lambda, double* g) {
   const MultibodySystem& sys = model.system();
-  const CcnWeights& W = cfg.weights;
   const double dt = cfg.dt, mu = model.mu();
+  const CcnWeights W = cfg.weights.applied(dt);
   const int k = static_cast<int>(T.c.phi.size());
   const Eigen::VectorXd f = T.f0 + T.Jtil.transpose() * lambda;
   const Eigen::VectorXd u = T.llt.solve(f);
@@ -355,7 +355,8 @@ Eigen::VectorXd gradient(const CcnModel& model, const CcnLossConfig& cfg, const 
       GJ.row(3 * i + r) = (2 * mu * lt(r)) * u.transpose() + (W.diss * mu * dd(r)) * T.v_next.transpose();
     GJ.row(3 * i + 2) = (2 * ln) * u.transpose();
     gmu += 2 * lt.dot(T.c.Jt.middleRows<2>(2 * i) * u) + W.diss * (ln * nj + lt.dot(jv));
-    gphi(i) = W.comp * ln + 2 * W.pen * std::min(0.0, T.c_next.phi(i));
+    const double phin = T.c_next.phi(i);
+    gphi(i) = W.comp * ln * (phin > 0 ? 1.0 : phin < 0 ? -1.0 : 0.0) + 2 * W.pen * std::min(0.0, phin);
   }
   jacobian_vertex_gradient(sys, T.kin, model.vertices(), GJ, g);
   phi_vertex_gradient(sys, T.kin_next, model.vertices(), gphi, g);
@@ -403,10 +404,11 @@ ccnqp::System<double> ccn_qp_system(const CcnModel& model, const CcnLossConfig& 
   s.total_mass = sys.total_mass();
   s.gravity = sys.gravity;
   s.dt = cfg.dt;
-  s.w_comp = cfg.weights.comp;
-  s.w_diss = cfg.weights.diss;
-  s.w_pen = cfg.weights.pen;
-  s.w_res = cfg.weights.res;
+  const CcnWeights W = cfg.weights.applied(cfg.dt);
+  s.w_comp = W.comp;
+  s.w_diss = W.diss;
+  s.w_pen = W.pen;
+  s.w_res = W.res;
   return s;
 }
 
@@ -484,7 +486,7 @@ CcnLossResult CcnLoss::evaluate(const CcnModel& model, const std::vector<CcnTran
       grad->head(nth) += Eigen::Map<const Eigen::VectorXd>(g_each.data() + static_cast<size_t>(b) * nth, nth) / B;
     if (model.has_residual()) model.network().backward(ws, dY, grad->tail(model.network().num_params()));
   }
-  res.loss = sum / B + model.residual_weight_penalty(cfg_.weights.res_w, grad ? grad->data() + nth : nullptr);
+  res.loss = sum / B + model.residual_weight_penalty(cfg_.weights.applied(cfg_.dt).res_w, grad ? grad->data() + nth : nullptr);
   return res;
 }
 

@@ -14,10 +14,21 @@
 // Loss of one transition (x, x') (eqs. 4, 5, 10, 11, 12), minimized over the
 // contact impulses λ_i = (λ_n, λ_t) in the friction cones ‖λ_t‖ ≤ μ λ_n:
 //   ‖M Δv + Jᵀλ‖²_{M⁻¹}                         prediction, energy norm
-//   + w_comp Σ λ_n,i φ_i(q')                     complementarity
-//   + w_diss Σ λ_iᵀ [μ ‖J_t,i v'‖; J_t,i v']      dissipation
-//   + w_pen Σ min(0, φ_i(q'))²                   penetration (no λ)
-//   + w_res ‖δ(x) Δt‖²_M                         residual norm (CCN-R)
+//   + 2 w_comp Σ λ_n,i |φ_i(q')| / Δt            complementarity
+//   + 2 w_diss Σ λ_iᵀ [μ ‖J_t,i v'‖; J_t,i v']    dissipation
+//   + 2 w_pen Σ min(0, φ_i(q'))²                 penetration (no λ)
+//   + 2 w_res ‖δ(x) Δt‖²_M                       residual norm (CCN-R)
+// The weights w are the paper's (Table 2), and they were tuned on its authors'
+// code (DAIRLab/dair_pll, ContactNets loss terms), whose loss differs from eqs.
+// 4a and 11 as printed in two ways that change what a weight means: the
+// prediction term is halved (½‖·‖²_{M⁻¹}), and complementarity is λ_n |φ| / Δt
+// (an energy, as the prediction term is; a penetrating vertex is charged, not
+// rewarded as λ_n φ < 0 would). We keep the prediction whole and double every
+// weighted term (twice their loss: the same minimizing λ, the same gradient
+// direction), with their complementarity. (With the printed forms and Table 2's
+// weights, complementarity is ~300x weaker against the prediction than the
+// authors trained with; bench/results/ccn_loss_form_2026-11-25.md compares.)
+// CcnWeights::applied gives the factors the loss uses.
 // with Δv = v − v' + a_cont Δt, a_cont = −M⁻¹h(q, v) + δ(x) (M, h, J at q;
 // J_t,i v' uses J at q, as eq. 4b). The residual's norm is measured as the
 // energy of the impulse it adds over a step, in the prediction term's units:
@@ -50,6 +61,9 @@ namespace impulse {
 struct CcnWeights {
   double comp = 0.001, diss = 0.1, pen = 100;  // Table 2, both real and simulated
   double res = 1, res_w = 0.1;                 // residual norm and weights: real data (sim: 0.001, 0)
+  // the factors the loss applies (see above): comp per λ_n |φ| (2 w_comp / Δt), the
+  // others doubled
+  CcnWeights applied(double dt) const { return {2 * comp / dt, 2 * diss, 2 * pen, 2 * res, 2 * res_w}; }
   nlohmann::json to_json() const;
   static CcnWeights from_json(const nlohmann::json& j);
 };

@@ -161,7 +161,7 @@ class CcnMethod : public StructuredMethod {
       uploaded_[set] = &t;
     }
     const Eigen::VectorXd theta = model_.parameters();
-    const double res_w = loss_.config().weights.res_w;
+    const double res_w = loss_.config().weights.applied(loss_.config().dt).res_w;
     double total = 0;
     const size_t chunk = 2048;  // device memory: QP work per transition
     for (size_t b = 0; b < idx.size(); b += chunk) {
