@@ -7,26 +7,33 @@
 #   python3 bench/ccn_loss_form_report.py "$CCN_WORK"   # the tables (needs numpy)
 #
 # Environment:
-#   IMPULSE          the CLI (default: a copy of build/impulse)
+#   IMPULSE          the CLI (default: a copy of build/impulse, made once per CCN_WORK and
+#                    kept with its commit in bin/impulse.commit, so a resumed queue keeps
+#                    the binary it started with)
 #   IMPULSE_PRINTED  optional: a build of the printed-form loss (commit c4caa0b) for the
 #                    "printed" rows; skipped when unset
 #   CCN_WORK         run directories and synthetic data (default /tmp/ccn_form); nothing
 #                    is written into the repo
 #   JOBS             parallel training jobs (default 2, each --threads 1)
+#   CUBE, ELBOW      the real data folders (default: ../shared/data/...); no path here may
+#                    contain whitespace (the job lines are split on it)
 # A finished run (metrics.json present) is skipped, so the script resumes. Every number
 # the report prints is the run's own test split; nothing is chosen on it.
-set -u
+set -uo pipefail
 HERE=$(cd "$(dirname "$0")/.." && pwd)
 W=${CCN_WORK:-/tmp/ccn_form}
 mkdir -p "$W/runs" "$W/data" "$W/bin"
 if [ -z "${IMPULSE:-}" ]; then
-  cp "$HERE/build/impulse" "$W/bin/impulse"
+  if [ ! -x "$W/bin/impulse" ]; then
+    cp "$HERE/build/impulse" "$W/bin/impulse" || { echo "no build/impulse to copy: build the project first" >&2; exit 1; }
+    git -C "$HERE" rev-parse HEAD > "$W/bin/impulse.commit" 2>/dev/null || true
+  fi
   IMPULSE=$W/bin/impulse
 fi
 JOBS=${JOBS:-2}
 SHARED=$(cd "$HERE/.." && pwd)/shared/data
-CUBE=$SHARED/cube_toss/contact-nets/data/tosses_processed
-ELBOW=$SHARED/articulated_elbow
+CUBE=${CUBE:-$SHARED/cube_toss/contact-nets/data/tosses_processed}
+ELBOW=${ELBOW:-$SHARED/articulated_elbow}
 export W
 run_one() {  # BIN TAG NAME SYSTEM METHOD DATA N EPOCHS PATIENCE SEED [extra train args]
   local bin=$1 tag=$2 name=$3 sys=$4 m=$5 data=$6 n=$7 ep=$8 pa=$9 s=${10}
@@ -75,4 +82,11 @@ jobs_for() {  # BIN TAG: the comparison's runs
   done
   [ -n "${IMPULSE_PRINTED:-}" ] && jobs_for "$IMPULSE_PRINTED" old
 } | xargs -P "$JOBS" -L 1 bash -c 'run_one "$@"' _
+# a run that failed has no metrics.json: name them (their logs are RUN.train.log / RUN.eval.log)
+failed=0
+for d in "$W"/runs/*/; do
+  [ -d "$d" ] || continue
+  [ -f "$d/metrics.json" ] || { echo "not finished: $d (see ${d%/}.train.log)" >&2; failed=1; }
+done
 echo "done: python3 $HERE/bench/ccn_loss_form_report.py $W"
+exit $failed

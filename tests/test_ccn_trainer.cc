@@ -118,6 +118,27 @@ TEST(CcnTrainer, ResumeIsBitExactAndThreadCountsAgree) {
   EXPECT_EQ(read_json(whole.out + "/checkpoint.json").at("theta"), read_json(two.out + "/checkpoint.json").at("theta"));
 }
 
+// A run of the printed-form loss (its config.json without ccn_loss_form, as every run
+// before 2026-11-25) is not resumed under the current form: the error names the field.
+TEST(CcnTrainer, RunOfAnotherLossFormIsNotResumed) {
+  if (small_elbow_file().empty()) IMPULSE_SKIP_WITHOUT_DATA("real elbow tosses not found at " + elbow_dir());
+  std::ostringstream log;
+  TrainConfig c = base("ccn", temp_dir("form"));
+  c.max_epochs = 1;
+  train(c, log);
+  nlohmann::json cfg = read_json(c.out + "/config.json");
+  EXPECT_EQ(cfg.at("ccn_loss_form").get<int>(), kCcnLossForm);
+  cfg.erase("ccn_loss_form");
+  std::ofstream(c.out + "/config.json") << cfg.dump(2) << "\n";
+  c.max_epochs = 2;
+  testing::expect_error([&] { train(c, log); }, {"different configuration", "ccn_loss_form"});
+  // DiffSim's loss has no such form
+  TrainConfig d = base("diffsim", temp_dir("form_diffsim"));
+  d.max_epochs = 1;
+  train(d, log);
+  EXPECT_FALSE(read_json(d.out + "/config.json").contains("ccn_loss_form"));
+}
+
 TEST(CcnTrainer, BadOptionsAndDataAreRefused) {
   if (small_elbow_file().empty()) IMPULSE_SKIP_WITHOUT_DATA("real elbow tosses not found at " + elbow_dir());
   std::ostringstream log;

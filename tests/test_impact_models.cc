@@ -326,7 +326,7 @@ TEST(ImpactModels, DerivativesMatchFiniteDifferences) {
   std::uniform_real_distribution<double> umu(0.02, 0.4), ueps(0.05, 0.95);
   for (int m = 0; m < kImpactModels; ++m) {
     if (!impact_model_has_gradient(m)) continue;
-    int checked = 0, kinks = 0, sliding = 0, sticking = 0;
+    int checked = 0, kinks = 0, sliding = 0, sticking = 0, jams = 0;
     for (int i = 0; i < 300; ++i) {
       const ImpactGeometry g = random_impact(rng);
       const ImpactParams p{umu(rng), ueps(rng)};
@@ -345,7 +345,8 @@ TEST(ImpactModels, DerivativesMatchFiniteDifferences) {
         fwd.col(c) = (Pa - d.pred.P) / h;
         bwd.col(c) = (d.pred.P - Pb) / h;
       }
-      const double scale = 1 + central.norm();
+      const double scale = central.norm() + 1e-6;  // relative: impulses are ~0.05 N s
+      jams += d.pred.status == kImpactJam;
       if ((fwd - bwd).norm() > 1e-4 * scale) {
         ++kinks;
         continue;
@@ -360,9 +361,39 @@ TEST(ImpactModels, DerivativesMatchFiniteDifferences) {
     // both kinds of branch were tested: friction at its bound (dP/dμ != 0) and not
     EXPECT_GE(sliding, 20) << impact_model_name(m);
     EXPECT_GE(sticking, 20) << impact_model_name(m);
-    std::printf("[ derivative ] %-16s %d checked (%d with dP/dmu != 0), %d at kinks\n", impact_model_name(m), checked,
-                sliding, kinks);
+    std::printf("[ derivative ] %-16s %d checked (%d with dP/dmu != 0, %d jammed), %d at kinks\n",
+                impact_model_name(m), checked, sliding, jams, kinks);
   }
+}
+
+// Whittaker's other branch: where the sticking impulse would pull (strong tangent-normal
+// coupling, fast slip), it slides with P_n from the restitution target. Contact-space
+// geometries built for it; its derivative against central differences.
+TEST(ImpactModels, WhittakerJamDerivativeMatchesFiniteDifferences) {
+  std::mt19937_64 rng(12);
+  std::uniform_real_distribution<double> u(0, 1);
+  const int wh = impact_model_index("whittaker");
+  int jams = 0;
+  for (int i = 0; i < 100; ++i) {
+    ImpactGeometry g;
+    const double a = 20 + 30 * u(rng), b = 20 + 30 * u(rng), rho = (u(rng) < 0.5 ? -1 : 1) * (0.8 + 0.15 * u(rng));
+    g.W << a, rho * std::sqrt(a * b), rho * std::sqrt(a * b), b;
+    g.vc = Eigen::Vector2d(-(rho > 0 ? 1 : -1) * (2 + 4 * u(rng)), -(0.5 + 1.5 * u(rng)));
+    const ImpactParams p{0.05 + 0.4 * u(rng), 0.1 + 0.8 * u(rng)};
+    const ImpactDerivative d = predict_impact_derivative(wh, g, p);
+    if (d.pred.status != kImpactJam) continue;
+    ++jams;
+    const double h = 1e-6;
+    Eigen::Matrix2d central;
+    for (int c = 0; c < 2; ++c) {
+      ImpactParams hi = p, lo = p;
+      (c == 0 ? hi.mu : hi.eps) += h;
+      (c == 0 ? lo.mu : lo.eps) -= h;
+      central.col(c) = (predict_impact(wh, g, hi).P - predict_impact(wh, g, lo).P) / (2 * h);
+    }
+    EXPECT_LT((d.dP - central).norm(), 1e-5 * (central.norm() + 1e-6)) << "geometry " << i << "\n" << d.dP << "\n" << central;
+  }
+  EXPECT_GE(jams, 30);
 }
 
 // Drumwright-Shell: the exact active-set solution of the compression QP (the derivative

@@ -37,7 +37,8 @@ void add_learn_commands(CLI::App& app, Commands& out) {
                  "a multibody system for the CCN family: cube | asymmetric | elbow (its data: a CCN folder of "
                  "width 13 + 2 joints, e.g. the real elbow tosses, or an impulse-multibody .npz)")
       ->check(CLI::IsMember({"cube", "asymmetric", "elbow"}));
-  tr->add_option("--w-res", tc->w_res, "residual norm weight (< 0: Table 2's: CCN-R 1 real / 0.001 synthetic, DiffSim-R 1000 / 1)");
+  tr->add_option("--w-res", tc->w_res, "residual norm weight (< 0: Table 2's: CCN-R 1 real / 0.001 synthetic, DiffSim-R 1000 / 1; CCN applies "
+                  "it doubled against its unhalved prediction term, as every weight: host/learning/ccn.h)");
   tr->add_option("--w-res-w", tc->w_res_w, "residual weight penalty (< 0: Table 2's: CCN-R 0.1 / 0, DiffSim-R 1 / 0)");
   tr->add_option("--known", tc->known,
                  "CCN/DiffSim: parameter groups given, not learned (comma list of geometry, friction, inertia): "

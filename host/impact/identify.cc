@@ -104,7 +104,9 @@ Identified refine_gradient(int model, const std::vector<ImpactGeometry>& g, cons
       next = project({p.mu + step * delta(0), p.eps + step * delta(1)});
       const Eigen::Vector2d moved(next.mu - p.mu, next.eps - p.eps);
       cn = derivative_cost(model, g, t, next, o);
-      if (cn < c + 1e-4 * grad.dot(moved)) {
+      // a strict decrease, and Armijo's on the projected step (which a bound may turn
+      // uphill: then only the strict decrease counts)
+      if (cn < c && cn <= c + 1e-4 * std::min(0.0, grad.dot(moved))) {
         accepted = true;
         break;
       }
@@ -256,6 +258,8 @@ ResampledFit identify_resampled(int model, const std::vector<ImpactGeometry>& g,
 std::vector<Identified> identify_each(int model, const std::vector<ImpactGeometry>& g,
                                       const std::vector<Eigen::Vector2d>& target, const IdentifyOptions& o) {
   check(g, target, o);
+  if (o.method == "gradient")
+    throw Error("identify: one (mu, eps) per impact is found by the search only (method auto or search, not gradient)");
   const std::vector<double> err = grid_errors(model, g, target, o);
   const size_t n = g.size();
   std::vector<Identified> out(n, Identified{{0, 0}, INFINITY});

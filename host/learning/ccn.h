@@ -28,7 +28,8 @@
 // direction), with their complementarity. (With the printed forms and Table 2's
 // weights, complementarity is ~300x weaker against the prediction than the
 // authors trained with; bench/results/ccn_loss_form_2026-11-25.md compares.)
-// CcnWeights::applied gives the factors the loss uses.
+// CcnWeights::applied gives the factors the loss uses. kCcnLossForm names this form
+// in a run's config.json, so a checkpoint of the printed form is not resumed under it.
 // with Δv = v − v' + a_cont Δt, a_cont = −M⁻¹h(q, v) + δ(x) (M, h, J at q;
 // J_t,i v' uses J at q, as eq. 4b). The residual's norm is measured as the
 // energy of the impulse it adds over a step, in the prediction term's units:
@@ -36,7 +37,7 @@
 // (m²/s⁴ against the prediction's joules) its simulated weight 0.001 outweighs
 // the data by two orders of magnitude on the vortex scenario, so the residual
 // learns nothing. Per batch the loss is the mean over
-// transitions plus w_res_w ‖W‖² over the residual's weight matrices.
+// transitions plus 2 w_res_w ‖W‖² over the residual's weight matrices.
 // Variables λ = [λ_n,i, λ_t,i/μ (2)] per contact (μ folded into J_t so that the
 // cone is ‖·‖ ≤ λ_n, constant in θ): a conic QP with n = 3k, A = −I, b = 0 and
 // k 3-D second-order cones, solved by the batched solver; its gradient with
@@ -57,6 +58,9 @@
 #include "solvers/ccn_qp.h"
 
 namespace impulse {
+
+// 1: eqs. 4a and 11 as printed (runs before 2026-11-25); 2: the authors' code's form
+constexpr int kCcnLossForm = 2;
 
 struct CcnWeights {
   double comp = 0.001, diss = 0.1, pen = 100;  // Table 2, both real and simulated

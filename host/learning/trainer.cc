@@ -23,6 +23,7 @@
 #include "host/optim/adam.h"
 #include "host/learning/mlp.h"
 #include "host/learning/train_method.h"
+#include "host/learning/ccn.h"
 #include "host/learning/multibody_methods.h"
 #include "kernels/contactnets_device.h"
 #include "host/learning/contactnets_loss.h"
@@ -58,6 +59,7 @@ nlohmann::json config_json_of(const TrainConfig& c) {
     j["w_res"] = c.w_res;
     j["w_res_w"] = c.w_res_w;
     if (!c.known.empty()) j["known"] = c.known;
+    if (c.method == "ccn" || c.method == "ccn-r") j["ccn_loss_form"] = kCcnLossForm;
   }
   return j;
 }
