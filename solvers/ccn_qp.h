@@ -434,7 +434,7 @@ IMPULSE_HD void terms(const System<T>& s, const T* theta, const T* x, const T* x
     for (int c = 0; c < nv; ++c) a += t.Jx[j][c] * t.vn[c], b += t.Jy[j][c] * t.vn[c];
     t.jtv[j][0] = a, t.jtv[j][1] = b;
     const T nrm = sqrt_of(a * a + b * b);
-    t.lin[3 * j] = s.w_comp * (t.phin[j] < T(0) ? -t.phin[j] : t.phin[j]) + s.w_diss * mu * nrm;
+    t.lin[3 * j] = s.w_comp * abs_of(t.phin[j]) + s.w_diss * mu * nrm;
     t.lin[3 * j + 1] = s.w_diss * mu * a;
     t.lin[3 * j + 2] = s.w_diss * mu * b;
   }

@@ -1046,7 +1046,6 @@ IMPULSE_HD_PHASE bool qp_adapt_rho(const QpShape& sh, const QpData<T, S>& d, QpW
   return true;
 }
 
-// Finish: a budget that ran out close to the tolerance is solved_inaccurate;
 // The status a solve ends with: a budget spent within 10x the tolerances is
 // kSolvedInaccurate (qp_finish, and the warp kernel's finish).
 template <class T>

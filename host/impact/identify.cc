@@ -100,10 +100,12 @@ Identified refine_gradient(int model, const std::vector<ImpactGeometry>& g, cons
     bool accepted = false;
     ImpactParams next = p;
     double cn = c;
+    Eigen::Vector2d gn;  // a trial's gradient and curvature: the next iteration's when accepted
+    Eigen::Matrix2d Hn;
     for (int tries = 0; tries < 40; ++tries, step *= 0.5) {
       next = project({p.mu + step * delta(0), p.eps + step * delta(1)});
       const Eigen::Vector2d moved(next.mu - p.mu, next.eps - p.eps);
-      cn = derivative_cost(model, g, t, next, o);
+      cn = derivative_cost(model, g, t, next, o, &gn, &Hn);
       // a strict decrease, and Armijo's on the projected step (which a bound may turn
       // uphill: then only the strict decrease counts)
       if (cn < c && cn <= c + 1e-4 * std::min(0.0, grad.dot(moved))) {
@@ -114,7 +116,9 @@ Identified refine_gradient(int model, const std::vector<ImpactGeometry>& g, cons
     if (!accepted) break;
     const double moved = std::hypot(next.mu - p.mu, next.eps - p.eps);
     p = next;
-    c = derivative_cost(model, g, t, p, o, &grad, &H);
+    c = cn;
+    grad = gn;
+    H = Hn;
     if (moved < o.refine_tol * 1e-2) break;
   }
   return {p, cost_of(model, g, t, p, o)};
@@ -132,8 +136,7 @@ Identified refine_search(int model, const std::vector<ImpactGeometry>& g, const 
                                   {best.params.mu, best.params.eps + he},
                                   {best.params.mu, best.params.eps - he}};
     for (ImpactParams c : cand) {
-      c.mu = std::max(0.0, c.mu);
-      c.eps = std::clamp(c.eps, 0.0, 1.0);
+      c = project(c);
       const double cost = cost_of(model, g, t, c, o);
       if (cost < best.cost) {
         best = {c, cost};
@@ -278,10 +281,10 @@ std::vector<Identified> identify_each(int model, const std::vector<ImpactGeometr
       for (size_t i = 0; i < n; ++i) {
         ImpactParams p = out[i].params;
         if (c == 0) p.mu += hm;
-        if (c == 1) p.mu = std::max(0.0, p.mu - hm);
-        if (c == 2) p.eps = std::min(1.0, p.eps + he);
-        if (c == 3) p.eps = std::max(0.0, p.eps - he);
-        cand[i] = p;
+        if (c == 1) p.mu -= hm;
+        if (c == 2) p.eps += he;
+        if (c == 3) p.eps -= he;
+        cand[i] = project(p);
       }
       const std::vector<ImpactPrediction> pr = predict_impacts(model, g, cand, o.threads, o.backend);
       for (size_t i = 0; i < n; ++i) {

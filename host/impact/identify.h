@@ -10,10 +10,11 @@
 //   projected on μ >= 0, ε ∈ [0, 1] (a coordinate at its bound with the gradient pushing
 //   out is held), with backtracking until the cost decreases (Armijo); it stops when no
 //   step decreases the cost (an optimum, or a kink where the active sets switch) or
-//   the step is below refine_tol / 100. Each iteration and each trial step is one
-//   pass over the k impacts with their derivatives (predict_impacts_derivative, on CPU
-//   threads: Drumwright-Shell's QPs by active-set enumeration there, so `backend`
-//   serves only the grid and the final cost). Every accepted step lowers the cost;
+//   the step is below refine_tol / 100. Each trial step is one pass over the k
+//   impacts with their derivatives, which the next iteration uses when the step is
+//   accepted (predict_impacts_derivative, on CPU threads: Drumwright-Shell's QPs by
+//   active-set enumeration there, so `backend` serves only the grid and the final
+//   cost). Every accepted step lowers the cost;
 // - search (derivative-free, every model): a pattern search with halving steps (each
 //   candidate one batch of the k impacts).
 // method "auto" takes gradient where the model has derivatives, else search.

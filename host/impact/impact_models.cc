@@ -62,22 +62,42 @@ void check_params(ImpactParams p) {
     throw Error("impact model: eps must be in [0, 1], got " + std::to_string(p.eps));
 }
 
-ImpactPrediction whittaker(const ImpactGeometry& g, ImpactParams p) {
+// Whittaker's prediction and, when dP is given, its derivative (columns d/dμ, d/dε),
+// branch by branch
+ImpactPrediction whittaker(const ImpactGeometry& g, ImpactParams p, Eigen::Matrix2d* dP = nullptr) {
   // the sticking impulse (v_t^f = 0, v_n^f = −ε v_n), its tangential part clamped into
   // the cone |P_t| <= μ P_n with P_n kept
   ImpactPrediction out;
-  const Eigen::Vector2d stick = g.W.ldlt().solve(Eigen::Vector2d(-g.vc(0), -(1 + p.eps) * g.vc(1)));
+  const Eigen::LDLT<Eigen::Matrix2d> ldlt = g.W.ldlt();
+  const Eigen::Vector2d stick = ldlt.solve(Eigen::Vector2d(-g.vc(0), -(1 + p.eps) * g.vc(1)));
   if (stick(1) >= 0) {
     out.P = Eigen::Vector2d(std::clamp(stick(0), -p.mu * stick(1), p.mu * stick(1)), stick(1));
+    if (dP != nullptr) {
+      const Eigen::Vector2d dstick = ldlt.solve(Eigen::Vector2d(0, -g.vc(1)));  // d stick / dε
+      const double side = stick(0) > p.mu * stick(1) ? 1.0 : stick(0) < -p.mu * stick(1) ? -1.0 : 0.0;
+      dP->col(0) = Eigen::Vector2d(side * stick(1), 0);  // P_t = ±μ P_n at the clamp
+      dP->col(1) = Eigen::Vector2d(side != 0 ? side * p.mu * dstick(1) : dstick(0), dstick(1));
+    }
     return out;
   }
   // sticking would need a pulling normal impulse: slide against v_t, P_t = −μ s P_n,
   // with P_n from v_n^f = −ε v_n (Whittaker's sliding case)
   const double s = g.vc(0) >= 0 ? 1.0 : -1.0;
   const double den = g.W(1, 1) - p.mu * s * g.W(0, 1);
-  const double Pn = den > 0 ? -(1 + p.eps) * g.vc(1) / den : -(1 + p.eps) * g.vc(1) / g.W(1, 1);
-  out.P = Eigen::Vector2d(den > 0 ? -p.mu * s * Pn : 0.0, Pn);
+  const double c = -(1 + p.eps) * g.vc(1);
   out.status = kImpactJam;
+  if (den > 0) {
+    const double Pn = c / den;
+    out.P = Eigen::Vector2d(-p.mu * s * Pn, Pn);
+    if (dP != nullptr) {
+      const double dPn_dmu = c * s * g.W(0, 1) / (den * den), dPn_de = -g.vc(1) / den;
+      *dP << -s * Pn - p.mu * s * dPn_dmu, -p.mu * s * dPn_de,  //
+          dPn_dmu, dPn_de;
+    }
+  } else {
+    out.P = Eigen::Vector2d(0.0, c / g.W(1, 1));
+    if (dP != nullptr) *dP << 0, 0, 0, -g.vc(1) / g.W(1, 1);
+  }
   return out;
 }
 
@@ -478,38 +498,6 @@ bool ds_compression(const ImpactGeometry& g, double mu, Eigen::Vector2d& Pc, Eig
   return found;
 }
 
-ImpactDerivative whittaker_derivative(const ImpactGeometry& g, ImpactParams p) {
-  ImpactDerivative out;
-  out.pred = whittaker(g, p);
-  const Eigen::Matrix2d Winv = g.W.inverse();
-  const Eigen::Vector2d stick = Winv * Eigen::Vector2d(-g.vc(0), -(1 + p.eps) * g.vc(1));
-  const Eigen::Vector2d dstick = Winv * Eigen::Vector2d(0, -g.vc(1));
-  if (stick(1) >= 0) {
-    out.dP.col(1) = dstick;
-    if (stick(0) > p.mu * stick(1)) {  // clamped at +μP_n
-      out.dP.col(0) = Eigen::Vector2d(stick(1), 0);
-      out.dP(0, 1) = p.mu * dstick(1);
-    } else if (stick(0) < -p.mu * stick(1)) {
-      out.dP.col(0) = Eigen::Vector2d(-stick(1), 0);
-      out.dP(0, 1) = -p.mu * dstick(1);
-    } else {
-      out.dP.col(0).setZero();
-    }
-    return out;
-  }
-  const double s = g.vc(0) >= 0 ? 1.0 : -1.0;
-  const double den = g.W(1, 1) - p.mu * s * g.W(0, 1);
-  const double c = -(1 + p.eps) * g.vc(1);
-  if (den > 0) {
-    const double Pn = c / den, dPn_dmu = c * s * g.W(0, 1) / (den * den), dPn_de = -g.vc(1) / den;
-    out.dP << -s * Pn - p.mu * s * dPn_dmu, -p.mu * s * dPn_de,  //
-        dPn_dmu, dPn_de;
-  } else {
-    out.dP << 0, 0, 0, -g.vc(1) / g.W(1, 1);
-  }
-  return out;
-}
-
 }  // namespace
 
 bool impact_model_has_gradient(int model) {
@@ -517,14 +505,23 @@ bool impact_model_has_gradient(int model) {
   return name == "drumwright-shell" || name == "ap-poisson" || name == "ap-newton" || name == "whittaker";
 }
 
-ImpactDerivative predict_impact_derivative(int model, const ImpactGeometry& g, ImpactParams p) {
-  check_params(p);
+namespace {
+void require_gradient(int model) {
   if (!impact_model_has_gradient(model))
     throw Error(std::string("impact model ") + impact_model_name(model) +
                 ": no derivative in (mu, eps) (an impulse-space integration with switching; identified by search)");
+}
+}  // namespace
+
+ImpactDerivative predict_impact_derivative(int model, const ImpactGeometry& g, ImpactParams p) {
+  check_params(p);
+  require_gradient(model);
   const std::string name = impact_model_name(model);
   ImpactDerivative out;
-  if (name == "whittaker") return whittaker_derivative(g, p);
+  if (name == "whittaker") {
+    out.pred = whittaker(g, p, &out.dP);
+    return out;
+  }
   if (name == "ap-newton") {
     double z[4], w[4];
     if (!ap_lcp(g, p.mu, p.eps, out.pred.P, z, w)) {
@@ -558,9 +555,7 @@ std::vector<ImpactDerivative> predict_impacts_derivative(int model, const std::v
   if (params.size() != 1 && params.size() != g.size())
     throw Error("predict_impacts_derivative: " + std::to_string(params.size()) + " parameter sets for " +
                 std::to_string(g.size()) + " impacts (give 1 or one per impact)");
-  if (!impact_model_has_gradient(model))
-    throw Error(std::string("impact model ") + impact_model_name(model) +
-                ": no derivative in (mu, eps) (an impulse-space integration with switching; identified by search)");
+  require_gradient(model);  // here, not inside the threads
   for (const ImpactParams& p : params) check_params(p);
   const int B = static_cast<int>(g.size());
   std::vector<ImpactDerivative> out(static_cast<size_t>(B));
