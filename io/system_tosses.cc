@@ -264,6 +264,26 @@ SystemTossSet load_system_tosses(const std::string& path, int expected_width) {
   return from_cube(load_tosses(path), expected_width, path);
 }
 
+void smooth_velocities(SystemTossSet& set, int half_width) {
+  if (half_width < 0) throw Error("smooth_velocities: the half width must be >= 0, got " + std::to_string(half_width));
+  if (half_width == 0) return;
+  check_width(set.width, "smooth_velocities");
+  const int W = set.width, first = 7 + set.joints();  // velocity columns first .. W−1
+  std::vector<double> raw;
+  for (SystemToss& t : set.tosses) {
+    const int T = t.steps(W);
+    raw = t.rows;
+    for (int k = 0; k < T; ++k) {
+      const int h = std::min(half_width, std::min(k, T - 1 - k));
+      for (int c = first; c < W; ++c) {
+        double s = 0;
+        for (int j = k - h; j <= k + h; ++j) s += raw[static_cast<size_t>(j) * W + c];
+        t.rows[static_cast<size_t>(k) * W + c] = s / (2 * h + 1);
+      }
+    }
+  }
+}
+
 void write_system_tosses(const std::string& path, const SystemTossSet& set) {
   if (fs::path(path).extension() != ".npz")
     throw Error(path + ": toss files are .npz; the name must end in .npz");

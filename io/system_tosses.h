@@ -56,6 +56,15 @@ struct SystemTossSet {
 // expected one ("3.pt: has 13 columns, expected 15 (a floating base and 1 joint)").
 SystemTossSet load_system_tosses(const std::string& path, int expected_width = 0);
 
+// Velocities averaged over 2 half_width + 1 consecutive rows, centred (fewer,
+// still centred, within half_width of a toss's ends); positions untouched.
+// The real elbow's velocities are backward differences of tracked poses
+// (v_k = (x_k − x_{k−1})/Δt), so the average of v_{k−h} .. v_{k+h} is the
+// difference (x_{k+h} − x_{k−h−1}) / ((2h+1) Δt): the same instant k − ½,
+// over a 2h+1 times longer baseline, so tracking noise of the poses weighs
+// 2h+1 times less in it. half_width 0 leaves the set as it is; < 0 is an error.
+void smooth_velocities(SystemTossSet& set, int half_width);
+
 // Writes the "impulse-multibody" .npz (path must end in .npz) atomically
 // (temporary file + rename). The set is validated as on reading (width, dt > 0,
 // every toss a whole number of >= 2 rows, finite, unit quaternions within 0.01,

@@ -176,6 +176,75 @@ TEST(CcnTrainer, BadOptionsAndDataAreRefused) {
   c = base("end-to-end", temp_dir("bad7"));
   c.known = "inertia";
   EXPECT_NE(message(c).find("--known"), std::string::npos) << message(c);
+  c = base("ccn", temp_dir("bad8"));
+  c.select = "rollouts";
+  EXPECT_NE(message(c).find("--select 'rollouts'"), std::string::npos) << message(c);
+  c = base("ccn", temp_dir("bad9"));
+  c.smooth_velocities = -1;
+  EXPECT_NE(message(c).find("--smooth-velocities"), std::string::npos) << message(c);
+  c.smooth_velocities = 11;
+  EXPECT_NE(message(c).find("--smooth-velocities"), std::string::npos) << message(c);
+  // the ContactNets cube path has neither
+  c = base("contactnets-polytope", temp_dir("bad10"));
+  c.system = "";
+  c.select = "rollout";
+  EXPECT_NE(message(c).find("--select rollout applies to --system data"), std::string::npos) << message(c);
+  c.select = "loss";
+  c.smooth_velocities = 2;
+  EXPECT_NE(message(c).find("--smooth-velocities applies to --system data"), std::string::npos) << message(c);
+}
+
+// --select rollout: every epoch's validation figure is the validation tosses'
+// mean rollout position error (the data as recorded, also when training on
+// smoothed velocities), the best epoch is its minimum, params.json is that
+// epoch's model, and eval of params.json on the validation tosses reports the
+// same figure. The run resumes bit for bit and check_run accepts it.
+TEST(CcnTrainer, SelectionByValidationRollouts) {
+  if (small_elbow_file().empty()) IMPULSE_SKIP_WITHOUT_DATA("real elbow tosses not found at " + elbow_dir());
+  std::ostringstream log;
+  TrainConfig c = base("ccn", temp_dir("select"));
+  c.select = "rollout";
+  c.smooth_velocities = 2;
+  c.max_epochs = 4;
+  c.patience = 10;
+  train(c, log);
+  const nlohmann::json cfg = read_json(c.out + "/config.json");
+  EXPECT_EQ(cfg.at("select").get<std::string>(), "rollout");
+  EXPECT_EQ(cfg.at("smooth_velocities").get<int>(), 2);
+  // history.csv: the last column, one value per epoch 0..4
+  std::istringstream hs(testing::read_text_file(c.out + "/history.csv"));
+  std::string line;
+  std::getline(hs, line);
+  ASSERT_NE(line.find(",valid_position_error_m"), std::string::npos) << line;
+  std::vector<double> fig;
+  while (std::getline(hs, line)) fig.push_back(std::stod(line.substr(line.rfind(',') + 1)));
+  ASSERT_EQ(fig.size(), 5u);
+  const int best = static_cast<int>(std::min_element(fig.begin(), fig.end()) - fig.begin());
+  const nlohmann::json p = read_json(c.out + "/params.json");
+  EXPECT_EQ(p.at("best_epoch").get<int>(), best);
+  EXPECT_NEAR(p.at("best_valid_position_error_m").get<double>(), fig[static_cast<size_t>(best)],
+              1e-9 * fig[static_cast<size_t>(best)]);  // the CSV's 10 digits
+  EXPECT_FALSE(p.contains("best_valid_loss"));
+  for (double f : fig) EXPECT_GT(f, 0.0);
+  // eval on the validation tosses reports the same figure (to the CSV's 10 digits)
+  EvalOptions e;
+  e.run_dir = c.out;
+  std::string valid;
+  for (int i : cfg.at("split").at("valid").get<std::vector<int>>()) valid += (valid.empty() ? "" : ",") + std::to_string(i);
+  e.tosses = valid;
+  EXPECT_NEAR(evaluate_run(e).at("position_error_m").get<double>(), fig[static_cast<size_t>(best)],
+              1e-9 * fig[static_cast<size_t>(best)]);
+  EXPECT_TRUE(check_run(c.out).finished);
+  EXPECT_TRUE(check_run(c.out).problems.empty());
+  // resumed after 2 epochs: the same checkpoint
+  TrainConfig part = c;
+  part.out = temp_dir("select_part");
+  part.max_epochs = 2;
+  train(part, log);
+  part.max_epochs = 4;
+  EXPECT_TRUE(train(part, log).resumed);
+  EXPECT_EQ(read_json(c.out + "/checkpoint.json").at("theta"), read_json(part.out + "/checkpoint.json").at("theta"));
+  EXPECT_EQ(read_json(c.out + "/params.json"), read_json(part.out + "/params.json"));
 }
 
 // --known: the named groups keep the system's published values through

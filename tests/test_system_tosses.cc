@@ -15,6 +15,7 @@
 #include <fstream>
 #include <functional>
 #include <limits>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -591,3 +592,62 @@ TEST_F(RealElbowTosses, WrongWidthAndNpzRoundTrip) {
     EXPECT_EQ(b.tosses[j].rows, a.tosses[j].rows) << "toss " << j;
   }
 }
+
+namespace impulse {
+namespace {
+
+// smooth_velocities: every velocity entry is the centred mean of its column
+// over the rows within the half width (fewer, still centred, near a toss's
+// ends), recomputed here by brute force; positions untouched; on velocities
+// that are backward differences of positions, the mean is the difference over
+// the longer baseline. Half width 0 changes nothing; < 0 is refused.
+TEST(SystemTosses, SmoothVelocitiesIsTheCentredMean) {
+  std::mt19937_64 rng(5);
+  std::uniform_real_distribution<double> u(-1, 1);
+  SystemTossSet set;
+  set.width = 15;
+  set.dt = 0.01;
+  for (int T : {9, 3, 1}) {
+    SystemToss t;
+    t.name = std::to_string(T);
+    t.rows.resize(static_cast<size_t>(T) * 15);
+    for (double& v : t.rows) v = u(rng);
+    for (int k = 1; k < T; ++k)  // column 11 (v_x) the backward difference of column 4 (p_x)
+      t.rows[static_cast<size_t>(k * 15 + 11)] = (t.rows[static_cast<size_t>(k * 15 + 4)] - t.rows[static_cast<size_t>((k - 1) * 15 + 4)]) / set.dt;
+    set.tosses.push_back(t);
+  }
+  SystemTossSet same = set;
+  smooth_velocities(same, 0);
+  for (size_t i = 0; i < set.tosses.size(); ++i) EXPECT_EQ(same.tosses[i].rows, set.tosses[i].rows);
+  EXPECT_THROW(smooth_velocities(same, -1), Error);
+  const int h = 2;
+  SystemTossSet s = set;
+  smooth_velocities(s, h);
+  for (size_t i = 0; i < set.tosses.size(); ++i) {
+    const std::vector<double>& a = set.tosses[i].rows;
+    const std::vector<double>& b = s.tosses[i].rows;
+    const int T = set.tosses[i].steps(15);
+    for (int k = 0; k < T; ++k) {
+      const int w = std::min({h, k, T - 1 - k});
+      for (int c = 0; c < 15; ++c) {
+        const size_t o = static_cast<size_t>(k * 15 + c);
+        if (c < 8) {
+          EXPECT_EQ(b[o], a[o]) << "toss " << i << " row " << k << " position column " << c;
+          continue;
+        }
+        double m = 0;
+        for (int j = k - w; j <= k + w; ++j) m += a[static_cast<size_t>(j * 15 + c)];
+        m /= 2 * w + 1;
+        EXPECT_NEAR(b[o], m, 1e-14) << "toss " << i << " row " << k << " column " << c;
+      }
+      if (w == h && k - h >= 1) {
+        const double base = (a[static_cast<size_t>((k + h) * 15 + 4)] - a[static_cast<size_t>((k - h - 1) * 15 + 4)]) /
+                            ((2 * h + 1) * set.dt);
+        EXPECT_NEAR(b[static_cast<size_t>(k * 15 + 11)], base, 1e-12) << "row " << k;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace impulse

@@ -43,6 +43,13 @@ void add_learn_commands(CLI::App& app, Commands& out) {
   tr->add_option("--known", tc->known,
                  "CCN/DiffSim: parameter groups given, not learned (comma list of geometry, friction, inertia): "
                  "the system's published values, never trained");
+  tr->add_option("--select", tc->select,
+                 "--system data: what picks the best epoch and stops early: loss (the method's validation loss) or "
+                 "rollout (the validation tosses' mean base position error over rollouts, as eval reports it)")
+      ->check(CLI::IsMember({"loss", "rollout"}));
+  tr->add_option("--smooth-velocities", tc->smooth_velocities,
+                 "--system data: train on velocities averaged over 2H+1 rows (H = 0: as recorded; eval always uses the "
+                 "data as recorded)");
   tr->add_option("--data", tc->data, "data set: a ContactNets or CCN folder, or an impulse .npz (default: the built-in synthetic set)");
   tr->add_option("--tosses", tc->tosses, "training tosses N (0 = the whole 50% training split)");
   tr->add_option("--seed", tc->seed, "seed of the split, initialization and batch order");

@@ -20,15 +20,44 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct LoadedRun {
-  TrainConfig cfg;
-  MultibodySystem sys;
-  TossSplit split;
+// a trained model of a run's params file
+struct RunModel {
   std::string method;
   CcnModel model;  // structured methods
   bool end_to_end = false;
   Mlp net;  // End-to-end
   Eigen::VectorXd out_mean, out_std;
+};
+
+// label names the params' origin in errors
+RunModel model_of(const MultibodySystem& sys, const std::string& method, const nlohmann::json& pj,
+                  const std::string& label) {
+  RunModel L;
+  L.method = pj.value("method", method);
+  try {
+    if (L.method == "end-to-end") {
+      L.end_to_end = true;
+      L.net = Mlp::from_json(pj.at("network"));
+      const auto m = pj.at("output_mean").get<std::vector<double>>(), s = pj.at("output_std").get<std::vector<double>>();
+      L.out_mean = Eigen::Map<const Eigen::VectorXd>(m.data(), Eigen::Index(m.size()));
+      L.out_std = Eigen::Map<const Eigen::VectorXd>(s.data(), Eigen::Index(s.size()));
+      if (L.out_mean.size() != sys.nv() || L.out_std.size() != sys.nv())
+        throw Error("output normalization of the wrong size");
+    } else {
+      L.model = CcnModel::from_json(pj, sys);
+    }
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(label + ": " + e.what());
+  } catch (const Error& e) {
+    throw Error(label + ": " + e.what());
+  }
+  return L;
+}
+
+struct LoadedRun : RunModel {
+  TrainConfig cfg;
+  MultibodySystem sys;
+  TossSplit split;
   SystemTossSet data;
   bool same_data = false;
   bool synthetic = false;
@@ -48,25 +77,7 @@ LoadedRun load(const EvalOptions& opt) {
     throw Error(cfg_path + ": no toss split (" + e.what() + ")");
   }
   const std::string ppath = (fs::path(opt.run_dir) / opt.params).string();
-  const nlohmann::json pj = read_json_file(ppath);
-  L.method = pj.value("method", L.cfg.method);
-  try {
-    if (L.method == "end-to-end") {
-      L.end_to_end = true;
-      L.net = Mlp::from_json(pj.at("network"));
-      const auto m = pj.at("output_mean").get<std::vector<double>>(), s = pj.at("output_std").get<std::vector<double>>();
-      L.out_mean = Eigen::Map<const Eigen::VectorXd>(m.data(), Eigen::Index(m.size()));
-      L.out_std = Eigen::Map<const Eigen::VectorXd>(s.data(), Eigen::Index(s.size()));
-      if (L.out_mean.size() != L.sys.nv() || L.out_std.size() != L.sys.nv())
-        throw Error("output normalization of the wrong size");
-    } else {
-      L.model = CcnModel::from_json(pj, L.sys);
-    }
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(ppath + ": " + e.what());
-  } catch (const Error& e) {
-    throw Error(ppath + ": " + e.what());
-  }
+  static_cast<RunModel&>(L) = model_of(L.sys, L.cfg.method, read_json_file(ppath), ppath);
   const std::string path = opt.data.empty() ? L.cfg.data : opt.data;
   L.same_data = opt.data.empty() || fs::weakly_canonical(opt.data) == fs::weakly_canonical(L.cfg.data);
   L.data = load_system_tosses(path, L.sys.width());
@@ -81,15 +92,15 @@ std::vector<std::vector<Eigen::Vector3d>> true_vertices(const MultibodySystem& s
 }
 
 // rollouts of the selected tosses from their first rows (row-major n x width each)
-std::vector<MultibodyRollout::Trajectory> rollouts(const LoadedRun& L, const std::vector<int>& idx, int threads) {
-  const MultibodySystem& sys = L.sys;
+std::vector<MultibodyRollout::Trajectory> rollouts(const MultibodySystem& sys, const RunModel& L,
+                                                   const SystemTossSet& data, const std::vector<int>& idx, int threads) {
   const int W = sys.width();
   int T = 0;
-  for (int i : idx) T = std::max(T, L.data.tosses[static_cast<size_t>(i)].steps(W));
+  for (int i : idx) T = std::max(T, data.tosses[static_cast<size_t>(i)].steps(W));
   Eigen::MatrixXd X0(W, static_cast<Eigen::Index>(idx.size()));
   for (size_t i = 0; i < idx.size(); ++i)
-    X0.col(static_cast<Eigen::Index>(i)) = Eigen::Map<const Eigen::VectorXd>(L.data.tosses[static_cast<size_t>(idx[i])].rows.data(), W);
-  const double dt = L.data.dt;
+    X0.col(static_cast<Eigen::Index>(i)) = Eigen::Map<const Eigen::VectorXd>(data.tosses[static_cast<size_t>(idx[i])].rows.data(), W);
+  const double dt = data.dt;
   if (L.end_to_end) {
     std::vector<MultibodyRollout::Trajectory> out(idx.size());
     CcnModel feat(sys, false);
@@ -166,6 +177,22 @@ TossErrors errors_of(const MultibodySystem& sys, const MultibodyRollout::Traject
 
 }  // namespace
 
+double multibody_rollout_position_error(const MultibodySystem& sys, const std::string& method,
+                                        const nlohmann::json& params, const SystemTossSet& data,
+                                        const std::vector<int>& tosses, int threads) {
+  if (tosses.empty()) throw Error("rollout error: no tosses");
+  for (int i : tosses)
+    if (i < 0 || i >= static_cast<int>(data.tosses.size()))
+      throw Error("rollout error: toss " + std::to_string(i) + " is out of range (the data have " +
+                  std::to_string(data.tosses.size()) + " tosses)");
+  const RunModel m = model_of(sys, method, params, "rollout error: the model");
+  const auto tr = rollouts(sys, m, data, tosses, threads);
+  double pos = 0;
+  for (size_t i = 0; i < tosses.size(); ++i)
+    pos += errors_of(sys, tr[i], data.tosses[static_cast<size_t>(tosses[i])]).position / static_cast<double>(tosses.size());
+  return pos;
+}
+
 bool is_multibody_run(const std::string& run_dir) {
   const fs::path p = fs::path(run_dir) / "config.json";
   if (!fs::exists(p)) return false;
@@ -176,7 +203,7 @@ bool is_multibody_run(const std::string& run_dir) {
 nlohmann::json evaluate_multibody_run(const EvalOptions& opt) {
   const LoadedRun L = load(opt);
   const std::vector<int> idx = select_tosses(opt.tosses, static_cast<int>(L.data.tosses.size()), L.split, L.same_data);
-  const auto tr = rollouts(L, idx, opt.threads);
+  const auto tr = rollouts(L.sys, L, L.data, idx, opt.threads);
   nlohmann::json per = nlohmann::json::array();
   double pos = 0, rot = 0, pen = 0;
   for (size_t i = 0; i < idx.size(); ++i) {
@@ -235,7 +262,7 @@ void rollout_multibody_run(const EvalOptions& opt, int toss, const std::string& 
   if (toss < 0 || toss >= static_cast<int>(L.data.tosses.size()))
     throw Error("--toss " + std::to_string(toss) + " is out of range (the data have " +
                 std::to_string(L.data.tosses.size()) + " tosses)");
-  const auto tr = rollouts(L, {toss}, 1);
+  const auto tr = rollouts(L.sys, L, L.data, {toss}, 1);
   const SystemToss& truth = L.data.tosses[static_cast<size_t>(toss)];
   const TossErrors e = errors_of(L.sys, tr[0], truth);
   const int W = L.sys.width(), nj = L.sys.joints();

@@ -29,7 +29,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "host/dynamics/multibody.h"
 #include "host/learning/evaluate.h"
+#include "io/system_tosses.h"
 
 namespace impulse {
 
@@ -37,6 +39,13 @@ namespace impulse {
 bool is_multibody_run(const std::string& run_dir);
 
 nlohmann::json evaluate_multibody_run(const EvalOptions& opt);
+
+// The position_error_m above of one model (a params.json object, method as in
+// the run) on the given tosses of data: the figure `train --select rollout`
+// picks the best epoch by. Deterministic for every thread count.
+double multibody_rollout_position_error(const MultibodySystem& sys, const std::string& method,
+                                        const nlohmann::json& params, const SystemTossSet& data,
+                                        const std::vector<int>& tosses, int threads);
 
 // CSV of one toss: step, t, then predicted and recorded base position (3),
 // quaternion (4) and joint angles, position error (m), rotation error (deg),

@@ -24,6 +24,7 @@
 #include "host/learning/mlp.h"
 #include "host/learning/train_method.h"
 #include "host/learning/ccn.h"
+#include "host/learning/multibody_eval.h"
 #include "host/learning/multibody_methods.h"
 #include "kernels/contactnets_device.h"
 #include "host/learning/contactnets_loss.h"
@@ -59,6 +60,8 @@ nlohmann::json config_json_of(const TrainConfig& c) {
     j["w_res"] = c.w_res;
     j["w_res_w"] = c.w_res_w;
     if (!c.known.empty()) j["known"] = c.known;
+    if (c.smooth_velocities != 0) j["smooth_velocities"] = c.smooth_velocities;
+    if (c.select != "loss") j["select"] = c.select;
     if (c.method == "ccn" || c.method == "ccn-r") j["ccn_loss_form"] = kCcnLossForm;
   }
   return j;
@@ -86,6 +89,8 @@ TrainConfig TrainConfig::from_json(const nlohmann::json& j) {
     c.w_res = j.value("w_res", -1.0);
     c.w_res_w = j.value("w_res_w", -1.0);
     c.known = j.value("known", std::string());
+    c.smooth_velocities = j.value("smooth_velocities", 0);
+    c.select = j.value("select", std::string("loss"));
   } catch (const nlohmann::json::exception& e) {
     throw Error(std::string("run config: ") + e.what());
   }
@@ -103,6 +108,7 @@ std::vector<EpochRecord> history_from_json(const nlohmann::json& hist) {
     r.valid_loss = h.at("valid_loss");
     r.seconds = h.at("seconds");
     r.train_seconds = h.value("train_seconds", 0.0);
+    r.valid_rollout_m = h.contains("valid_position_error_m") ? h["valid_position_error_m"].get<double>() : NAN;
     r.mean_qp_iterations = h.at("mean_qp_iterations");
     r.not_solved = h.at("not_solved");
     out.push_back(r);
@@ -112,20 +118,27 @@ std::vector<EpochRecord> history_from_json(const nlohmann::json& hist) {
 
 // history.csv and params.json as derived from a checkpoint (train writes them,
 // check_run verifies them)
+// (a last column valid_position_error_m when the run selects by rollouts)
 std::string history_csv(const std::vector<EpochRecord>& history) {
+  bool rollout = false;
+  for (const auto& r : history) rollout = rollout || std::isfinite(r.valid_rollout_m);
   std::ostringstream h;
-  h << "epoch,train_loss,valid_loss,seconds,train_seconds,mean_qp_iterations,not_solved\n";
+  h << "epoch,train_loss,valid_loss,seconds,train_seconds,mean_qp_iterations,not_solved"
+    << (rollout ? ",valid_position_error_m" : "") << '\n';
   h << std::setprecision(10);
-  for (const auto& r : history)
+  for (const auto& r : history) {
     h << r.epoch << ',' << r.train_loss << ',' << r.valid_loss << ',' << r.seconds << ',' << r.train_seconds << ','
-      << r.mean_qp_iterations << ',' << r.not_solved << '\n';
+      << r.mean_qp_iterations << ',' << r.not_solved;
+    if (rollout) h << ',' << r.valid_rollout_m;
+    h << '\n';
+  }
   return h.str();
 }
 
-nlohmann::json params_json_of(nlohmann::json best_params, const std::string& method, int best_epoch, double best_valid) {
-  best_params["method"] = method;
+nlohmann::json params_json_of(nlohmann::json best_params, const TrainConfig& cfg, int best_epoch, double best_valid) {
+  best_params["method"] = cfg.method;
   best_params["best_epoch"] = best_epoch;
-  best_params["best_valid_loss"] = best_valid;
+  best_params[cfg.select == "rollout" ? "best_valid_position_error_m" : "best_valid_loss"] = best_valid;
   return best_params;
 }
 
@@ -163,6 +176,15 @@ void validate(const TrainConfig& c) {
                   c.method + "'");
     known_groups(c.known);  // throws naming an unknown or repeated group
   }
+  if (c.smooth_velocities != 0 && c.system.empty())
+    throw Error("train: --smooth-velocities applies to --system data (the CCN family), not to method '" + c.method + "'");
+  if (c.select != "loss" && c.select != "rollout")
+    throw Error("train: --select '" + c.select + "': expected loss or rollout");
+  if (c.select == "rollout" && c.system.empty())
+    throw Error("train: --select rollout applies to --system data (the CCN family), not to method '" + c.method + "'");
+  if (c.smooth_velocities < 0 || c.smooth_velocities > 10)
+    throw Error("train: --smooth-velocities must be a half width of 0 .. 10 rows, got " +
+                std::to_string(c.smooth_velocities));
   if (!(c.lr >= 0) || !std::isfinite(c.lr)) throw Error("train: --lr must be a finite number >= 0 (0 = the method's default)");
   if (!std::isfinite(c.weight_decay)) throw Error("train: --weight-decay must be finite");
   if (c.out.empty()) throw Error("train: an output run directory is required (--out)");
@@ -495,7 +517,7 @@ TrainResult train(const TrainConfig& cfg, std::ostream& log_out) {
 
   // the data: cube tosses (ContactNets path) or multibody tosses (CCN family)
   TossSet data;
-  SystemTossSet mdata;
+  SystemTossSet mdata, mdata_recorded;  // recorded: as read, for --select rollout
   MultibodyData mb;
   int n_tosses = 0;
   std::string data_format;
@@ -508,6 +530,8 @@ TrainResult train(const TrainConfig& cfg, std::ostream& log_out) {
     mdata = load_system_tosses(cfg.data, mb.system.width());
     mb.dt = mdata.dt;
     mb.synthetic = mdata.format == "impulse-multibody";
+    if (cfg.select == "rollout") mdata_recorded = mdata;
+    smooth_velocities(mdata, cfg.smooth_velocities);  // training and validation only: eval reads the data anew
     n_tosses = static_cast<int>(mdata.tosses.size());
     data_format = mdata.format;
   }
@@ -632,6 +656,12 @@ TrainResult train(const TrainConfig& cfg, std::ostream& log_out) {
 
   std::vector<int> valid_idx(valid_set.size());
   for (int i = 0; i < valid_set.size(); ++i) valid_idx[i] = i;
+  // --select rollout: the validation tosses rolled out from their recorded first
+  // states and compared with the data as recorded (not as smoothed)
+  const bool by_rollout = cfg.select == "rollout";
+  const auto valid_rollout = [&](const nlohmann::json& params) {
+    return multibody_rollout_position_error(mb.system, cfg.method, params, mdata_recorded, split.valid, cfg.threads);
+  };
   const auto t_run = std::chrono::steady_clock::now();
   std::ofstream hist;
   const fs::path hist_path = fs::path(cfg.out) / "history.csv";
@@ -639,7 +669,7 @@ TrainResult train(const TrainConfig& cfg, std::ostream& log_out) {
   // the readable outputs: the best model so far and the history
   auto write_outputs = [&]() {
     write_text_atomic((fs::path(cfg.out) / "params.json").string(),
-                      params_json_of(best_params, cfg.method, res.best_epoch, res.best_valid).dump(2) + "\n");
+                      params_json_of(best_params, cfg, res.best_epoch, res.best_valid).dump(2) + "\n");
     write_history();
   };
 
@@ -656,11 +686,13 @@ TrainResult train(const TrainConfig& cfg, std::ostream& log_out) {
     r.valid_loss = v;
     r.mean_qp_iterations = st.qp_count ? double(st.qp_iterations) / st.qp_count : 0;
     r.not_solved = st.not_solved;
-    res.history.push_back(r);
-    res.best_valid = v;
-    res.best_epoch = 0;
     best_params = method->params_json();
-    log("epoch 0: valid loss " + std::to_string(v));
+    if (by_rollout) r.valid_rollout_m = valid_rollout(best_params);
+    res.history.push_back(r);
+    res.best_valid = by_rollout ? r.valid_rollout_m : v;
+    res.best_epoch = 0;
+    log("epoch 0: valid loss " + std::to_string(v) +
+        (by_rollout ? ", valid rollouts' position error " + std::to_string(r.valid_rollout_m) + " m" : ""));
   }
 
   for (int epoch = start_epoch + 1; epoch <= cfg.max_epochs && !res.early_stopped; ++epoch) {
@@ -696,15 +728,18 @@ TrainResult train(const TrainConfig& cfg, std::ostream& log_out) {
     r.epoch = epoch;
     r.train_loss = train_sum / std::max(1, train_set.size());
     r.valid_loss = valid;
-    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    r.train_seconds = train_seconds;
     r.mean_qp_iterations = st.qp_count ? double(st.qp_iterations) / st.qp_count : 0;
     r.not_solved = st.not_solved;
+    nlohmann::json params = method->params_json();
+    if (by_rollout) r.valid_rollout_m = valid_rollout(params);
+    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    r.train_seconds = train_seconds;
     res.history.push_back(r);
-    if (valid < res.best_valid) {
-      res.best_valid = valid;
+    const double figure = by_rollout ? r.valid_rollout_m : valid;
+    if (figure < res.best_valid) {
+      res.best_valid = figure;
       res.best_epoch = epoch;
-      best_params = method->params_json();
+      best_params = std::move(params);
       since_best = 0;
     } else {
       ++since_best;
@@ -713,14 +748,17 @@ TrainResult train(const TrainConfig& cfg, std::ostream& log_out) {
     if (tty) std::fprintf(stderr, "\r%*s\r", 90, "");
     char line[256];
     std::snprintf(line, sizeof line,
-                  "epoch %d: train loss %.5g, valid loss %.5g%s, %.2fs (training %.2fs), %.1f QP iterations/transition%s",
-                  epoch, r.train_loss, valid, res.best_epoch == epoch ? " (best)" : "", r.seconds,
+                  "epoch %d: train loss %.5g, valid loss %.5g%s%s, %.2fs (training %.2fs), %.1f QP iterations/transition%s",
+                  epoch, r.train_loss, valid,
+                  by_rollout ? (", valid rollouts " + std::to_string(r.valid_rollout_m) + " m").c_str() : "",
+                  res.best_epoch == epoch ? " (best)" : "", r.seconds,
                   r.train_seconds,
                   r.mean_qp_iterations,
                   r.not_solved ? (", " + std::to_string(r.not_solved) + " QPs at the iteration cap").c_str() : "");
     log(line);
     if (res.early_stopped)
-      log("early stop: no better validation loss for " + std::to_string(cfg.patience) + " epochs");
+      log(std::string("early stop: no better validation ") + (by_rollout ? "rollout error" : "loss") + " for " +
+          std::to_string(cfg.patience) + " epochs");
     // checkpoint (atomic), then the readable outputs
     nlohmann::json ck;
     ck["epochs_done"] = epoch;
@@ -738,6 +776,9 @@ TrainResult train(const TrainConfig& cfg, std::ostream& log_out) {
                                {"train_seconds", h.train_seconds},
                                {"mean_qp_iterations", h.mean_qp_iterations},
                                {"not_solved", h.not_solved}});
+    for (size_t i = 0; i < res.history.size(); ++i)
+      if (std::isfinite(res.history[i].valid_rollout_m))
+        ck["history"][i]["valid_position_error_m"] = res.history[i].valid_rollout_m;
     // warm starts first (their own file, named by epoch), then the checkpoint
     // that points at them, then the previous warm-start file goes
     const std::string warm_name = "warm_starts_" + std::to_string(epoch) + ".npz";
@@ -858,7 +899,7 @@ RunCheck check_run(const std::string& run_dir) {
     const bool stopped = ck.at("stopped").get<bool>();
     c.finished = stopped || c.epochs_done >= cfg.max_epochs;
     const std::vector<EpochRecord> hist = history_from_json(ck.at("history"));
-    const nlohmann::json want = params_json_of(ck.at("best_params"), cfg.method, ck.at("best_epoch").get<int>(),
+    const nlohmann::json want = params_json_of(ck.at("best_params"), cfg, ck.at("best_epoch").get<int>(),
                                                ck.at("best_valid").get<double>());
     nlohmann::json have;
     bool readable = true;

@@ -67,6 +67,16 @@ struct TrainConfig {
   // of geometry, friction, inertia. They start at the system's published
   // values (not the random initialization) and are never changed by training.
   std::string known;
+  // --system data: the training and validation transitions' velocities
+  // averaged over 2h+1 rows (smooth_velocities, io/system_tosses.h); 0 = as
+  // recorded. Evaluation always rolls out from, and compares with, the data as recorded.
+  int smooth_velocities = 0;
+  // --system data: what picks the best epoch (and stops early): "loss", the
+  // method's validation loss; or "rollout", the mean base position error of
+  // rollouts of the validation tosses from their first recorded states (the
+  // metric eval reports, on the validation split; the CCN authors' code
+  // selected by a validation rollout error too).
+  std::string select = "loss";
   nlohmann::json to_json() const;
   static TrainConfig from_json(const nlohmann::json& j);
 };
@@ -75,6 +85,7 @@ struct EpochRecord {
   int epoch = 0;
   double train_loss = 0, valid_loss = 0, seconds = 0, mean_qp_iterations = 0;
   double train_seconds = 0;  // the training pass alone (seconds also counts validation)
+  double valid_rollout_m = NAN;  // --select rollout: the validation rollouts' mean position error
   int not_solved = 0;
 };
 
