@@ -338,6 +338,42 @@ TEST(MultibodySim, ElbowDroppedComesToRest) {
   EXPECT_LT(min_phi(sys, p, xe), 1e-3);
 }
 
+// A state that blows up (here: a joint spun past kDivergedSpeed by the first
+// step) is marked where it diverged and held at its last valid state; the
+// other tosses of the batch are simulated exactly as on their own.
+TEST(MultibodySim, DivergedStateIsHeldAndTheBatchGoesOn) {
+  const MultibodySystem sys = elbow_system();
+  const MultibodyParams p = MultibodyParams::nominal(sys);
+  Eigen::VectorXd good(sys.width());
+  good << 0.8, 0.3, 0.4, -0.2, 0.05, -0.02, 0.3, 1.0, 2.5, -1.5, 2.0, 0.5, 0.3, -0.5, 4.0;
+  good.head<4>().normalize();
+  Eigen::VectorXd bad = good;
+  bad(14) = 0.999 * kDivergedSpeed;  // valid now; the joint's Coriolis coupling pushes it over
+  ASSERT_TRUE(rollout_state_is_valid(sys, bad));
+  Eigen::MatrixXd X0(sys.width(), 2);
+  X0 << bad, good;
+  const MultibodyRollout both = multibody_rollout(sys, p, test_options(), X0, 31);
+  const MultibodyRollout alone = multibody_rollout(sys, p, test_options(), one(good), 31);
+  ASSERT_EQ(both.diverged_at.size(), 2u);
+  EXPECT_EQ(both.diverged_at[1], -1);
+  EXPECT_EQ(alone.diverged_at[0], -1);
+  EXPECT_EQ(both.trajectories[1], alone.trajectories[0]);
+  const int d = both.diverged_at[0];
+  ASSERT_GE(d, 1) << "the spinning toss did not diverge";
+  for (int k = d; k <= 30; ++k) EXPECT_EQ(both.trajectories[0].row(k), both.trajectories[0].row(d - 1)) << "row " << k;
+  for (int k = 0; k < d; ++k) EXPECT_TRUE(rollout_state_is_valid(sys, row(both.trajectories[0], k))) << "row " << k;
+  // what is not valid: a non-finite entry, a zero quaternion, a speed at the bound
+  Eigen::VectorXd x = good;
+  x(5) = NAN;
+  EXPECT_FALSE(rollout_state_is_valid(sys, x));
+  x = good;
+  x.head<4>().setZero();
+  EXPECT_FALSE(rollout_state_is_valid(sys, x));
+  x = good;
+  x(9) = -kDivergedSpeed;
+  EXPECT_FALSE(rollout_state_is_valid(sys, x));
+}
+
 // ---- (vi) model gaps ---------------------------------------------------------------
 
 TEST(MultibodySim, VortexPullsAndSwirls) {

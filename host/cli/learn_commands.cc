@@ -97,6 +97,8 @@ void add_learn_commands(CLI::App& app, Commands& out) {
                                  m["rotation_error_deg"].get<double>(), m["penetration_m"].get<double>());
                      for (const char* k : {"volume_error", "friction_error", "inertia_error"})
                        if (m.contains(k)) std::printf(", %s %.4f", k, m[k].get<double>());
+                     if (m.value("diverged_tosses", 0) > 0)
+                       std::printf(" (%d tosses diverged: held at their last valid state)", m["diverged_tosses"].get<int>());
                      std::printf("; wrote %s\n", ea->out.c_str());
                      return 0;
                    }

@@ -279,6 +279,11 @@ void multibody_step(const MultibodySystem& sys, const MultibodyParams& params, c
 
 // ---- rollouts ------------------------------------------------------------------
 
+bool rollout_state_is_valid(const MultibodySystem& sys, const Eigen::Ref<const Eigen::VectorXd>& x) {
+  return x.allFinite() && std::abs(x.head<4>().norm() - 1.0) < 1e-6 &&
+         x.tail(sys.nv()).cwiseAbs().maxCoeff() < kDivergedSpeed;
+}
+
 MultibodyRollout multibody_rollout(const MultibodySystem& sys, const MultibodyParams& params,
                                    const MultibodyStepOptions& options, const Eigen::MatrixXd& X0, int n_states,
                                    const ExternalAcceleration& external) {
@@ -293,6 +298,7 @@ MultibodyRollout multibody_rollout(const MultibodySystem& sys, const MultibodyPa
   out.steps = n_states - 1;
   out.trajectories.assign(static_cast<size_t>(B), MultibodyRollout::Trajectory(n_states, W));
   for (int b = 0; b < B; ++b) out.trajectories[static_cast<size_t>(b)].row(0) = X0.col(b).transpose();
+  out.diverged_at.assign(static_cast<size_t>(B), -1);
   Eigen::MatrixXd X = X0, Xn, A;
   MultibodyStepResult res;
   for (int t = 0; t + 1 < n_states; ++t) {
@@ -318,8 +324,26 @@ MultibodyRollout multibody_rollout(const MultibodySystem& sys, const MultibodyPa
     out.inaccurate += res.inaccurate;
     out.fallbacks += res.fallbacks;
     out.iterations += res.iterations;
+    const auto valid = [&](int b) { return rollout_state_is_valid(sys, Xn.col(b)); };
+    for (int b = 0; b < B; ++b) {
+      int& d = out.diverged_at[static_cast<size_t>(b)];
+      if (d < 0 && !valid(b)) d = t + 1;
+      // a diverged state is simulated on from its last valid configuration at
+      // rest (keeps the batch's step well defined); its output stays frozen
+      if (d >= 0 && !valid(b)) {
+        Xn.col(b) = out.trajectories[static_cast<size_t>(b)].row(d - 1).transpose();
+        Xn.col(b).tail(nv).setZero();
+      }
+    }
     X.swap(Xn);
-    for (int b = 0; b < B; ++b) out.trajectories[static_cast<size_t>(b)].row(t + 1) = X.col(b).transpose();
+    for (int b = 0; b < B; ++b) {
+      const int d = out.diverged_at[static_cast<size_t>(b)];
+      auto& tr = out.trajectories[static_cast<size_t>(b)];
+      if (d >= 0)
+        tr.row(t + 1) = tr.row(d - 1);
+      else
+        tr.row(t + 1) = X.col(b).transpose();
+    }
   }
   return out;
 }

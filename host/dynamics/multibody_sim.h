@@ -196,7 +196,19 @@ struct MultibodyRollout {
   long long inaccurate = 0;              // of those, kSolvedInaccurate
   long long fallbacks = 0;               // re-solved in the other form
   long long iterations = 0;              // ADMM iterations in all
+  // per initial state: the first row whose simulated state was not valid
+  // (rollout_state_is_valid: a model whose step blew up, e.g. a learned link of
+  // tiny inertia), −1 if none. From that row on the trajectory holds its last
+  // valid state, and the rest of the batch goes on.
+  std::vector<int> diverged_at;
 };
+
+// A simulated state a rollout goes on from: finite, a unit quaternion (a
+// velocity near overflow leaves a finite state whose normalized quaternion is
+// 0) and every speed below kDivergedSpeed (m/s, rad/s: far beyond any toss; a
+// step that reaches it has blown up).
+constexpr double kDivergedSpeed = 1e3;
+bool rollout_state_is_valid(const MultibodySystem& sys, const Eigen::Ref<const Eigen::VectorXd>& x);
 
 // Simulates each column of X0 (width x B) for n_states − 1 steps (n_states ≥ 1),
 // all states batched per step.

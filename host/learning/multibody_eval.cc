@@ -92,8 +92,15 @@ std::vector<std::vector<Eigen::Vector3d>> true_vertices(const MultibodySystem& s
 }
 
 // rollouts of the selected tosses from their first rows (row-major n x width each)
-std::vector<MultibodyRollout::Trajectory> rollouts(const MultibodySystem& sys, const RunModel& L,
-                                                   const SystemTossSet& data, const std::vector<int>& idx, int threads) {
+// trajectories and, per toss, the row its simulation diverged at (−1: never;
+// MultibodyRollout::diverged_at: from there on it holds its last finite state)
+struct Rollouts {
+  std::vector<MultibodyRollout::Trajectory> tr;
+  std::vector<int> diverged_at;
+};
+
+Rollouts rollouts(const MultibodySystem& sys, const RunModel& L, const SystemTossSet& data,
+                  const std::vector<int>& idx, int threads) {
   const int W = sys.width();
   int T = 0;
   for (int i : idx) T = std::max(T, data.tosses[static_cast<size_t>(i)].steps(W));
@@ -102,21 +109,31 @@ std::vector<MultibodyRollout::Trajectory> rollouts(const MultibodySystem& sys, c
     X0.col(static_cast<Eigen::Index>(i)) = Eigen::Map<const Eigen::VectorXd>(data.tosses[static_cast<size_t>(idx[i])].rows.data(), W);
   const double dt = data.dt;
   if (L.end_to_end) {
-    std::vector<MultibodyRollout::Trajectory> out(idx.size());
+    Rollouts out;
+    out.tr.resize(idx.size());
+    out.diverged_at.assign(idx.size(), -1);
     CcnModel feat(sys, false);
     parallel_for(static_cast<int>(idx.size()), threads, [&](int, int b, int e) {
       Eigen::VectorXd x, f(L.net.input_size()), qn(sys.nq());
       for (int i = b; i < e; ++i) {
-        MultibodyRollout::Trajectory& tr = out[static_cast<size_t>(i)];
+        MultibodyRollout::Trajectory& tr = out.tr[static_cast<size_t>(i)];
         tr.resize(T, W);
         x = X0.col(i);
         tr.row(0) = x.transpose();
         for (int k = 1; k < T; ++k) {
-          feat.residual_features(x, f);
-          const Eigen::VectorXd vn = L.out_std.cwiseProduct(L.net(f)) + L.out_mean;
-          integrate_configuration(sys, x.head(sys.nq()), vn, dt, qn);
-          x.head(sys.nq()) = qn;
-          x.tail(sys.nv()) = vn;
+          if (out.diverged_at[static_cast<size_t>(i)] < 0) {
+            feat.residual_features(x, f);
+            const Eigen::VectorXd vn = L.out_std.cwiseProduct(L.net(f)) + L.out_mean;
+            if (vn.allFinite()) {
+              integrate_configuration(sys, x.head(sys.nq()), vn, dt, qn);
+              x.head(sys.nq()) = qn;
+              x.tail(sys.nv()) = vn;
+            }
+            if (!vn.allFinite() || !rollout_state_is_valid(sys, x)) {
+              out.diverged_at[static_cast<size_t>(i)] = k;
+              x = tr.row(k - 1).transpose();
+            }
+          }
           tr.row(k) = x.transpose();
         }
       }
@@ -141,7 +158,8 @@ std::vector<MultibodyRollout::Trajectory> rollouts(const MultibodySystem& sys, c
       a = L.model.network()(f);
     };
   }
-  return multibody_rollout(sys, p, so, X0, T, residual).trajectories;
+  MultibodyRollout r = multibody_rollout(sys, p, so, X0, T, residual);
+  return {std::move(r.trajectories), std::move(r.diverged_at)};
 }
 
 struct TossErrors {
@@ -186,10 +204,10 @@ double multibody_rollout_position_error(const MultibodySystem& sys, const std::s
       throw Error("rollout error: toss " + std::to_string(i) + " is out of range (the data have " +
                   std::to_string(data.tosses.size()) + " tosses)");
   const RunModel m = model_of(sys, method, params, "rollout error: the model");
-  const auto tr = rollouts(sys, m, data, tosses, threads);
+  const Rollouts r = rollouts(sys, m, data, tosses, threads);
   double pos = 0;
   for (size_t i = 0; i < tosses.size(); ++i)
-    pos += errors_of(sys, tr[i], data.tosses[static_cast<size_t>(tosses[i])]).position / static_cast<double>(tosses.size());
+    pos += errors_of(sys, r.tr[i], data.tosses[static_cast<size_t>(tosses[i])]).position / static_cast<double>(tosses.size());
   return pos;
 }
 
@@ -203,17 +221,22 @@ bool is_multibody_run(const std::string& run_dir) {
 nlohmann::json evaluate_multibody_run(const EvalOptions& opt) {
   const LoadedRun L = load(opt);
   const std::vector<int> idx = select_tosses(opt.tosses, static_cast<int>(L.data.tosses.size()), L.split, L.same_data);
-  const auto tr = rollouts(L.sys, L, L.data, idx, opt.threads);
+  const Rollouts r = rollouts(L.sys, L, L.data, idx, opt.threads);
   nlohmann::json per = nlohmann::json::array();
   double pos = 0, rot = 0, pen = 0;
+  int diverged = 0;
   for (size_t i = 0; i < idx.size(); ++i) {
-    const TossErrors e = errors_of(L.sys, tr[i], L.data.tosses[static_cast<size_t>(idx[i])]);
+    const TossErrors e = errors_of(L.sys, r.tr[i], L.data.tosses[static_cast<size_t>(idx[i])]);
     pos += e.position / idx.size();
     rot += e.rotation_deg / idx.size();
     pen += e.penetration / idx.size();
     per.push_back({{"toss", idx[i]}, {"name", L.data.tosses[static_cast<size_t>(idx[i])].name},
                    {"position_error_m", e.position}, {"rotation_error_deg", e.rotation_deg},
                    {"penetration_m", e.penetration}});
+    if (r.diverged_at[i] >= 0) {
+      per.back()["diverged_at_step"] = r.diverged_at[i];
+      ++diverged;
+    }
   }
   nlohmann::json j;
   j["method"] = L.method;
@@ -225,6 +248,8 @@ nlohmann::json evaluate_multibody_run(const EvalOptions& opt) {
   j["position_error_m"] = pos;
   j["rotation_error_deg"] = rot;
   j["penetration_m"] = pen;
+  // tosses whose simulation blew up: scored on their last finite state, held
+  j["diverged_tosses"] = diverged;
   if (!L.end_to_end) {
     // (13a) against the system's nominal geometry
     const auto truth = true_vertices(L.sys);
@@ -262,7 +287,7 @@ void rollout_multibody_run(const EvalOptions& opt, int toss, const std::string& 
   if (toss < 0 || toss >= static_cast<int>(L.data.tosses.size()))
     throw Error("--toss " + std::to_string(toss) + " is out of range (the data have " +
                 std::to_string(L.data.tosses.size()) + " tosses)");
-  const auto tr = rollouts(L.sys, L, L.data, {toss}, 1);
+  const std::vector<MultibodyRollout::Trajectory> tr = rollouts(L.sys, L, L.data, {toss}, 1).tr;
   const SystemToss& truth = L.data.tosses[static_cast<size_t>(toss)];
   const TossErrors e = errors_of(L.sys, tr[0], truth);
   const int W = L.sys.width(), nj = L.sys.joints();

@@ -11,6 +11,10 @@
 //   rotation_error_deg     likewise, the angle between base orientations
 //   penetration_m          mean over steps of max(0, −min φ) of the system's
 //                          nominal (true) vertices at the predicted state
+//   diverged_tosses        tosses whose simulation blew up (a state not valid
+//                          by rollout_state_is_valid, host/dynamics/multibody_sim.h;
+//                          per toss diverged_at_step): from there on they hold
+//                          their last valid state, and are scored so
 //   volume_error           (13a) mean over links of the symmetric difference of
 //                          learned and true convex hulls over the true volume
 //                          (structured methods; the truth is the system's

@@ -43,7 +43,7 @@ const std::set<std::string>& train_option_names() {
   static const std::set<std::string> names = {
       "method", "system", "data",     "tosses",      "seed",       "epochs",   "patience",
       "batch",  "lr",     "weight-decay", "init-noise", "friction", "eps",      "backend",
-      "max-seconds", "w-res", "w-res-w"};
+      "max-seconds", "w-res", "w-res-w", "known", "smooth-velocities", "select"};
   return names;
 }
 
