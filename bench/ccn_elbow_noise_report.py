@@ -35,7 +35,7 @@ def main():
         rows.setdefault((method, n), {}).setdefault((h, sel), []).append(
             dict(seed=seed, vpos=v["position_error_m"], vrot=v["rotation_error_deg"], pos=t["position_error_m"],
                  rot=t["rotation_error_deg"], vol=t.get("volume_error"), pen=t["penetration_m"],
-                 mu=p.get("mu"), best=p.get("best_epoch")))
+                 mu=p.get("mu"), best=p.get("best_epoch"), div=t.get("diverged_tosses", 0)))
 
     def ms(xs, f="%.4f"):
         xs = [x for x in xs if x is not None]
@@ -48,15 +48,15 @@ def main():
     for (method, n), settings in sorted(rows.items()):
         chosen = min(settings, key=lambda k: statistics.mean(r["vpos"] for r in settings[k]))
         print(f"\n### {method}, N = {n}\n")
-        print("| H | select | seeds | valid pos. (m) | test pos. (m) | test rot. (deg) | volume err | pen. (mm) | mu | best epochs |")
-        print("|---|---|---|---|---|---|---|---|---|---|")
+        print("| H | select | seeds | valid pos. (m) | test pos. (m) | test rot. (deg) | volume err | pen. (mm) | mu | best epochs | diverged |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|")
         for k in sorted(settings):
             rs = sorted(settings[k], key=lambda r: r["seed"])
             mark = " **(chosen)**" if k == chosen else ""
             print(f"| {k[0]} | {k[1]}{mark} | {len(rs)} | {ms([r['vpos'] for r in rs])} | {ms([r['pos'] for r in rs])} | "
                   f"{ms([r['rot'] for r in rs], '%.1f')} | {ms([r['vol'] for r in rs], '%.3f')} | "
                   f"{ms([1e3 * r['pen'] for r in rs], '%.2f')} | {ms([r['mu'] for r in rs], '%.3f')} | "
-                  f"{', '.join(str(r['best']) for r in rs)} |")
+                  f"{', '.join(str(r['best']) for r in rs)} | {sum(r['div'] for r in rs)} |")
     if missing:
         print("\nunfinished or unreadable runs: " + ", ".join(missing))
 
