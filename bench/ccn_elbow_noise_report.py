@@ -4,7 +4,8 @@
 Every run RUNS/<method>_h<H>_<select>_n<N>_s<seed> holds valid.json (eval on
 its validation tosses) and test.json (its test tosses). For each method the
 setting (H, select) is chosen by the mean VALIDATION position error over the
-seeds; the test figures are printed for every setting, the chosen one marked.
+seeds, among the settings with as many finished seeds as the most complete one; the
+test figures are printed for every setting, the chosen one marked.
 Usage: python3 bench/ccn_elbow_noise_report.py RUNS
 """
 import json
@@ -46,7 +47,10 @@ def main():
         return (f + " ± " + f) % (statistics.mean(xs), statistics.stdev(xs))
 
     for (method, n), settings in sorted(rows.items()):
-        chosen = min(settings, key=lambda k: statistics.mean(r["vpos"] for r in settings[k]))
+        # only settings with every seed finished compete (a partial mean is not comparable)
+        full = max(len(v) for v in settings.values())
+        complete = [k for k in settings if len(settings[k]) == full]
+        chosen = min(complete, key=lambda k: statistics.mean(r["vpos"] for r in settings[k]))
         print(f"\n### {method}, N = {n}\n")
         print("| H | select | seeds | valid pos. (m) | test pos. (m) | test rot. (deg) | volume err | pen. (mm) | mu | best epochs | diverged |")
         print("|---|---|---|---|---|---|---|---|---|---|---|")

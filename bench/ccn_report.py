@@ -69,6 +69,9 @@ def load(work):
             vl = [float(h["valid_loss"]) for h in hist]
             r["epochs"] = max(ep)
             r["best_epoch"] = ep[vl.index(min(vl))]
+            pp = os.path.join(d, "params.json")  # the run's own choice (--select rollout: not the loss's argmin)
+            if os.path.exists(pp):
+                r["best_epoch"] = json.load(open(pp)).get("best_epoch", r["best_epoch"])
             r["train_s"] = sum(float(h["train_seconds"]) for h in hist)
         runs.append(r)
     return runs

@@ -195,10 +195,11 @@ TEST(CcnTrainer, BadOptionsAndDataAreRefused) {
 }
 
 // --select rollout: every epoch's validation figure is the validation tosses'
-// mean rollout position error (the data as recorded, also when training on
-// smoothed velocities), the best epoch is its minimum, params.json is that
-// epoch's model, and eval of params.json on the validation tosses reports the
-// same figure. The run resumes bit for bit and check_run accepts it.
+// mean rollout position error, the best epoch is its minimum, params.json is
+// that epoch's model, and eval of params.json on the validation tosses reports
+// the same figure. The run resumes bit for bit, gives the same figures on 2
+// threads, and check_run accepts it; with patience 1 it stops at the first
+// epoch that does not improve the figure.
 TEST(CcnTrainer, SelectionByValidationRollouts) {
   if (small_elbow_file().empty()) IMPULSE_SKIP_WITHOUT_DATA("real elbow tosses not found at " + elbow_dir());
   std::ostringstream log;
@@ -245,6 +246,66 @@ TEST(CcnTrainer, SelectionByValidationRollouts) {
   EXPECT_TRUE(train(part, log).resumed);
   EXPECT_EQ(read_json(c.out + "/checkpoint.json").at("theta"), read_json(part.out + "/checkpoint.json").at("theta"));
   EXPECT_EQ(read_json(c.out + "/params.json"), read_json(part.out + "/params.json"));
+  TrainConfig two = c;
+  two.out = temp_dir("select_two");
+  two.threads = 2;
+  train(two, log);
+  const nlohmann::json h1 = read_json(c.out + "/checkpoint.json").at("history"),
+                       h2 = read_json(two.out + "/checkpoint.json").at("history");
+  ASSERT_EQ(h1.size(), h2.size());
+  for (size_t i = 0; i < h1.size(); ++i)
+    EXPECT_EQ(h1[i].at("valid_position_error_m"), h2[i].at("valid_position_error_m")) << "epoch " << i;
+  // patience 1: stops at the first epoch whose figure is no better than the best before it
+  TrainConfig early = c;
+  early.out = temp_dir("select_early");
+  early.patience = 1;
+  early.max_epochs = 30;
+  const TrainResult er = train(early, log);
+  const nlohmann::json he = read_json(early.out + "/checkpoint.json").at("history");
+  double lowest = he[0].at("valid_position_error_m").get<double>();
+  size_t stop = 0;
+  for (size_t i = 1; i < he.size() && stop == 0; ++i) {
+    const double f = he[i].at("valid_position_error_m").get<double>();
+    if (f < lowest)
+      lowest = f;
+    else
+      stop = i;
+  }
+  if (stop == 0) {
+    EXPECT_EQ(he.size(), 31u) << "no epoch failed to improve, so all 30 ran";
+  } else {
+    EXPECT_TRUE(er.early_stopped);
+    EXPECT_EQ(he.size(), stop + 1) << "ran past the first epoch without a better rollout figure";
+    EXPECT_NE(log.str().find("no better validation rollout error for 1 epochs"), std::string::npos);
+  }
+}
+
+// A model whose rollouts blow up (here End-to-end predicting 2000 m/s) is scored on
+// the last valid state of each toss, which eval counts as diverged, instead of
+// failing the evaluation.
+TEST(CcnTrainer, DivergedRolloutsAreCountedNotFatal) {
+  if (small_elbow_file().empty()) IMPULSE_SKIP_WITHOUT_DATA("real elbow tosses not found at " + elbow_dir());
+  std::ostringstream log;
+  TrainConfig c = base("end-to-end", temp_dir("diverge"));
+  c.max_epochs = 1;
+  train(c, log);
+  nlohmann::json p = read_json(c.out + "/params.json");
+  std::vector<double> mean = p.at("output_mean").get<std::vector<double>>();
+  mean[3] = 2000;  // base v_x, m/s: past kDivergedSpeed
+  p["output_mean"] = mean;
+  write_text_atomic(c.out + "/blown.json", p.dump());
+  EvalOptions e;
+  e.run_dir = c.out;
+  e.params = "blown.json";
+  e.tosses = "all";
+  const nlohmann::json m = evaluate_run(e);
+  EXPECT_EQ(m.at("diverged_tosses").get<int>(), m.at("n_tosses").get<int>());
+  for (const auto& t : m.at("tosses")) EXPECT_EQ(t.at("diverged_at_step").get<int>(), 1);
+  EXPECT_TRUE(std::isfinite(m.at("position_error_m").get<double>()));
+  EXPECT_TRUE(std::isfinite(m.at("rotation_error_deg").get<double>()));
+  // the trained model itself does not diverge
+  e.params = "params.json";
+  EXPECT_EQ(evaluate_run(e).at("diverged_tosses").get<int>(), 0);
 }
 
 // --known: the named groups keep the system's published values through

@@ -55,7 +55,8 @@ void add_learn_commands(CLI::App& app, Commands& out) {
   tr->add_option("--seed", tc->seed, "seed of the split, initialization and batch order");
   tr->add_option("--out", tc->out, "run directory")->required();
   tr->add_option("--epochs", tc->max_epochs, "most epochs");
-  tr->add_option("--patience", tc->patience, "early stop after this many epochs without a better validation loss");
+  tr->add_option("--patience", tc->patience,
+                 "early stop after this many epochs without a better validation figure (the loss, or rollouts: --select)");
   tr->add_option("--batch", tc->batch_size, "transitions per Adam step");
   tr->add_option("--lr", tc->lr, "learning rate (0 = the method's default)");
   tr->add_option("--weight-decay", tc->weight_decay, "AdamW weight decay (< 0 = the method's default)");
@@ -70,8 +71,9 @@ void add_learn_commands(CLI::App& app, Commands& out) {
   tr->add_option("--max-seconds", tc->max_seconds, "stop after this long (checkpointed; the same command resumes)");
   out.push_back({tr, [tc] {
                    const TrainResult r = train(*tc, std::cout);
-                   std::printf("best epoch %d, validation loss %.6g; learned parameters: %s/params.json\n",
-                               r.best_epoch, r.best_valid, tc->out.c_str());
+                   std::printf("best epoch %d, %s %.6g; learned parameters: %s/params.json\n", r.best_epoch,
+                               tc->select == "rollout" ? "validation rollouts' position error (m)" : "validation loss",
+                               r.best_valid, tc->out.c_str());
                    return 0;
                  }});
 

@@ -328,9 +328,11 @@ MultibodyRollout multibody_rollout(const MultibodySystem& sys, const MultibodyPa
     for (int b = 0; b < B; ++b) {
       int& d = out.diverged_at[static_cast<size_t>(b)];
       if (d < 0 && !valid(b)) d = t + 1;
-      // a diverged state is simulated on from its last valid configuration at
-      // rest (keeps the batch's step well defined); its output stays frozen
-      if (d >= 0 && !valid(b)) {
+      // a diverged toss goes into every later step as its last valid state at
+      // rest (keeps the batch's step well defined; what that step makes of it
+      // is discarded, though its QP counts in the totals above); its output
+      // stays frozen
+      if (d >= 0) {
         Xn.col(b) = out.trajectories[static_cast<size_t>(b)].row(d - 1).transpose();
         Xn.col(b).tail(nv).setZero();
       }
@@ -494,6 +496,11 @@ SystemTossSet generate_system_tosses(const SyntheticSystemOptions& o, SyntheticS
   ExternalAcceleration ext;
   if (o.gap == ModelGap::kVortex) ext = vortex_acceleration(sys, params.pi, o.vortex_k_r, o.vortex_k_t);
   const MultibodyRollout r = multibody_rollout(sys, params, step, X0, o.states, ext);
+  for (int b = 0; b < o.tosses; ++b)
+    if (r.diverged_at[static_cast<size_t>(b)] >= 0)
+      throw Error("generate-tosses: toss " + std::to_string(b) + " diverged at state " +
+                  std::to_string(r.diverged_at[static_cast<size_t>(b)]) + " (a speed past " +
+                  std::to_string(static_cast<int>(kDivergedSpeed)) + " or a non-finite state): try a smaller dt");
 
   SystemTossSet set;
   set.format = "impulse-multibody";

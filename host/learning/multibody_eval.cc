@@ -233,8 +233,10 @@ nlohmann::json evaluate_multibody_run(const EvalOptions& opt) {
     per.push_back({{"toss", idx[i]}, {"name", L.data.tosses[static_cast<size_t>(idx[i])].name},
                    {"position_error_m", e.position}, {"rotation_error_deg", e.rotation_deg},
                    {"penetration_m", e.penetration}});
-    if (r.diverged_at[i] >= 0) {
-      per.back()["diverged_at_step"] = r.diverged_at[i];
+    // diverged within the recorded rows (the batch runs to its longest toss)
+    const int d = r.diverged_at[i];
+    if (d >= 0 && d < L.data.tosses[static_cast<size_t>(idx[i])].steps(L.sys.width())) {
+      per.back()["diverged_at_step"] = d;
       ++diverged;
     }
   }

@@ -517,7 +517,7 @@ TrainResult train(const TrainConfig& cfg, std::ostream& log_out) {
 
   // the data: cube tosses (ContactNets path) or multibody tosses (CCN family)
   TossSet data;
-  SystemTossSet mdata, mdata_recorded;  // recorded: as read, for --select rollout
+  SystemTossSet mdata;
   MultibodyData mb;
   int n_tosses = 0;
   std::string data_format;
@@ -530,8 +530,9 @@ TrainResult train(const TrainConfig& cfg, std::ostream& log_out) {
     mdata = load_system_tosses(cfg.data, mb.system.width());
     mb.dt = mdata.dt;
     mb.synthetic = mdata.format == "impulse-multibody";
-    if (cfg.select == "rollout") mdata_recorded = mdata;
-    smooth_velocities(mdata, cfg.smooth_velocities);  // training and validation only: eval reads the data anew
+    // the transitions' velocities only: a toss's first row (its window is that
+    // row alone) and every position stay as recorded, which is all a rollout uses
+    smooth_velocities(mdata, cfg.smooth_velocities);
     n_tosses = static_cast<int>(mdata.tosses.size());
     data_format = mdata.format;
   }
@@ -656,11 +657,11 @@ TrainResult train(const TrainConfig& cfg, std::ostream& log_out) {
 
   std::vector<int> valid_idx(valid_set.size());
   for (int i = 0; i < valid_set.size(); ++i) valid_idx[i] = i;
-  // --select rollout: the validation tosses rolled out from their recorded first
-  // states and compared with the data as recorded (not as smoothed)
+  // --select rollout: the validation tosses rolled out from their first states
+  // and compared with their positions (both as recorded, smoothed or not)
   const bool by_rollout = cfg.select == "rollout";
   const auto valid_rollout = [&](const nlohmann::json& params) {
-    return multibody_rollout_position_error(mb.system, cfg.method, params, mdata_recorded, split.valid, cfg.threads);
+    return multibody_rollout_position_error(mb.system, cfg.method, params, mdata, split.valid, cfg.threads);
   };
   const auto t_run = std::chrono::steady_clock::now();
   std::ofstream hist;

@@ -1,12 +1,15 @@
 // Training runs: ContactNets (Polytope, Deep) and the End-to-end baseline on a
 // cube-toss data set, with AdamW over shuffled mini-batches, early stopping on
-// the validation loss, an atomic checkpoint every epoch and resume after a kill.
+// the validation loss (or, for the CCN family, optionally on validation
+// rollouts: TrainConfig::select), an atomic checkpoint every epoch and resume
+// after a kill.
 //
 // A run directory holds:
 //   config.json      the run's settings, the data set and the toss split
 //   checkpoint.json  everything needed to continue (written atomically each epoch)
-//   params.json      the best (lowest validation loss) learned model, readable, SI
+//   params.json      the best (lowest validation figure) learned model, readable, SI
 //   history.csv      per epoch: train loss, validation loss, time, QP iterations
+//                    (and valid_position_error_m under --select rollout)
 //   log.txt          the log lines
 // Every run is reproducible from its seed: the split, the initialization and the
 // mini-batch order are drawn from it (portable generators), and the CPU solves are
@@ -69,13 +72,16 @@ struct TrainConfig {
   std::string known;
   // --system data: the training and validation transitions' velocities
   // averaged over 2h+1 rows (smooth_velocities, io/system_tosses.h); 0 = as
-  // recorded. Evaluation always rolls out from, and compares with, the data as recorded.
+  // recorded. Evaluation (and --select rollout) always rolls out from, and
+  // compares with, the data as recorded: the first row of a toss and every
+  // position are unchanged by the average.
   int smooth_velocities = 0;
   // --system data: what picks the best epoch (and stops early): "loss", the
   // method's validation loss; or "rollout", the mean base position error of
   // rollouts of the validation tosses from their first recorded states (the
-  // metric eval reports, on the validation split; the CCN authors' code
-  // selected by a validation rollout error too).
+  // metric eval reports, on the validation split; older versions of the CCN
+  // authors' code selected by a validation rollout error, newer ones by the
+  // one-step prediction error).
   std::string select = "loss";
   nlohmann::json to_json() const;
   static TrainConfig from_json(const nlohmann::json& j);
