@@ -70,6 +70,14 @@ TrainConfig base(const std::string& method, const std::string& out) {
   return c;
 }
 
+// a one-epoch run of method into a fresh directory named name, trained
+TrainConfig one_epoch(const std::string& method, const std::string& name, std::ostream& log) {
+  TrainConfig c = base(method, temp_dir(name));
+  c.max_epochs = 1;
+  train(c, log);
+  return c;
+}
+
 TEST(CcnTrainer, EachMethodLowersItsValidationLoss) {
   if (small_elbow_file().empty()) IMPULSE_SKIP_WITHOUT_DATA("real elbow tosses not found at " + elbow_dir());
   for (const std::string m : {"ccn", "ccn-r", "diffsim", "diffsim-r", "end-to-end"}) {
@@ -123,9 +131,7 @@ TEST(CcnTrainer, ResumeIsBitExactAndThreadCountsAgree) {
 TEST(CcnTrainer, RunOfAnotherLossFormIsNotResumed) {
   if (small_elbow_file().empty()) IMPULSE_SKIP_WITHOUT_DATA("real elbow tosses not found at " + elbow_dir());
   std::ostringstream log;
-  TrainConfig c = base("ccn", temp_dir("form"));
-  c.max_epochs = 1;
-  train(c, log);
+  TrainConfig c = one_epoch("ccn", "form", log);
   nlohmann::json cfg = read_json(c.out + "/config.json");
   EXPECT_EQ(cfg.at("ccn_loss_form").get<int>(), kCcnLossForm);
   cfg.erase("ccn_loss_form");
@@ -133,9 +139,7 @@ TEST(CcnTrainer, RunOfAnotherLossFormIsNotResumed) {
   c.max_epochs = 2;
   testing::expect_error([&] { train(c, log); }, {"different configuration", "ccn_loss_form"});
   // DiffSim's loss has no such form
-  TrainConfig d = base("diffsim", temp_dir("form_diffsim"));
-  d.max_epochs = 1;
-  train(d, log);
+  const TrainConfig d = one_epoch("diffsim", "form_diffsim", log);
   EXPECT_FALSE(read_json(d.out + "/config.json").contains("ccn_loss_form"));
 }
 
@@ -286,9 +290,7 @@ TEST(CcnTrainer, SelectionByValidationRollouts) {
 TEST(CcnTrainer, DivergedRolloutsAreCountedNotFatal) {
   if (small_elbow_file().empty()) IMPULSE_SKIP_WITHOUT_DATA("real elbow tosses not found at " + elbow_dir());
   std::ostringstream log;
-  TrainConfig c = base("end-to-end", temp_dir("diverge"));
-  c.max_epochs = 1;
-  train(c, log);
+  const TrainConfig c = one_epoch("end-to-end", "diverge", log);
   nlohmann::json p = read_json(c.out + "/params.json");
   std::vector<double> mean = p.at("output_mean").get<std::vector<double>>();
   mean[3] = 2000;  // base v_x, m/s: past kDivergedSpeed
@@ -330,9 +332,7 @@ TEST(CcnTrainer, KnownGroupsStayAtThePublishedValues) {
       }
     }
     // without --known the same seed starts from a random inertia
-    TrainConfig free = base(m, temp_dir("free_" + m));
-    free.max_epochs = 1;
-    train(free, log);
+    const TrainConfig free = one_epoch(m, "free_" + m, log);
     EXPECT_NE(read_json(free.out + "/init_params.json").at("links")[0].at("log_cholesky"),
               nominal.at("links")[0].at("log_cholesky"));
   }

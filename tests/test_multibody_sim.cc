@@ -320,12 +320,18 @@ INSTANTIATE_TEST_SUITE_P(Forms, MultibodySimForms,
 
 // ---- (v) the elbow -----------------------------------------------------------------
 
-TEST(MultibodySim, ElbowDroppedComesToRest) {
-  const MultibodySystem sys = elbow_system();
-  const MultibodyParams p = MultibodyParams::nominal(sys);
+// the elbow tumbling 0.3 m above the table, its joint swinging
+Eigen::VectorXd tumbling_elbow(const MultibodySystem& sys) {
   Eigen::VectorXd x(sys.width());
   x << 0.8, 0.3, 0.4, -0.2, 0.05, -0.02, 0.3, 1.0, 2.5, -1.5, 2.0, 0.5, 0.3, -0.5, 4.0;
   x.head<4>().normalize();
+  return x;
+}
+
+TEST(MultibodySim, ElbowDroppedComesToRest) {
+  const MultibodySystem sys = elbow_system();
+  const MultibodyParams p = MultibodyParams::nominal(sys);
+  const Eigen::VectorXd x = tumbling_elbow(sys);
   const MultibodyRollout r = multibody_rollout(sys, p, test_options(), one(x), 401);
   EXPECT_EQ(r.not_solved, 0);
   for (int i = 0; i <= 400; ++i) {
@@ -344,9 +350,7 @@ TEST(MultibodySim, ElbowDroppedComesToRest) {
 TEST(MultibodySim, DivergedStateIsHeldAndTheBatchGoesOn) {
   const MultibodySystem sys = elbow_system();
   const MultibodyParams p = MultibodyParams::nominal(sys);
-  Eigen::VectorXd good(sys.width());
-  good << 0.8, 0.3, 0.4, -0.2, 0.05, -0.02, 0.3, 1.0, 2.5, -1.5, 2.0, 0.5, 0.3, -0.5, 4.0;
-  good.head<4>().normalize();
+  const Eigen::VectorXd good = tumbling_elbow(sys);
   Eigen::VectorXd bad = good;
   bad(14) = 0.999 * kDivergedSpeed;  // valid now; the joint's Coriolis coupling pushes it over
   ASSERT_TRUE(rollout_state_is_valid(sys, bad));

@@ -93,7 +93,7 @@ std::vector<std::vector<Eigen::Vector3d>> true_vertices(const MultibodySystem& s
 
 // rollouts of the selected tosses from their first rows (row-major n x width each)
 // trajectories and, per toss, the row its simulation diverged at (−1: never;
-// MultibodyRollout::diverged_at: from there on it holds its last finite state)
+// MultibodyRollout::diverged_at: from there on it holds its last valid state)
 struct Rollouts {
   std::vector<MultibodyRollout::Trajectory> tr;
   std::vector<int> diverged_at;
@@ -114,25 +114,21 @@ Rollouts rollouts(const MultibodySystem& sys, const RunModel& L, const SystemTos
     out.diverged_at.assign(idx.size(), -1);
     CcnModel feat(sys, false);
     parallel_for(static_cast<int>(idx.size()), threads, [&](int, int b, int e) {
-      Eigen::VectorXd x, f(L.net.input_size()), qn(sys.nq());
+      Eigen::VectorXd x, xn(W), f(L.net.input_size());
       for (int i = b; i < e; ++i) {
         MultibodyRollout::Trajectory& tr = out.tr[static_cast<size_t>(i)];
         tr.resize(T, W);
         x = X0.col(i);
         tr.row(0) = x.transpose();
         for (int k = 1; k < T; ++k) {
-          if (out.diverged_at[static_cast<size_t>(i)] < 0) {
+          if (out.diverged_at[static_cast<size_t>(i)] < 0) {  // else x stays the last valid state
             feat.residual_features(x, f);
-            const Eigen::VectorXd vn = L.out_std.cwiseProduct(L.net(f)) + L.out_mean;
-            if (vn.allFinite()) {
-              integrate_configuration(sys, x.head(sys.nq()), vn, dt, qn);
-              x.head(sys.nq()) = qn;
-              x.tail(sys.nv()) = vn;
-            }
-            if (!vn.allFinite() || !rollout_state_is_valid(sys, x)) {
+            xn.tail(sys.nv()) = L.out_std.cwiseProduct(L.net(f)) + L.out_mean;
+            integrate_configuration(sys, x.head(sys.nq()), xn.tail(sys.nv()), dt, xn.head(sys.nq()));
+            if (rollout_state_is_valid(sys, xn))
+              x = xn;
+            else
               out.diverged_at[static_cast<size_t>(i)] = k;
-              x = tr.row(k - 1).transpose();
-            }
           }
           tr.row(k) = x.transpose();
         }
@@ -250,7 +246,7 @@ nlohmann::json evaluate_multibody_run(const EvalOptions& opt) {
   j["position_error_m"] = pos;
   j["rotation_error_deg"] = rot;
   j["penetration_m"] = pen;
-  // tosses whose simulation blew up: scored on their last finite state, held
+  // tosses whose simulation blew up: scored on their last valid state, held
   j["diverged_tosses"] = diverged;
   if (!L.end_to_end) {
     // (13a) against the system's nominal geometry

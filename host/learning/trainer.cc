@@ -731,8 +731,11 @@ TrainResult train(const TrainConfig& cfg, std::ostream& log_out) {
     r.valid_loss = valid;
     r.mean_qp_iterations = st.qp_count ? double(st.qp_iterations) / st.qp_count : 0;
     r.not_solved = st.not_solved;
-    nlohmann::json params = method->params_json();
-    if (by_rollout) r.valid_rollout_m = valid_rollout(params);
+    nlohmann::json params;  // the readable model: needed for rollouts, else only when best
+    if (by_rollout) {
+      params = method->params_json();
+      r.valid_rollout_m = valid_rollout(params);
+    }
     r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     r.train_seconds = train_seconds;
     res.history.push_back(r);
@@ -740,7 +743,7 @@ TrainResult train(const TrainConfig& cfg, std::ostream& log_out) {
     if (figure < res.best_valid) {
       res.best_valid = figure;
       res.best_epoch = epoch;
-      best_params = std::move(params);
+      best_params = by_rollout ? std::move(params) : method->params_json();
       since_best = 0;
     } else {
       ++since_best;
@@ -771,15 +774,15 @@ TrainResult train(const TrainConfig& cfg, std::ostream& log_out) {
     ck["best_params"] = best_params;
     ck["stopped"] = res.early_stopped;
     ck["history"] = nlohmann::json::array();
-    for (const auto& h : res.history)
-      ck["history"].push_back({{"epoch", h.epoch}, {"train_loss", h.train_loss},
-                               {"valid_loss", h.valid_loss}, {"seconds", h.seconds},
-                               {"train_seconds", h.train_seconds},
-                               {"mean_qp_iterations", h.mean_qp_iterations},
-                               {"not_solved", h.not_solved}});
-    for (size_t i = 0; i < res.history.size(); ++i)
-      if (std::isfinite(res.history[i].valid_rollout_m))
-        ck["history"][i]["valid_position_error_m"] = res.history[i].valid_rollout_m;
+    for (const auto& h : res.history) {
+      nlohmann::json e = {{"epoch", h.epoch}, {"train_loss", h.train_loss},
+                          {"valid_loss", h.valid_loss}, {"seconds", h.seconds},
+                          {"train_seconds", h.train_seconds},
+                          {"mean_qp_iterations", h.mean_qp_iterations},
+                          {"not_solved", h.not_solved}};
+      if (std::isfinite(h.valid_rollout_m)) e["valid_position_error_m"] = h.valid_rollout_m;
+      ck["history"].push_back(std::move(e));
+    }
     // warm starts first (their own file, named by epoch), then the checkpoint
     // that points at them, then the previous warm-start file goes
     const std::string warm_name = "warm_starts_" + std::to_string(epoch) + ".npz";
