@@ -90,8 +90,10 @@ void BM_Qp(benchmark::State& state, Shape shape, Backend backend, bool warm) {
 // events (no transfers, no host-side transposition). This is the figure to
 // set against the device's limits; BM_Qp with the CUDA backend includes the
 // transfers a caller with host data pays.
+// kept: every solve keeps its factorization and each timed solve re-solves from it
+// (DeviceQpBatch::keep_factors, solve(..., reuse)), warm
 template <class T>
-void BM_GpuKernel(benchmark::State& state, Shape shape, bool warm) {
+void BM_GpuKernel(benchmark::State& state, Shape shape, bool warm, bool kept = false) {
   if (!cuda::available()) {
     state.SkipWithError("no CUDA device");
     return;
@@ -99,11 +101,12 @@ void BM_GpuKernel(benchmark::State& state, Shape shape, bool warm) {
   const int size = static_cast<int>(state.range(0));
   const QpBatch<T> batch = make_batch<T>(shape, size);
   cuda::DeviceQpBatch<T> dev;
+  dev.keep_factors(kept);
   dev.upload(batch.device_arrays());
   QpSettings<T> st;
   dev.solve(st, false);  // warm-up (and the warm start's source)
   std::vector<int> iters(size_t(size), 0), status(size_t(size), 0);
-  for (auto _ : state) state.SetIterationTime(dev.solve(st, warm) * 1e-3);
+  for (auto _ : state) state.SetIterationTime(dev.solve(st, warm, kept) * 1e-3);
   cuda::HostQpResults<T> r;
   r.iterations = iters.data();
   r.status = status.data();
@@ -125,6 +128,42 @@ void gpu_kernel_args(benchmark::internal::Benchmark* b) {
 
 void BM_GpuKernelDouble(benchmark::State& st, Shape s, bool warm) { BM_GpuKernel<double>(st, s, warm); }
 void BM_GpuKernelFloat(benchmark::State& st, Shape s, bool warm) { BM_GpuKernel<float>(st, s, warm); }
+void BM_GpuKernelFloatKept(benchmark::State& st, Shape s) { BM_GpuKernel<float>(st, s, true, true); }
+
+// The CPU, one problem at a time (qp_admm_solve, one thread, a workspace per problem):
+// a warm re-solve after q changed by 0.1% (as consecutive Adam steps change it, and
+// bench/gpu_counts.sh's warm case), with the factorization kept (reuse: OSQP's update of
+// q) or set up afresh. Each timed pass starts from the same iterates and workspaces.
+template <class T>
+void BM_CpuResolve(benchmark::State& state, Shape shape, bool reuse) {
+  const int size = static_cast<int>(state.range(0));
+  const QpBatch<T> batch = make_batch<T>(shape, size);
+  QpBatch<T> next = batch;
+  for (T& v : next.q) v *= T(1.001);
+  const int n = batch.n, m = batch.m(), nnz = batch.nnz(), len = qp_work_host_size(n, m);
+  const QpSettings<T> st;
+  std::vector<T> work(size_t(size) * len, T(0)), x(size_t(size) * n), y(size_t(size) * m);
+  auto solve = [&](const QpBatch<T>& b, int k, bool warm, bool re) {
+    const QpData<T, UnitStride> d{unit_view(b.P.data() + size_t(k) * n * n), unit_view(b.q.data() + size_t(k) * n),
+                                  unit_view(b.A.data() + size_t(k) * nnz), unit_view(b.b.data() + size_t(k) * m)};
+    return qp_admm_solve(batch.shape(), d, unit_view(x.data() + size_t(k) * n), unit_view(y.data() + size_t(k) * m),
+                         QpWork<T, UnitStride>::carve(unit_view(qp_work_align(work.data() + size_t(k) * len)), n, m, true),
+                         st, warm, re);
+  };
+  for (int k = 0; k < size; ++k) solve(batch, k, false, false);  // the first solve, keeping its factorization
+  const std::vector<T> work0 = work, x0 = x, y0 = y;
+  long iters = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    work = work0, x = x0, y = y0;
+    state.ResumeTiming();
+    for (int k = 0; k < size; ++k) iters += solve(next, k, true, reuse).iterations;
+  }
+  state.SetItemsProcessed(state.iterations() * size);
+  state.counters["iters"] = double(iters) / (double(state.iterations()) * size);
+}
+void BM_CpuResolveFloat(benchmark::State& st, Shape s, bool reuse) { BM_CpuResolve<float>(st, s, reuse); }
+void BM_CpuResolveDouble(benchmark::State& st, Shape s, bool reuse) { BM_CpuResolve<double>(st, s, reuse); }
 
 // arguments: batch size, threads, lanes (1: lane groups, 0: one at a time)
 void cpu_args(benchmark::internal::Benchmark* b) {
@@ -158,6 +197,11 @@ IMPULSE_QP_BENCH(gpu_cube_cone_float_warm, Float, kCubeCone, Backend::kCuda, tru
 IMPULSE_QP_BENCH(gpu_anitescu_float_cold, Float, kAnitescu, Backend::kCuda, false, gpu_args);
 BENCHMARK_CAPTURE(BM_GpuKernelFloat, kernel_cube_cone_float_cold, kCubeCone, false)->Apply(gpu_kernel_args);
 BENCHMARK_CAPTURE(BM_GpuKernelFloat, kernel_cube_cone_float_warm, kCubeCone, true)->Apply(gpu_kernel_args);
+BENCHMARK_CAPTURE(BM_GpuKernelFloatKept, kernel_cube_cone_float_kept, kCubeCone)->Apply(gpu_kernel_args);
+BENCHMARK_CAPTURE(BM_CpuResolveFloat, resolve_cube_cone_float_fresh, kCubeCone, false)->Arg(1000)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_CpuResolveFloat, resolve_cube_cone_float_kept, kCubeCone, true)->Arg(1000)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_CpuResolveDouble, resolve_cube_cone_double_fresh, kCubeCone, false)->Arg(1000)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_CpuResolveDouble, resolve_cube_cone_double_kept, kCubeCone, true)->Arg(1000)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_GpuKernelDouble, kernel_cube_cone_double_cold, kCubeCone, false)->Apply(gpu_kernel_args);
 BENCHMARK_CAPTURE(BM_GpuKernelFloat, kernel_cube_octagon_float_cold, kCubeOctagon, false)->Apply(gpu_kernel_args);
 BENCHMARK_CAPTURE(BM_GpuKernelFloat, kernel_anitescu_float_cold, kAnitescu, false)->Apply(gpu_kernel_args);

@@ -80,6 +80,10 @@ run qp_anitescu_float_cold $B "$bin/impulse" solve-batch --in ../anitescu.npz --
 run qp_anitescu_float_cold_warp $B "$bin/impulse_gpu_warp_variant" --in ../anitescu.npz --eps 1e-5 --thread
 run qp_cube_float_cold_warp $B "$bin/impulse_gpu_warp_variant" --in ../cube.npz --eps 1e-5
 run qp_cube_float_warm_warp $B "$bin/impulse_gpu_warp_variant" --in ../cube_warm.npz --eps 1e-5
+# the warm re-solve keeping the factorization (OSQP's update of q and b): the batch solved
+# cold keeping its factorizations, then the warm batch's q and b re-solved from them
+run qp_cube_float_kept_warp $B "$bin/impulse_gpu_warp_variant" --in ../cube_warm.npz --eps 1e-5 \
+  --kept-from ../cube.npz
 # the set-up's share: the same batch stopped after one iteration (set-up, one iteration,
 # one check, finish)
 run qp_cube_float_setup $B "$bin/impulse" solve-batch --in ../cube.npz --out sol.npz --backend cuda \

@@ -103,9 +103,12 @@ def kernel_short(mangled):
         if i >= 0:
             rest = mangled[i + len(key):]
             t = {"f": "float", "d": "double"}.get(rest[1:2], "")
-            # the warp kernel's second template argument: the fallback restart compiled in (Lb1E)
+            # the warp kernel's second and third template arguments: the fallback restart
+            # compiled in (Lb1E), the kept factorization compiled in (Lb1E)
             if t and key == "qp_admm_warp_kernel" and rest[2:6] == "Lb1E":
                 t += ", fallback"
+            if t and key == "qp_admm_warp_kernel" and rest[6:10] == "Lb1E":
+                t += ", kept"
             return key + (f"<{t}>" if t else "")
     return mangled[:40]
 
@@ -294,6 +297,7 @@ CASES = [  # case, what it is, T bytes, kernel, working set per problem (bytes)
     ("qp_anitescu_float_cold", "Anitescu step QP, float32, eps 1e-5, cold", 4, "qp_admm_kernel<float>", qp_bytes(24, 24, 4)),
     ("qp_cube_float_setup_warp_nocheck", "same, 1 iteration, WARP, no input check", 4, "qp_admm_warp_kernel<float>", qp_warp_bytes(32, 48, 4)),
     ("qp_cube_float_setup_warp_noruiz", "same, 1 iteration, WARP, no input check, no Ruiz", 4, "qp_admm_warp_kernel<float>", qp_warp_bytes(32, 48, 4)),
+    ("qp_cube_float_kept_warp", "same, warm, WARP, the factorization kept (q and b replaced)", 4, "qp_admm_warp_kernel<float, kept>", qp_warp_bytes(32, 48, 4) + (32 * 32 + 32 + 48 + 3) * 4),
     ("qp_anitescu_float_cold_warp", "Anitescu step QP, float32, eps 1e-5, cold, WARP per problem", 4, "qp_admm_warp_kernel<float>", qp_warp_bytes(24, 24, 4)),
     ("lcp_pgs_cone_double", "PGS LCP, friction-cone block, n = 12, double", 8, "lcp_pgs_kernel<double>", (12 * 12 + 4 * 12 + 4) * 8),
     ("contactnets_loss_double", "ContactNets loss, THREAD layout: one fused kernel (assembly, QP, gradient), double", 8, "loss_kernel<double>", qp_bytes(32, 32, 8) + 6472),
@@ -330,6 +334,9 @@ def train_launches(log, launches, batch=64):
 # the ContactNets loss tests evaluate the loss several times (cold first, then warm):
 # their counts are the first (cold) launch's
 FIRST_LAUNCH_ONLY = ("contactnets_loss_double", "contactnets_warp_double")
+# a re-solve keeping the factorization (bench/gpu_warp_variant.cu --kept-from): the second
+# launch (the first solved the batch it keeps), which also reads the kept K⁻¹, D, E, c, ρ
+KEPT_CASES = ("qp_cube_float_kept_warp",)
 # (m, nnz) of a case's QP where its log does not print the warp kernel's blocks (the tests):
 # the ContactNets loss QP with exact cones (solvers/contactnets_qp.h: rows 8 + 24, nnz 8·25 + 24)
 WARP_SHAPES = {"contactnets_warp_double": (32, 224), "contactnets_train_double": (32, 224)}
@@ -376,6 +383,10 @@ def main():
             continue
         if case in FIRST_LAUNCH_ONLY:
             launches = launches[:1]
+        if case in KEPT_CASES:
+            if len(launches) != 2:
+                sys.exit(f"gpu_model: {case}: expected 2 launches (keep, then re-solve), found {len(launches)}")
+            launches = launches[1:]
         if case in TRAIN_CASES:
             launches, problems = train_launches(log, launches)
         mix = static_mix(ptx.get(kernel, ""))
@@ -396,6 +407,8 @@ def main():
             smem_block, warps_block = warp_shared_bytes(*WARP_SHAPES[case], tb), 1
         nz = re.search(r"nnz=(\d+)", text)
         compulsory = qp_compulsory_bytes(32, 48, int(nz.group(1)) if nz else CUBE_NNZ, tb) if "cube" in case else 0
+        if case in KEPT_CASES:
+            compulsory += (32 * 32 + 32 + 48 + 3) * tb  # kernels/qp_kernels.h warp_kept_size
         lanes, lanes_src = 32.0, "32 (assumed)"
         lines.append(f"| {what} | `{kernel}` | {it.group(1) if it else '—'} | {per['total']:,.0f} | "
                      f"{per.get('fp32', 0):,.0f} | {per.get('fp64', 0):,.0f} | "

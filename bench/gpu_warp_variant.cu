@@ -4,7 +4,7 @@
 // or by bench/gpu_counts.sh.
 //
 //   gpu_warp_variant --in BATCH.npz [--eps 1e-5] [--max-iter N] [--thread]
-//                    [--no-check-input] [--scaling-iters K]
+//                    [--no-check-input] [--scaling-iters K] [--kept-from FIRST.npz]
 // solves the batch (float32) with the warp kernel, solves it on the CPU (one problem
 // at a time, the kernels' check schedule) and compares them problem by problem
 // (status, input fault, iterations within one check interval, x, y, objective and
@@ -12,7 +12,11 @@
 // thread-per-problem kernel on the batch (for counts side by side). A warm start is
 // taken from the file's x0, y0 when it has them. --no-check-input and
 // --scaling-iters measure the set-up's parts (the CPU reference runs the same
-// settings). Exit status 1 on any disagreement.
+// settings). --kept-from: a re-solve that keeps the factorization (DeviceQpBatch::
+// keep_factors; qp_admm_solve's `reuse`): FIRST (the same P and A) is solved cold
+// first, then BATCH's q and b replace its own and the batch is re-solved from the kept
+// factorizations (the CPU reference the same, a workspace per problem); the second
+// launch is the one measured. Exit status 1 on any disagreement.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -114,6 +118,64 @@ Verdict compare(const char* what, const QpBatch<T>& bt, const QpSolutions<T>& cp
   return v;
 }
 
+// --kept-from: `first` solved cold keeping its factorizations, then bt (its q and b)
+// re-solved from them, on the device (warp layout) and on the CPU (qp_admm_solve with
+// `reuse`, a workspace per problem, the reference's settings)
+template <class T>
+void solve_kept(const QpBatch<T>& first, const QpBatch<T>& bt, const QpSettings<T>& st, const QpSettings<T>& ref,
+                bool warm, QpSolutions<T>& cpu, QpSolutions<T>& gpu) {
+  if (first.n != bt.n || first.m() != bt.m() || first.P != bt.P || first.A != bt.A ||
+      first.a_row_ptr != bt.a_row_ptr || first.a_col != bt.a_col)
+    throw Error("--kept-from: the first batch's P and A must be the re-solved batch's");
+  const int B = bt.size, n = bt.n, m = bt.m(), nnz = bt.nnz();
+  std::vector<std::vector<T>> work(size_t(B), std::vector<T>(qp_work_host_size(n, m), T(0)));
+  QpSolutions<T> c1;
+  c1.resize(B, n, m);
+  cpu.resize(B, n, m);  // (keeps a warm start the caller put there)
+  gpu.resize(B, n, m);
+  for (int pass = 0; pass < 2; ++pass) {
+    const QpBatch<T>& data = pass == 0 ? first : bt;
+    QpSolutions<T>& s = pass == 0 ? c1 : cpu;
+    for (int k = 0; k < B; ++k) {
+      const QpData<T, UnitStride> d{unit_view(data.P.data() + size_t(k) * n * n), unit_view(data.q.data() + size_t(k) * n),
+                                    unit_view(data.A.data() + size_t(k) * nnz), unit_view(data.b.data() + size_t(k) * m)};
+      const QpInfo<T> info = qp_admm_solve(
+          bt.shape(), d, unit_view(s.x.data() + size_t(k) * n), unit_view(s.y.data() + size_t(k) * m),
+          QpWork<T, UnitStride>::carve(unit_view(qp_work_align(work[size_t(k)].data())), n, m, true), ref,
+          pass == 1 && warm, pass == 1);
+      s.status[k] = info.status, s.fault[k] = info.fault, s.iterations[k] = info.iterations;
+      s.rho_updates[k] = info.rho_updates, s.objective[k] = info.objective, s.value[k] = info.value;
+    }
+  }
+  cuda::DeviceQpBatch<T> dev(cuda::DeviceLayout::kWarp);
+  dev.keep_factors(true);
+  dev.upload(first.device_arrays());
+  std::vector<int> status(size_t(B)), fault(size_t(B));
+  QpSolutions<T> g1;
+  g1.resize(B, n, m);
+  auto results = [&](QpSolutions<T>& o) {
+    cuda::HostQpResults<T> r;
+    r.x = o.x.data(), r.y = o.y.data(), r.objective = o.objective.data(), r.value = o.value.data();
+    r.prim_res = o.prim_res.data(), r.dual_res = o.dual_res.data(), r.status = status.data();
+    r.fault = fault.data(), r.iterations = o.iterations.data(), r.rho_updates = o.rho_updates.data();
+    return r;
+  };
+  dev.solve(st, false);
+  cuda::HostQpResults<T> r1 = results(g1);
+  dev.download(r1);
+  std::printf("warp kernel, first solve (cold, keeping the factorizations): %.2f iterations a problem\n",
+              [&] { double t = 0; for (int v : g1.iterations) t += v; return t / B; }());
+  dev.upload_vectors(bt.q.data(), bt.b.data());
+  if (warm) {
+    cuda::HostQpResults<T> w = results(gpu);
+    dev.upload_warm_start(w);
+  }
+  dev.solve(st, warm, true);
+  cuda::HostQpResults<T> r2 = results(gpu);
+  dev.download(r2);
+  for (int k = 0; k < B; ++k) gpu.status[k] = SolveStatus(status[k]), gpu.fault[k] = InputFault(fault[k]);
+}
+
 template <class T>
 double mean_iterations(const QpSolutions<T>& s) {
   double t = 0;
@@ -122,7 +184,7 @@ double mean_iterations(const QpSolutions<T>& s) {
 }
 
 int run(int argc, char** argv) {
-  std::string in;
+  std::string in, kept_from;
   double eps = 1e-5;
   int max_iter = 4000, scaling_iters = -1;
   bool thread = false, check_input = true;
@@ -141,9 +203,10 @@ int run(int argc, char** argv) {
     else if (a == "--thread") thread = true;
     else if (a == "--no-check-input") check_input = false;
     else if (a == "--scaling-iters") scaling_iters = std::atoi(next());
+    else if (a == "--kept-from") kept_from = next();
     else {
       std::fprintf(stderr, "usage: gpu_warp_variant --in BATCH.npz [--eps E] [--max-iter N] "
-                           "[--thread] [--no-check-input] [--scaling-iters K]\n");
+                           "[--thread] [--no-check-input] [--scaling-iters K] [--kept-from FIRST.npz]\n");
       return 2;
     }
   }
@@ -179,8 +242,16 @@ int run(int argc, char** argv) {
     }
     cpu_opt.warm_start = true;
   }
-  solve_batch(bt, ref, cpu_opt, cpu);
-  solve_warp(bt, st, warm, warp);
+  if (!kept_from.empty()) {
+    if (thread) throw Error("--kept-from measures the warp kernel only (no --thread)");
+    const QpBatch<T> first = read_qp_file(kept_from).batch.cast<T>();
+    std::printf("warp kernel: re-solve of %s's q and b keeping the factorizations of %s\n", in.c_str(),
+                kept_from.c_str());
+    solve_kept(first, bt, st, ref, warm, cpu, warp);
+  } else {
+    solve_batch(bt, ref, cpu_opt, cpu);
+    solve_warp(bt, st, warm, warp);
+  }
   std::printf("warp kernel: solved %d problems (n=%d, m=%d, %s), mean %.2f iterations (CPU: %.2f)\n", bt.size,
               bt.n, bt.m(), warm ? "warm" : "cold", mean_iterations(warp), mean_iterations(cpu));
   const Verdict vw = compare("warp kernel vs CPU", bt, cpu, warp, st.check_every, 1e-3);

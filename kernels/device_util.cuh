@@ -174,6 +174,11 @@ struct WarpLaunch {
   T *x = nullptr, *y = nullptr, *objective = nullptr, *value = nullptr, *prim_res = nullptr, *dual_res = nullptr;
   int *status = nullptr, *fault = nullptr, *iterations = nullptr, *rho_updates = nullptr;
   const int* warm_each = nullptr;  // optional: per problem, warm-start it (non-zero); else the launch's flag
+  // optional: per problem, the factorization its last solve left (warp_kept_size elements
+  // each; DeviceQpBatch::keep_factors): every solve writes it, and with `reuse` a problem
+  // whose entry is valid starts from it instead of equilibrating and factoring
+  T* kept = nullptr;
+  bool reuse = false;
   void set_pattern(const DevicePattern& p) {
     row_ptr = p.row_ptr.p, col = p.col.p, col_ptr = p.col_ptr.p, csc_pos = p.csc_pos.p, csc_row = p.csc_row.p;
   }

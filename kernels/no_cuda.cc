@@ -35,7 +35,15 @@ void DeviceQpBatch<T>::upload_warm_start(const HostQpResults<T>&) {
   throw Error("CUDA not available");
 }
 template <class T>
-double DeviceQpBatch<T>::solve(const QpSettings<T>&, bool) {
+void DeviceQpBatch<T>::keep_factors(bool) {
+  throw Error("CUDA not available");
+}
+template <class T>
+void DeviceQpBatch<T>::upload_vectors(const T*, const T*) {
+  throw Error("CUDA not available");
+}
+template <class T>
+double DeviceQpBatch<T>::solve(const QpSettings<T>&, bool, bool) {
   throw Error("CUDA not available");
 }
 template <class T>

@@ -32,7 +32,7 @@ __global__ void qp_admm_kernel(int batch, QpShape shape, const T* __restrict__ P
                                const T* __restrict__ q, const T* __restrict__ A,
                                const T* __restrict__ b, T* x, T* y, T* work, T* objective,
                                T* value, T* prim_res, T* dual_res, int* status, int* fault, int* iterations,
-                               int* rho_updates, QpSettings<T> st, bool warm) {
+                               int* rho_updates, QpSettings<T> st, bool warm, bool reuse) {
   const int k = blockIdx.x * blockDim.x + threadIdx.x;
   if (k >= batch) return;
   const RunStride s{batch};
@@ -40,7 +40,7 @@ __global__ void qp_admm_kernel(int batch, QpShape shape, const T* __restrict__ P
                          View<const T, RunStride>{A + k, s}, View<const T, RunStride>{b + k, s}};
   auto w = QpWork<T, RunStride>::carve(View<T, RunStride>{work + k, s}, shape.n, shape.m());
   const QpInfo<T> info = qp_admm_solve(shape, d, View<T, RunStride>{x + k, s},
-                                       View<T, RunStride>{y + k, s}, w, st, warm);
+                                       View<T, RunStride>{y + k, s}, w, st, warm, reuse);
   objective[k] = info.objective;
   value[k] = info.value;
   prim_res[k] = info.prim_res;
@@ -87,8 +87,9 @@ struct DeviceQpBatch<T>::Impl {
   int batch = 0, n = 0, m = 0, nnz = 0;
   ConeSpec cones;
   DevicePattern pat;
-  DevBuf<T> P, q, A, b, x, y, work, objective, value, prim_res, dual_res;
+  DevBuf<T> P, q, A, b, x, y, work, kept, objective, value, prim_res, dual_res;
   DevBuf<int> status, fault, iterations, rho_updates;
+  bool keep = false;
   cudaEvent_t start = nullptr, stop = nullptr;
 };
 
@@ -114,6 +115,19 @@ int DeviceQpBatch<T>::batch() const {
 template <class T>
 DeviceLayout DeviceQpBatch<T>::layout() const {
   return impl_->layout;
+}
+
+// the kept factorizations (keep_factors) of the uploaded batch, all marked invalid
+// (qp_factor_kept and the warp kernel's flag read 0)
+template <class T, class Impl>
+void clear_kept(Impl& d) {
+  const size_t B = size_t(d.batch);
+  if (d.layout == DeviceLayout::kWarp) {
+    d.kept.ensure(B * warp_kept_size(d.n, d.m));
+    check(cudaMemset(d.kept.p, 0, sizeof(T) * B * warp_kept_size(d.n, d.m)), "clear kept factors");
+  } else {
+    check(cudaMemset(d.work.p, 0, sizeof(T) * B * qp_work_size(d.n, d.m)), "clear kept factors");
+  }
 }
 
 template <class T>
@@ -145,6 +159,7 @@ void DeviceQpBatch<T>::upload(const HostQpArrays<T>& h) {
   d.x.ensure(B * d.n);
   d.y.ensure(B * std::max(d.m, 1));
   if (!warp) d.work.ensure(B * qp_work_size(d.n, d.m));
+  if (d.keep) clear_kept<T>(d);  // new P and A: no kept factorization is valid
   d.objective.ensure(B);
   d.value.ensure(B);
   d.prim_res.ensure(B);
@@ -171,8 +186,34 @@ void DeviceQpBatch<T>::upload_warm_start(const HostQpResults<T>& r) {
 }
 
 template <class T>
-double DeviceQpBatch<T>::solve(const QpSettings<T>& st, bool warm) {
+void DeviceQpBatch<T>::keep_factors(bool on) {
   Impl& d = *impl_;
+  const bool was = d.keep;
+  d.keep = on;
+  if (on && !was && d.batch > 0) clear_kept<T>(d);  // set-up: allocates (warp layout)
+}
+
+template <class T>
+void DeviceQpBatch<T>::upload_vectors(const T* q, const T* b) {
+  Impl& d = *impl_;
+  if (d.batch == 0) throw Error("DeviceQpBatch::upload_vectors: no batch uploaded");
+  std::vector<T> tmp;
+  auto put = [&](DevBuf<T>& buf, const T* src, int len) {
+    if (d.layout == DeviceLayout::kWarp) {
+      check(cudaMemcpy(buf.p, src, sizeof(T) * size_t(d.batch) * len, cudaMemcpyHostToDevice), "upload");
+      return;
+    }
+    to_batch_fastest(src, d.batch, len, tmp);
+    check(cudaMemcpy(buf.p, tmp.data(), sizeof(T) * tmp.size(), cudaMemcpyHostToDevice), "upload");
+  };
+  put(d.q, q, d.n);
+  put(d.b, b, d.m);
+}
+
+template <class T>
+double DeviceQpBatch<T>::solve(const QpSettings<T>& st, bool warm, bool reuse) {
+  Impl& d = *impl_;
+  if (reuse && !d.keep) throw Error("DeviceQpBatch::solve: reuse needs keep_factors(true) before upload");
   if (d.batch == 0) return 0.0;
   QpShape shape;
   shape.n = d.n;
@@ -186,6 +227,7 @@ double DeviceQpBatch<T>::solve(const QpSettings<T>& st, bool warm) {
     a.P = d.P.p, a.q = d.q.p, a.A = d.A.p, a.b = d.b.p, a.x = d.x.p, a.y = d.y.p;
     a.objective = d.objective.p, a.value = d.value.p, a.prim_res = d.prim_res.p, a.dual_res = d.dual_res.p;
     a.status = d.status.p, a.fault = d.fault.p, a.iterations = d.iterations.p, a.rho_updates = d.rho_updates.p;
+    if (d.keep) a.kept = d.kept.p, a.reuse = reuse;
     detail::launch_qp_warp(a, st, warm);
     check(cudaGetLastError(), "qp_admm_warp_kernel launch");
   } else {
@@ -194,7 +236,7 @@ double DeviceQpBatch<T>::solve(const QpSettings<T>& st, bool warm) {
     qp_admm_kernel<T><<<blocks, threads>>>(d.batch, shape, d.P.p, d.q.p, d.A.p, d.b.p, d.x.p, d.y.p,
                                            d.work.p, d.objective.p, d.value.p, d.prim_res.p, d.dual_res.p,
                                            d.status.p, d.fault.p, d.iterations.p, d.rho_updates.p,
-                                           detail::device_settings(st), warm);
+                                           detail::device_settings(st), warm, reuse);
     check(cudaGetLastError(), "qp_admm_kernel launch");
   }
   check(cudaEventRecord(d.stop), "cudaEventRecord");

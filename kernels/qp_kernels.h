@@ -46,6 +46,10 @@ inline size_t warp_shared_bytes(int m, int nnz, size_t elem) {
 }
 constexpr size_t kWarpSharedLimit = 48 * 1024;  // without opting in to more
 
+// Elements of the factorization one problem of the warp layout keeps between solves
+// (DeviceQpBatch::keep_factors): K⁻¹ (n × n), D (n), E (m), c, ρ and a validity flag.
+IMPULSE_HD int warp_kept_size(int n, int m) { return n * n + n + m + 3; }
+
 // The layout a batch runs in. kThread always. kWarp when n <= 32 and its shared
 // memory fits (else Error saying which). kAuto: kWarp for 16 <= n <= 32 when it
 // fits, else kThread. Both layouts take what the CPU's qp_admm_solve takes (rows
@@ -125,8 +129,18 @@ class DeviceQpBatch {
   DeviceLayout layout() const;
   // upload a warm start (x, y) from host results.
   void upload_warm_start(const HostQpResults<T>& r);
-  // solve every problem; warm uses the resident (x, y). Returns kernel time in ms.
-  double solve(const QpSettings<T>& st, bool warm);
+  // Re-solves that keep the factorization (OSQP's update of q and bounds; qp_admm_solve's
+  // `reuse`). With keep_factors(true) every solve leaves each problem's factorization on
+  // the device (the thread layout in its workspace, the warp layout in
+  // warp_kept_size(n, m) elements a problem, allocated then or by the next upload: set-up,
+  // not solve); upload() forgets them (new P and A). upload_vectors replaces only q
+  // (batch × n) and b (batch × m), host arrays problem-contiguous, and keeps them.
+  void keep_factors(bool on);
+  void upload_vectors(const T* q, const T* b);
+  // solve every problem; warm uses the resident (x, y). reuse (needs keep_factors): each
+  // problem whose last solve left a usable factorization starts from it (P, A and the
+  // settings must be that solve's), the others set up in full. Returns kernel time in ms.
+  double solve(const QpSettings<T>& st, bool warm, bool reuse = false);
   // copy results back (transposed to problem-contiguous).
   void download(HostQpResults<T>& r) const;
   int batch() const;

@@ -27,7 +27,9 @@
 //
 // Rows with b = +inf (a nonnegative row without a bound) are as on the CPU
 // (qp_b_usable, qp_by); the stagnation restart (QpSettings::fallback) is a template
-// variant of the kernel.
+// variant of the kernel, and so is the kept factorization (WarpLaunch::kept: a re-solve
+// after q and b changed loads K⁻¹, D, E, c and ρ from global memory instead of
+// checking P and A, equilibrating and factoring, as qp_admm_solve's `reuse`).
 //
 // Blocks hold one warp. Under GPGPU-Sim (functional mode) shuffles in blocks of
 // several warps read warp 0's registers (a simulator fault; see the note above), and
@@ -232,14 +234,16 @@ __device__ __forceinline__ T p_dot(const T* __restrict__ P, int n, int j, const 
 // phase, cold, with qp_fallback_settings for the rest of the budget, as qp_admm_solve);
 // the launch picks the variant, so a solve without it pays nothing for it.
 // warm_each (optional): per problem, warm-start it (non-zero) or not; else `warm`.
-template <class T, bool Fallback>
+// Kept: the kept factorization (WarpLaunch::kept) is compiled in, a variant launched
+// only with it: the code that loads and stores it costs the others registers (spills).
+template <class T, bool Fallback, bool Kept>
 __global__ void __launch_bounds__(kW, 16) qp_admm_warp_kernel(int batch, Problem pr, Pattern pt,
                                     const T* __restrict__ Pg,
                                     const T* __restrict__ qg, const T* __restrict__ Ag,
                                     const T* __restrict__ bg, T* xg, T* yg, T* objective, T* value,
                                     T* prim_res_out, T* dual_res_out, int* status_out, int* fault_out,
                                     int* iterations_out, int* rho_updates_out, QpSettings<T> st0,
-                                    bool warm, const int* __restrict__ warm_each) {
+                                    bool warm, const int* __restrict__ warm_each, T* kept, bool reuse) {
   extern __shared__ unsigned char smem_raw[];
   const int lane = threadIdx.x;
   const int k = blockIdx.x;
@@ -260,6 +264,16 @@ __global__ void __launch_bounds__(kW, 16) qp_admm_warp_kernel(int batch, Problem
   QpInfo<T> info;
   T xj = T(0);
   T Kc[kW];
+  // the kept factorization (WarpLaunch::kept, qp_admm_solve's `reuse`): K⁻¹ by rows of
+  // n, D, E, c, ρ, and the flag (1: usable)
+  // (its address formed where used, from the launch's constants: a pointer held
+  // through the kernel costs the iteration two registers)
+  const int kf = n * n + n + m + 2;
+  auto kept_at = [&]() { return kept + size_t(blockIdx.x) * warp_kept_size(n, m); };
+  const bool kept_k = Kept && reuse && kept_at()[kf] == T(1);
+  auto keep_flag = [&](bool valid) {
+    if (Kept && lane == 0) kept_at()[kf] = valid ? T(1) : T(0);
+  };
   auto finish_early = [&]() {  // x, y as they are; the info as set
     if (own) xg[size_t(k) * n + lane] = xj;
     for (int r = lane; r < m; r += kW) yg[size_t(k) * m + r] = s.y[r];
@@ -275,7 +289,7 @@ __global__ void __launch_bounds__(kW, 16) qp_admm_warp_kernel(int batch, Problem
   if (st0.check_input) {
     bool bad_p = false, bad_q = false, bad_a = false, bad_b = false;
     T amax = T(0), asym = T(0), dmax = T(1);
-    if (own) {  // row r, column `lane`; below the diagonal against its mirror
+    if (own && !kept_k) {  // row r, column `lane`; below the diagonal against its mirror
       for (int r = 0; r < n; ++r) {
         const T v = P[r * n + lane];
         bad_p |= !is_finite(v);
@@ -285,7 +299,8 @@ __global__ void __launch_bounds__(kW, 16) qp_admm_warp_kernel(int batch, Problem
       }
     }
     bad_q = own && !is_finite(qj);
-    for (int i = lane; i < nnz; i += kW) bad_a |= !is_finite(A[i]);
+    if (!kept_k)
+      for (int i = lane; i < nnz; i += kW) bad_a |= !is_finite(A[i]);
     for (int r = lane; r < m; r += kW) {  // qp_b_usable: +inf allowed on a nonnegative row
       const T v = s.b[r];
       bad_b |= !is_finite(v) && (r < cones.n_zero || r >= cones.soc_begin() || !(v > T(0)));
@@ -299,7 +314,7 @@ __global__ void __launch_bounds__(kW, 16) qp_admm_warp_kernel(int batch, Problem
       f = InputFault::kNonFiniteA;
     else if (__any_sync(kFull, bad_b))
       f = InputFault::kNonFiniteB;
-    else {
+    else if (!kept_k) {
       amax = wmax(amax), asym = wmax(asym), dmax = wmax(dmax);
       const T sym_tol = T(1e3) * max_of(amax, T(1)) * (sizeof(T) == 4 ? T(1.2e-7) : T(2.3e-16));
       if (asym > sym_tol) {
@@ -322,6 +337,7 @@ __global__ void __launch_bounds__(kW, 16) qp_admm_warp_kernel(int batch, Problem
       __syncwarp();
       info.fault = f;
       info.status = SolveStatus::kInvalidInput;
+      if (!kept_k) keep_flag(false);  // as the CPU's, whose PSD test overwrites its K⁻¹
       finish_early();
       return;
     }
@@ -335,6 +351,7 @@ __global__ void __launch_bounds__(kW, 16) qp_admm_warp_kernel(int batch, Problem
     const QpSettings<T> st =
         Fallback && phase == 1 ? impulse::detail::qp_fallback_settings(st0, st0.max_iter - used) : st0;
     const bool warm = phase == 0 && warm_k;
+    const bool kept_ph = phase == 0 && kept_k;
     info = QpInfo<T>{};
     // ---- the initial iterate ------------------------------------------------------
     if (warm) {
@@ -353,13 +370,16 @@ __global__ void __launch_bounds__(kW, 16) qp_admm_warp_kernel(int batch, Problem
 
     // ---- Ruiz equilibration (qp_equilibrate) ------------------------------------------
     T dj = T(1), cscale = T(1);
-    for (int r = lane; r < m; r += kW) s.e[r] = T(1);
+    for (int r = lane; r < m; r += kW) s.e[r] = kept_ph ? kept_at()[n * n + n + r] : T(1);
     s.ds[lane] = own ? T(1) : T(0);
     __syncwarp();
-    const int iters = st.scaling_iters;
+    // with a kept factorization: none (iters = −1), D, E, c as they were (below)
+    const int iters = kept_ph ? -1 : st.scaling_iters;
     // |P|'s column `lane` in the registers K⁻¹ takes later (zero beyond n)
+    if (!kept_ph) {
 #pragma unroll
-    for (int i = 0; i < kW; ++i) Kc[i] = own && i < n ? abs_of(P[i * n + lane]) : T(0);
+      for (int i = 0; i < kW; ++i) Kc[i] = own && i < n ? abs_of(P[i * n + lane]) : T(0);
+    }
     for (int it = 0; it <= iters; ++it) {
       // column norms of c·D P D (dense_col_absmax_scaled: max over i of |P_ij|·D_i)
       T tn = T(0);
@@ -405,13 +425,24 @@ __global__ void __launch_bounds__(kW, 16) qp_admm_warp_kernel(int batch, Problem
       __syncwarp();
     }
     if (iters == 0) cscale = T(1);
+    T rho = st.rho;
+    if (kept_ph) {
+      const T* kp = kept_at();
+      dj = own ? kp[n * n + lane] : T(1);
+      cscale = kp[n * n + n + m];
+      rho = kp[n * n + n + m + 1];
+    }
     const T sig = own ? st.sigma / (cscale * dj * dj) : T(0);
 
-    T rho = st.rho;
     set_rho(pr, s, rho, st.rho_eq_scale, cscale, lane);
-    if (!factor(pr, pt, P, s, sig, Kc, lane)) {
+    if (kept_ph) {
+      const T* kp = kept_at();
+#pragma unroll
+      for (int i = 0; i < kW; ++i) Kc[i] = own && i < n ? kp[i * n + lane] : (i == lane ? T(1) : T(0));
+    } else if (!factor(pr, pt, P, s, sig, Kc, lane)) {
       info.status = SolveStatus::kNumericalError;
       info.iterations += used, info.rho_updates += updates;
+      keep_flag(false);
       finish_early();
       return;
     }
@@ -612,6 +643,22 @@ __global__ void __launch_bounds__(kW, 16) qp_admm_warp_kernel(int batch, Problem
       used = it, updates = info.rho_updates;
       continue;
     }
+    // the factorization for the next solve (qp_keep_factor's rule): usable when made
+    // in the first phase and not ended by a numerical error; rewritten unless it is
+    // the kept one unchanged. (Here, not after the finish: K⁻¹'s registers are free there.)
+    const bool usable = phase == 0 && status != SolveStatus::kNumericalError;
+    if (Kept && usable && !(kept_ph && info.rho_updates == 0)) {
+      T* kp = kept_at();
+      if (own) {
+#pragma unroll
+        for (int i = 0; i < kW; ++i)  // (a constant index keeps Kc in registers)
+          if (i < n) kp[i * n + lane] = Kc[i];
+        kp[n * n + lane] = dj;
+      }
+      for (int r = lane; r < m; r += kW) kp[n * n + n + r] = s.e[r];
+      if (lane == 0) kp[n * n + n + m] = cscale, kp[n * n + n + m + 1] = rho;
+    }
+    keep_flag(usable);
 
     // ---- finish (qp_finish) -----------------------------------------------------------
     if (it > st.max_iter) it = st.max_iter;
@@ -646,10 +693,11 @@ void launch_qp_warp(const WarpLaunch<T>& a, const QpSettings<T>& st, bool warm) 
   const Pattern pt{a.row_ptr, a.col, a.col_ptr, a.csc_pos, a.csc_row};
   const size_t smem = warp_shared_bytes(a.m, a.nnz, sizeof(T));
   static_assert(sizeof(T) == 4 || sizeof(T) == 8, "float or double");
-  auto kernel = st.fallback ? qp_admm_warp_kernel<T, true> : qp_admm_warp_kernel<T, false>;
+  auto kernel = st.fallback ? (a.kept ? qp_admm_warp_kernel<T, true, true> : qp_admm_warp_kernel<T, true, false>)
+                            : (a.kept ? qp_admm_warp_kernel<T, false, true> : qp_admm_warp_kernel<T, false, false>);
   kernel<<<a.batch, kW, smem>>>(a.batch, pr, pt, a.P, a.q, a.A, a.b, a.x, a.y, a.objective, a.value,
                                 a.prim_res, a.dual_res, a.status, a.fault, a.iterations, a.rho_updates,
-                                device_settings(st), warm, a.warm_each);
+                                device_settings(st), warm, a.warm_each, a.kept, a.reuse);
 }
 
 template void launch_qp_warp<float>(const WarpLaunch<float>&, const QpSettings<float>&, bool);

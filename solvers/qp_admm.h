@@ -291,6 +291,17 @@ struct QpWork {
   }
 };
 
+// The factorization a solve leaves in its workspace, for a re-solve that keeps
+// it (qp_admm_solve's `reuse`): w.L (K⁻¹ or its Cholesky factor; with the
+// dense iteration also H and the long rows), D, E, c, σ_j and the per-row ρ
+// are those of the last solve, and two scalars in the cscale slice (which
+// holds 16) say which: cscale[kQpKeptRho] the scalar ρ the factorization was
+// made with, cscale[kQpKeptValid] 1 when it is usable (the last solve factored
+// in its first phase and ended neither in a numerical error nor in the
+// fallback restart), else 0.
+constexpr int kQpKeptRho = 1;
+constexpr int kQpKeptValid = 2;
+
 // b is usable: finite on zero and cone rows; on nonnegative rows finite or
 // +inf (the row has no bound: its z is never clipped and its y stays 0, as
 // OSQP's u = +inf). NaN and −inf are errors everywhere.
@@ -349,6 +360,20 @@ template <class T, class S, class SW>
 IMPULSE_HD void qp_dense_H(const QpShape&, const QpData<T, S>&, QpWork<T, SW>&) {}
 template <class T, class S, class SW>
 IMPULSE_HD void qp_long_rows_build(const QpShape&, const QpData<T, S>&, QpWork<T, SW>&) {}
+template <class T, class S, class SW>
+IMPULSE_HD void qp_dense_H_q(const QpShape&, const QpData<T, S>&, QpWork<T, SW>&) {}
+
+// H's last column, −K⁻¹q: the only part of H that q enters (a re-solve that
+// keeps the factorization, qp_admm_solve's `reuse`, forms only it)
+template <class T>
+IMPULSE_HD void qp_dense_H_q(const QpShape& sh, const QpData<T, UnitStride>& d,
+                             QpWork<T, UnitStride>& w) {
+  const int n = sh.n, m = sh.m(), ldn = qp_work_round(n);
+  T* __restrict__ col = w.H.p + (n + m) * ldn;
+  combine_rows(n, static_cast<const int*>(nullptr), d.q.p, n, w.L.p, col);
+  IMPULSE_SIMD
+  for (int i = 0; i < n; ++i) col[i] = -col[i];
+}
 
 // H = [K⁻¹diag(σ) | K⁻¹Aᵀ | −K⁻¹q] from K⁻¹ in w.L (symmetric: its column j
 // is its contiguous row j). Column n + r is the combination of K⁻¹'s columns
@@ -373,10 +398,7 @@ IMPULSE_HD void qp_dense_H(const QpShape& sh, const QpData<T, UnitStride>& d,
     const int k0 = sh.a.row_ptr[r];
     combine_rows(n, sh.a.col + k0, d.A.p + k0, sh.a.row_ptr[r + 1] - k0, Ki, H + (n + r) * ldn);
   }
-  T* __restrict__ col = H + (n + m) * ldn;
-  combine_rows(n, static_cast<const int*>(nullptr), d.q.p, n, Ki, col);
-  IMPULSE_SIMD
-  for (int i = 0; i < n; ++i) col[i] = -col[i];
+  qp_dense_H_q(sh, d, w);
 }
 
 // the long rows of A (kQpLongRow) into w.Alr, column-major, padding zero
@@ -826,6 +848,34 @@ IMPULSE_HD QpSettings<T> qp_fallback_settings(const QpSettings<T>& st, int budge
   return f;
 }
 
+// The initial iterate: z = Ax for a warm start (OSQP's choice), zero otherwise.
+template <class T, class S, class SW, class SX>
+IMPULSE_HD_PHASE void qp_start(const QpShape& sh, const QpData<T, S>& d, View<T, SX> x, View<T, SX> y,
+                               QpWork<T, SW>& w, bool warm, bool dense) {
+  const int n = sh.n, m = sh.m();
+  if (warm) {
+    qp_Ax(sh, d, w, dense, x.as_const(), w.z);
+    // a row without a bound (b_r = +inf) has y_r = 0: from 0 the iteration
+    // keeps it exactly 0, from a warm start's y_r it would leave a residue
+    for (int r = sh.cones.n_zero; r < sh.cones.soc_begin(); ++r)
+      if (!is_finite(d.b[r])) y[r] = T(0);
+  } else {
+    for (int i = 0; i < n; ++i) x[i] = T(0);
+    for (int i = 0; i < m; ++i) y[i] = T(0), w.z[i] = T(0);
+  }
+}
+
+// whether w holds a usable factorization (kQpKeptValid), and recording it
+template <class T, class SW>
+IMPULSE_HD bool qp_factor_kept(const QpWork<T, SW>& w) {
+  return w.cscale[kQpKeptValid] == T(1);
+}
+template <class T, class SW>
+IMPULSE_HD void qp_keep_factor(QpWork<T, SW>& w, bool valid, T rho) {
+  w.cscale[kQpKeptRho] = rho;
+  w.cscale[kQpKeptValid] = valid ? T(1) : T(0);
+}
+
 // Set-up: the input check, the initial iterate (z = Ax for a warm start,
 // OSQP's choice; zero otherwise), equilibration, ρ and the factorization.
 // Returns kNotRun when the iteration may start, otherwise the problem's final
@@ -845,20 +895,36 @@ IMPULSE_HD_PHASE SolveStatus qp_setup(const QpShape& sh, const QpData<T, S>& d, 
     }
   }
   if (dense) qp_long_rows_build(sh, d, w);
-  if (warm) {
-    qp_Ax(sh, d, w, dense, x.as_const(), w.z);
-    // a row without a bound (b_r = +inf) has y_r = 0: from 0 the iteration
-    // keeps it exactly 0, from a warm start's y_r it would leave a residue
-    for (int r = sh.cones.n_zero; r < sh.cones.soc_begin(); ++r)
-      if (!is_finite(d.b[r])) y[r] = T(0);
-  } else {
-    for (int i = 0; i < n; ++i) x[i] = T(0);
-    for (int i = 0; i < m; ++i) y[i] = T(0), w.z[i] = T(0);
-  }
+  qp_start(sh, d, x, y, w, warm, dense);
   qp_equilibrate(sh, d, w, st.scaling_iters, st.sigma);
   qp_set_rho(sh, w, st.rho, st.rho_eq_scale);
   if (!qp_factor(sh, d, w, st.explicit_inverse, dense))
     return info.status = SolveStatus::kNumericalError;
+  return SolveStatus::kNotRun;
+}
+
+// The set-up of a re-solve that keeps the factorization (qp_admm_solve's
+// `reuse`, qp_factor_kept): only q and b are checked (P and A are the last
+// solve's), the initial iterate as in qp_setup, and with the dense iteration
+// H's q column (qp_dense_H_q); D, E, c, σ, ρ and K⁻¹ stay as they are.
+template <class T, class S, class SW, class SX>
+IMPULSE_HD_PHASE SolveStatus qp_setup_kept(const QpShape& sh, const QpData<T, S>& d, View<T, SX> x,
+                                           View<T, SX> y, QpWork<T, SW>& w, const QpSettings<T>& st,
+                                           bool warm, bool dense, QpInfo<T>& info) {
+  const int n = sh.n, m = sh.m();
+  if (st.check_input) {
+    if (!all_finite(n, d.q))
+      info.fault = InputFault::kNonFiniteQ;
+    else if (!qp_b_usable(sh.cones, d.b))
+      info.fault = InputFault::kNonFiniteB;
+    if (info.fault != InputFault::kNone) {
+      for (int i = 0; i < n; ++i) x[i] = T(0);
+      for (int i = 0; i < m; ++i) y[i] = T(0);
+      return info.status = SolveStatus::kInvalidInput;
+    }
+  }
+  qp_start(sh, d, x, y, w, warm, dense);
+  if (dense) qp_dense_H_q(sh, d, w);
   return SolveStatus::kNotRun;
 }
 
@@ -1110,10 +1176,20 @@ IMPULSE_HD_PHASE void qp_finish(const QpShape& sh, const QpData<T, S>& d, View<T
 // the status (the best iterate is always returned). The phases: set-up,
 // iterate (an ADMM step each iteration), check (residuals, the next check,
 // infeasibility, ρ) at scheduled iterations, finish.
+//
+// reuse: a re-solve that keeps the factorization the last solve left in w
+// (kQpKeptValid), as OSQP's update of q and bounds does: the caller promises
+// that P, A and the settings are those of that solve and only q and b
+// changed. The input check then covers q and b only, and the set-up skips the
+// equilibration and the factorization (D, E, c and ρ stay: the iterates
+// differ from a fresh solve's in rounding and in the path, not in what
+// `solved` means). Without a usable factorization in w (none yet, or the last
+// solve ended in a numerical error or the fallback restart) the set-up is the
+// full one. Every solve leaves its factorization in w for the next.
 template <class T, class S, class SW, class SX>
 IMPULSE_HD_NOINLINE QpInfo<T> qp_admm_solve(const QpShape& sh, const QpData<T, S>& d,
                                             View<T, SX> x, View<T, SX> y, QpWork<T, SW> w,
-                                            const QpSettings<T>& st, bool warm) {
+                                            const QpSettings<T>& st, bool warm, bool reuse = false) {
   QpInfo<T> info;
   const int n = sh.n, m = sh.m();
   const bool dense = detail::QpDenseCapable<S, SW, SX>::value && w.dense && st.dense_iteration &&
@@ -1125,12 +1201,17 @@ IMPULSE_HD_NOINLINE QpInfo<T> qp_admm_solve(const QpShape& sh, const QpData<T, S
   for (int phase = 0;; ++phase) {
     if (phase == 1) cur = detail::qp_fallback_settings(st, st.max_iter - used);
     info = QpInfo<T>{};
-    if (detail::qp_setup(sh, d, x, y, w, cur, phase == 0 && warm, dense, info) != SolveStatus::kNotRun) {
+    const bool kept = phase == 0 && reuse && detail::qp_factor_kept(w);
+    if ((kept ? detail::qp_setup_kept(sh, d, x, y, w, cur, warm, dense, info)
+              : detail::qp_setup(sh, d, x, y, w, cur, phase == 0 && warm, dense, info)) != SolveStatus::kNotRun) {
+      // a kept factorization is untouched by a fault in q or b; a full set-up
+      // that failed left none
+      if (!kept) detail::qp_keep_factor(w, false, cur.rho);
       info.iterations += used;
       info.rho_updates += updates;
       return info;
     }
-    T rho = cur.rho;
+    T rho = kept ? w.cscale[kQpKeptRho] : cur.rho;
     SolveStatus status = SolveStatus::kMaxIterations;
     detail::QpCheck<T> c;
     detail::QpSchedule<T> sc;
@@ -1199,6 +1280,7 @@ IMPULSE_HD_NOINLINE QpInfo<T> qp_admm_solve(const QpShape& sh, const QpData<T, S
     }
     if (stalled && cur.stall_return) {
       detail::qp_finish(sh, d, x, y, w, cur, SolveStatus::kMaxIterations, it, c, rho, info);
+      detail::qp_keep_factor(w, true, rho);
       info.stalled = true;
       return info;
     }
@@ -1208,6 +1290,7 @@ IMPULSE_HD_NOINLINE QpInfo<T> qp_admm_solve(const QpShape& sh, const QpData<T, S
       continue;
     }
     detail::qp_finish(sh, d, x, y, w, cur, status, it, c, rho, info);
+    detail::qp_keep_factor(w, phase == 0 && status != SolveStatus::kNumericalError, rho);
     info.iterations += used;
     info.rho_updates += updates;
     return info;

@@ -449,6 +449,104 @@ TEST_F(GpuQpWarp, UnboundedRowsAndStallRestartAsOnTheCpu) {
   }
 }
 
+// Re-solves that keep the factorization (DeviceQpBatch::keep_factors, upload_vectors,
+// solve(..., reuse)), in both layouts, against qp_admm_solve's `reuse` with a workspace
+// per problem: a cold solve of the cube QPs, then q ×1.01 and b moved, re-solved warm
+// from the first answers with the kept factorizations; then a full upload, which
+// forgets them: the re-solve sets up in full, as a plain warm solve.
+struct DeviceRun {
+  cuda::DeviceQpBatch<double> dev;
+  QpSolutions<double> sol;
+  std::vector<int> status, fault;
+  explicit DeviceRun(cuda::DeviceLayout layout) : dev(layout) {}
+  void get(const QpBatch<double>& bt) {
+    sol.resize(bt.size, bt.n, bt.m());
+    status.resize(size_t(bt.size)), fault.resize(size_t(bt.size));
+    cuda::HostQpResults<double> r = results();
+    dev.download(r);
+    for (int k = 0; k < bt.size; ++k) sol.status[k] = SolveStatus(status[k]), sol.fault[k] = InputFault(fault[k]);
+  }
+  cuda::HostQpResults<double> results() {
+    cuda::HostQpResults<double> r;
+    r.x = sol.x.data(), r.y = sol.y.data(), r.objective = sol.objective.data(), r.value = sol.value.data();
+    r.prim_res = sol.prim_res.data(), r.dual_res = sol.dual_res.data(), r.status = status.data();
+    r.fault = fault.data(), r.iterations = sol.iterations.data(), r.rho_updates = sol.rho_updates.data();
+    return r;
+  }
+};
+
+TEST_F(GpuQpWarp, KeptFactorizationReSolvesAsOnTheCpu) {
+  const QpBatch<double> bt = cube_loss_batch(batch_size(64, 4), FrictionModel::kCone, 61).batch;
+  QpBatch<double> next = bt;
+  for (double& v : next.q) v *= 1.01;
+  for (size_t i = 0; i < next.b.size(); ++i) next.b[i] += 1e-3 * (i % 2 ? 1.0 : -1.0);
+  QpSettings<double> st = as_on_device(QpSettings<double>{});
+  st.eps_abs = st.eps_rel = 1e-6;
+  const int B = bt.size, n = bt.n, m = bt.m(), nnz = bt.nnz();
+  // the CPU: each problem in its own workspace, solved cold, then re-solved
+  std::vector<std::vector<double>> work(size_t(B), std::vector<double>(qp_work_host_size(n, m), 0.0));
+  auto cpu_solve = [&](const QpBatch<double>& data, QpSolutions<double>& s, int k, bool warm, bool reuse) {
+    const QpData<double, UnitStride> d{unit_view(data.P.data() + size_t(k) * n * n),
+                                       unit_view(data.q.data() + size_t(k) * n),
+                                       unit_view(data.A.data() + size_t(k) * nnz),
+                                       unit_view(data.b.data() + size_t(k) * m)};
+    const QpInfo<double> info = qp_admm_solve(
+        bt.shape(), d, unit_view(s.x.data() + size_t(k) * n), unit_view(s.y.data() + size_t(k) * m),
+        QpWork<double, UnitStride>::carve(unit_view(qp_work_align(work[size_t(k)].data())), n, m, true), st, warm,
+        reuse);
+    s.status[k] = info.status, s.iterations[k] = info.iterations, s.rho_updates[k] = info.rho_updates;
+  };
+  QpSolutions<double> cpu1, cpu2;
+  cpu1.resize(B, n, m);
+  for (int k = 0; k < B; ++k) cpu_solve(bt, cpu1, k, false, false);
+  cpu2 = cpu1;
+  for (int k = 0; k < B; ++k) cpu_solve(next, cpu2, k, true, true);
+  const QpSolutions<double> cpu3 = admm_each(next, st, &cpu2);  // a plain warm solve from cpu2
+  // the reference itself solved every re-solve; its iterations against a fresh warm
+  // solve's from the same start, for the log
+  int iters_kept = 0, iters_fresh = 0;
+  {
+    const QpSolutions<double> plain = admm_each(next, st, &cpu1);
+    for (int k = 0; k < B; ++k) {
+      ASSERT_EQ(cpu2.status[k], SolveStatus::kSolved) << "problem " << k;
+      iters_kept += cpu2.iterations[k], iters_fresh += plain.iterations[k];
+    }
+  }
+  std::printf("re-solve iterations: %d kept, %d with a fresh set-up (%d problems)\n", iters_kept, iters_fresh, B);
+  auto expect_same = [&](const QpSolutions<double>& ref, const QpSolutions<double>& gpu) {
+    for (int k = 0; k < B; ++k) {
+      SCOPED_TRACE("problem " + std::to_string(k));
+      EXPECT_EQ(gpu.status[k], ref.status[k]);
+      EXPECT_EQ(gpu.iterations[k], ref.iterations[k]);
+      EXPECT_EQ(gpu.rho_updates[k], ref.rho_updates[k]);
+      const double xs = 1.0 + xnorm_of(&ref.x[size_t(k) * n], n), ys = 1.0 + xnorm_of(&ref.y[size_t(k) * m], m);
+      for (int j = 0; j < n; ++j) EXPECT_NEAR(gpu.x[size_t(k) * n + j], ref.x[size_t(k) * n + j], 1e-6 * xs);
+      for (int j = 0; j < m; ++j) EXPECT_NEAR(gpu.y[size_t(k) * m + j], ref.y[size_t(k) * m + j], 1e-6 * ys);
+    }
+  };
+  for (const cuda::DeviceLayout layout : {cuda::DeviceLayout::kWarp, cuda::DeviceLayout::kThread}) {
+    SCOPED_TRACE(cuda::to_string(layout));
+    DeviceRun g(layout);
+    EXPECT_THROW(g.dev.solve(st, false, true), Error);  // reuse without keep_factors
+    g.dev.keep_factors(true);
+    g.dev.upload(bt.device_arrays());
+    g.dev.solve(st, false);
+    g.get(bt);
+    expect_same(cpu1, g.sol);
+    g.dev.upload_vectors(next.q.data(), next.b.data());
+    g.dev.upload_warm_start(g.results());
+    g.dev.solve(st, true, true);
+    g.get(bt);
+    expect_same(cpu2, g.sol);
+    // a full upload forgets the kept factorizations
+    g.dev.upload(next.device_arrays());
+    g.dev.upload_warm_start(g.results());
+    g.dev.solve(st, true, true);
+    g.get(bt);
+    expect_same(cpu3, g.sol);
+  }
+}
+
 // PGS, plain and with the friction-cone block: the same sweeps on both sides
 void expect_lcp_device_matches_cpu(const LcpBatch<double>& bt) {
   LcpSettings<double> st;

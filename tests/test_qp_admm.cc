@@ -3,9 +3,12 @@
 #include <gtest/gtest.h>
 
 #include <Eigen/Dense>
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <random>
 #include <string>
+#include <utility>
 
 #include "host/batch/generate.h"
 #include "host/batch/qp_batch.h"
@@ -441,6 +444,169 @@ TEST(QpAdmm, PredictedChecksStopSoonerOnTheCubeQp) {
   std::printf("[ info ] mean iterations: predicted checks %.2f, every %d-th %.2f\n",
               double(ia) / g.batch.size, off.check_every, double(ib) / g.batch.size);
   EXPECT_LT(ia, ib);
+}
+
+// ---- re-solves that keep the factorization (qp_admm_solve's `reuse`) -------------------
+
+// one problem of a batch with its own workspace (what a kept factorization lives in)
+struct KeptSolver {
+  const QpBatch<double>& bt;
+  std::vector<std::vector<double>> work;
+  explicit KeptSolver(const QpBatch<double>& b)
+      : bt(b), work(size_t(b.size), std::vector<double>(qp_work_host_size(b.n, b.m()), 0.0)) {}
+  QpWork<double, UnitStride> w(int k) {
+    return QpWork<double, UnitStride>::carve(unit_view(qp_work_align(work[size_t(k)].data())), bt.n, bt.m(), true);
+  }
+  // problem k's workspace as `o` holds it (aligned contents: the vectors' own
+  // alignment may differ)
+  void copy_from(KeptSolver& o, int k) {
+    const int len = qp_work_host_size(bt.n, bt.m()) - 16;
+    std::copy_n(qp_work_align(o.work[size_t(k)].data()), len, qp_work_align(work[size_t(k)].data()));
+  }
+  // solves problem k with q and b from `data` (P and A from bt), x and y in `sol`
+  QpInfo<double> solve(const QpBatch<double>& data, int k, const QpSettings<double>& st, QpSolutions<double>& sol,
+                       bool warm, bool reuse) {
+    const int n = bt.n, m = bt.m(), nnz = bt.nnz();
+    const QpData<double, UnitStride> d{unit_view(data.P.data() + size_t(k) * n * n),
+                                       unit_view(data.q.data() + size_t(k) * n),
+                                       unit_view(data.A.data() + size_t(k) * nnz),
+                                       unit_view(data.b.data() + size_t(k) * m)};
+    const QpInfo<double> info = qp_admm_solve(bt.shape(), d, unit_view(sol.x.data() + size_t(k) * n),
+                                              unit_view(sol.y.data() + size_t(k) * m), w(k), st, warm, reuse);
+    sol.status[k] = info.status, sol.iterations[k] = info.iterations, sol.rho_updates[k] = info.rho_updates;
+    sol.objective[k] = info.objective;
+    return info;
+  }
+};
+
+// the batch with q scaled by `qs` and b moved by `db` (relative): what consecutive
+// solves of an MPC or an Adam step change
+QpBatch<double> moved(const QpBatch<double>& bt, double qs, double db) {
+  QpBatch<double> o = bt;
+  for (double& v : o.q) v *= qs;
+  for (size_t i = 0; i < o.b.size(); ++i) o.b[i] += db * (1.0 + std::abs(o.b[i])) * (i % 2 ? 1.0 : -1.0);
+  return o;
+}
+
+// A re-solve after q and b changed keeps the first solve's factorization, scaling and
+// ρ (its K⁻¹ bit for bit while ρ does not move, its equilibration even where a fresh
+// set-up would choose another: the larger q changes the cost scaling c), and still reaches
+// the new optimum: the new data's KKT residuals and a fresh solve's objective. On the
+// sparse and the dense x-step, the cube QP and random cones (equalities too), cold
+// and warm.
+TEST(QpAdmm, ReuseKeepsTheFactorizationWhenOnlyQAndBChange) {
+  // (q ×10 moves ρ on every random problem at 1e-9, so that K⁻¹ is formed again; ×2
+  // leaves some as they were and still changes c)
+  const std::pair<GeneratedQps, double> sets[] = {{cube_loss_batch(12, FrictionModel::kCone, 51), 10.0},
+                                                  {random_qp_batch(12, 10, cones(2, 8, 2), 52), 2.0}};
+  for (const auto& [g, qs] : sets) {
+    const QpBatch<double>& bt = g.batch;
+    const QpBatch<double> next = moved(bt, qs, 0.05);
+    for (const bool dense : {false, true}) {
+      for (const bool warm : {false, true}) {
+        SCOPED_TRACE(std::string("n ") + std::to_string(bt.n) + (dense ? " dense" : " sparse") +
+                     (warm ? " warm" : " cold"));
+        QpSettings<double> st = tight();
+        st.dense_iteration = dense;
+        KeptSolver kept(bt), fresh(bt);
+        QpSolutions<double> a, f;
+        a.resize(bt.size, bt.n, bt.m());
+        f.resize(bt.size, bt.n, bt.m());
+        int unchanged = 0, rescaled = 0;
+        for (int k = 0; k < bt.size; ++k) {
+          SCOPED_TRACE("problem " + std::to_string(k));
+          ASSERT_EQ(kept.solve(bt, k, st, a, false, false).status, SolveStatus::kSolved);
+          auto w = kept.w(k);
+          ASSERT_TRUE(detail::qp_factor_kept(w));
+          const int nn = bt.n * bt.n;
+          const std::vector<double> L0(w.L.p, w.L.p + nn);
+          const double c0 = w.cscale[0], rho0 = w.cscale[kQpKeptRho];
+          const std::vector<double> D0(w.dscale.p, w.dscale.p + bt.n), E0(w.escale.p, w.escale.p + bt.m());
+          f.x = a.x, f.y = a.y;
+          const QpInfo<double> r = kept.solve(next, k, st, a, warm, true);
+          const QpInfo<double> n0 = fresh.solve(next, k, st, f, warm, false);
+          ASSERT_EQ(r.status, SolveStatus::kSolved);
+          ASSERT_EQ(n0.status, SolveStatus::kSolved);
+          // the set-up was skipped: the scaling is the first solve's, a fresh one differs
+          EXPECT_EQ(w.cscale[0], c0);
+          EXPECT_EQ(std::vector<double>(w.dscale.p, w.dscale.p + bt.n), D0);
+          EXPECT_EQ(std::vector<double>(w.escale.p, w.escale.p + bt.m()), E0);
+          rescaled += fresh.w(k).cscale[0] != c0;
+          if (r.rho_updates == 0) {
+            EXPECT_EQ(std::vector<double>(w.L.p, w.L.p + nn), L0) << "K⁻¹ was formed again";
+            EXPECT_EQ(w.cscale[kQpKeptRho], rho0);
+            ++unchanged;
+          }
+          EXPECT_TRUE(detail::qp_factor_kept(w));
+          // the new problem's optimum, from its own data
+          const auto kkt = testing::kkt_residuals(next, k, &a.x[size_t(k) * bt.n], &a.y[size_t(k) * bt.m()]);
+          EXPECT_LT(kkt.stationarity, 1e-6);
+          EXPECT_LT(kkt.primal, 1e-6);
+          EXPECT_LT(kkt.dual, 1e-6);
+          EXPECT_NEAR(r.objective, n0.objective, 1e-6 * (1 + std::abs(n0.objective)));
+        }
+        EXPECT_GT(unchanged, 0) << "every re-solve moved ρ: K⁻¹'s reuse went unchecked";
+        EXPECT_GT(rescaled, 0) << "a fresh set-up chose the same scaling: the skip went unchecked";
+      }
+    }
+  }
+}
+
+// When the set-up is the full one after all: no solve yet (a zeroed workspace), or
+// the last one could not leave a factorization (invalid P). A NaN in q on a re-solve
+// is refused by name and leaves the kept factorization usable. A solve that ends in
+// the fallback restart leaves none (its scaling is the restart's).
+TEST(QpAdmm, ReuseFallsBackToTheFullSetUpWithoutAUsableFactorization) {
+  const GeneratedQps g = cube_loss_batch(4, FrictionModel::kCone, 53);
+  const QpBatch<double>& bt = g.batch;
+  const QpBatch<double> next = moved(bt, 1.01, 0.01);
+  const QpSettings<double> st = tight();
+  KeptSolver kept(bt), fresh(bt);
+  QpSolutions<double> a, f;
+  a.resize(bt.size, bt.n, bt.m());
+  f.resize(bt.size, bt.n, bt.m());
+  // (0) nothing kept yet: the same bits as a plain solve
+  ASSERT_EQ(kept.solve(next, 0, st, a, false, true).status, SolveStatus::kSolved);
+  fresh.solve(next, 0, st, f, false, false);
+  EXPECT_EQ(a.x, f.x);
+  EXPECT_EQ(a.iterations[0], f.iterations[0]);
+  // (1) the last solve had a NaN in P: none kept; the re-solve sets up in full
+  QpBatch<double> bad = bt;
+  bad.P[size_t(1) * bt.n * bt.n] = std::nan("");
+  EXPECT_EQ(kept.solve(bad, 1, st, a, false, false).fault, InputFault::kNonFiniteP);
+  EXPECT_FALSE(detail::qp_factor_kept(kept.w(1)));
+  ASSERT_EQ(kept.solve(next, 1, st, a, false, true).status, SolveStatus::kSolved);
+  fresh.solve(next, 1, st, f, false, false);
+  for (int j = 0; j < bt.n; ++j) EXPECT_EQ(a.x[size_t(bt.n) + j], f.x[size_t(bt.n) + j]);
+  // (2) a NaN in q on a re-solve: refused, the factorization stays usable and unchanged
+  ASSERT_EQ(kept.solve(bt, 2, st, a, false, false).status, SolveStatus::kSolved);
+  KeptSolver twin(bt);
+  twin.copy_from(kept, 2);
+  QpBatch<double> nanq = next;
+  nanq.q[size_t(2) * bt.n + 3] = std::nan("");
+  const QpInfo<double> refused = kept.solve(nanq, 2, st, a, false, true);
+  EXPECT_EQ(refused.status, SolveStatus::kInvalidInput);
+  EXPECT_EQ(refused.fault, InputFault::kNonFiniteQ);
+  EXPECT_TRUE(detail::qp_factor_kept(kept.w(2)));
+  QpSolutions<double> t = a;
+  kept.solve(next, 2, st, a, false, true);
+  twin.solve(next, 2, st, t, false, true);
+  for (int j = 0; j < bt.n; ++j) EXPECT_EQ(a.x[size_t(2) * bt.n + j], t.x[size_t(2) * bt.n + j]);
+  // (3) the fallback restart: 1 ≤ x₀ ≤ −1 with its infeasibility test made blind
+  // stalls and restarts (tests/test_gpu.cc's problem 3); nothing usable is left
+  ConeSpec c2;
+  c2.n_nonneg = 2;
+  const QpBatch<double> stall = QpBatch<double>::from_dense(1, 2, c2, {1, 0, 0, 1}, {1, 1}, {1, 0, -1, 0}, {-1, -1});
+  QpSettings<double> sst = tight();
+  sst.max_iter = 400;
+  sst.eps_pinf = 1e30;
+  sst.predict_checks = false;
+  ASSERT_TRUE(sst.fallback);
+  KeptSolver ks(stall);
+  QpSolutions<double> s;
+  s.resize(1, 2, 2);
+  EXPECT_EQ(ks.solve(stall, 0, sst, s, false, false).status, SolveStatus::kMaxIterations);
+  EXPECT_FALSE(detail::qp_factor_kept(ks.w(0)));
 }
 
 }  // namespace
