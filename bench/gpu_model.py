@@ -297,7 +297,7 @@ CASES = [  # case, what it is, T bytes, kernel, working set per problem (bytes)
     ("qp_anitescu_float_cold", "Anitescu step QP, float32, eps 1e-5, cold", 4, "qp_admm_kernel<float>", qp_bytes(24, 24, 4)),
     ("qp_cube_float_setup_warp_nocheck", "same, 1 iteration, WARP, no input check", 4, "qp_admm_warp_kernel<float>", qp_warp_bytes(32, 48, 4)),
     ("qp_cube_float_setup_warp_noruiz", "same, 1 iteration, WARP, no input check, no Ruiz", 4, "qp_admm_warp_kernel<float>", qp_warp_bytes(32, 48, 4)),
-    ("qp_cube_float_kept_warp", "same, warm, WARP, the factorization kept (q and b replaced)", 4, "qp_admm_warp_kernel<float, kept>", qp_warp_bytes(32, 48, 4) + (32 * 32 + 32 + 48 + 3) * 4),
+    ("qp_cube_float_kept_warp", "same, warm, WARP, the factorization kept (q and b replaced)", 4, "qp_admm_warp_kernel<float, kept>", qp_warp_bytes(32, 48, 4) + (32 * 32 + 32 + 48 + 6) * 4),
     ("qp_anitescu_float_cold_warp", "Anitescu step QP, float32, eps 1e-5, cold, WARP per problem", 4, "qp_admm_warp_kernel<float>", qp_warp_bytes(24, 24, 4)),
     ("lcp_pgs_cone_double", "PGS LCP, friction-cone block, n = 12, double", 8, "lcp_pgs_kernel<double>", (12 * 12 + 4 * 12 + 4) * 8),
     ("contactnets_loss_double", "ContactNets loss, THREAD layout: one fused kernel (assembly, QP, gradient), double", 8, "loss_kernel<double>", qp_bytes(32, 32, 8) + 6472),
@@ -408,7 +408,7 @@ def main():
         nz = re.search(r"nnz=(\d+)", text)
         compulsory = qp_compulsory_bytes(32, 48, int(nz.group(1)) if nz else CUBE_NNZ, tb) if "cube" in case else 0
         if case in KEPT_CASES:
-            compulsory += (32 * 32 + 32 + 48 + 3) * tb  # kernels/qp_kernels.h warp_kept_size
+            compulsory += (32 * 32 + 32 + 48 + 6) * tb  # kernels/qp_kernels.h warp_kept_size
         lanes, lanes_src = 32.0, "32 (assumed)"
         lines.append(f"| {what} | `{kernel}` | {it.group(1) if it else '—'} | {per['total']:,.0f} | "
                      f"{per.get('fp32', 0):,.0f} | {per.get('fp64', 0):,.0f} | "

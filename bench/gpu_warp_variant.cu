@@ -147,10 +147,12 @@ void solve_kept(const QpBatch<T>& first, const QpBatch<T>& bt, const QpSettings<
       s.rho_updates[k] = info.rho_updates, s.objective[k] = info.objective, s.value[k] = info.value;
     }
   }
+  std::printf("warp kernel: %d blocks of one warp (a problem each), shared memory per block: %zu bytes "
+              "(n=%d, m=%d, nnz=%d)\n", B, cuda::warp_shared_bytes(m, nnz, sizeof(T)), n, m, nnz);
   cuda::DeviceQpBatch<T> dev(cuda::DeviceLayout::kWarp);
   dev.keep_factors(true);
   dev.upload(first.device_arrays());
-  std::vector<int> status(size_t(B)), fault(size_t(B));
+  std::vector<int> status(static_cast<size_t>(B)), fault(static_cast<size_t>(B));
   QpSolutions<T> g1;
   g1.resize(B, n, m);
   auto results = [&](QpSolutions<T>& o) {

@@ -47,8 +47,9 @@ inline size_t warp_shared_bytes(int m, int nnz, size_t elem) {
 constexpr size_t kWarpSharedLimit = 48 * 1024;  // without opting in to more
 
 // Elements of the factorization one problem of the warp layout keeps between solves
-// (DeviceQpBatch::keep_factors): K⁻¹ (n × n), D (n), E (m), c, ρ and a validity flag.
-IMPULSE_HD int warp_kept_size(int n, int m) { return n * n + n + m + 3; }
+// (DeviceQpBatch::keep_factors): K⁻¹ (n × n), D (n), E (m), c, ρ, the settings it
+// depends on (σ, ρ_eq scale, Ruiz passes) and a validity flag.
+IMPULSE_HD int warp_kept_size(int n, int m) { return n * n + n + m + 6; }
 
 // The layout a batch runs in. kThread always. kWarp when n <= 32 and its shared
 // memory fits (else Error saying which). kAuto: kWarp for 16 <= n <= 32 when it

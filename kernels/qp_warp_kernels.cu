@@ -265,12 +265,14 @@ __global__ void __launch_bounds__(kW, 16) qp_admm_warp_kernel(int batch, Problem
   T xj = T(0);
   T Kc[kW];
   // the kept factorization (WarpLaunch::kept, qp_admm_solve's `reuse`): K⁻¹ by rows of
-  // n, D, E, c, ρ, and the flag (1: usable)
+  // n, D, E, c, ρ, σ, ρ_eq scale, Ruiz passes (usable only with the same: qp_factor_kept),
+  // and the flag (1: usable)
   // (its address formed where used, from the launch's constants: a pointer held
   // through the kernel costs the iteration two registers)
-  const int kf = n * n + n + m + 2;
+  const int kf = n * n + n + m + 5;
   auto kept_at = [&]() { return kept + size_t(blockIdx.x) * warp_kept_size(n, m); };
-  const bool kept_k = Kept && reuse && kept_at()[kf] == T(1);
+  const bool kept_k = Kept && reuse && kept_at()[kf] == T(1) && kept_at()[kf - 3] == st0.sigma &&
+                      kept_at()[kf - 2] == st0.rho_eq_scale && kept_at()[kf - 1] == T(st0.scaling_iters);
   auto keep_flag = [&](bool valid) {
     if (Kept && lane == 0) kept_at()[kf] = valid ? T(1) : T(0);
   };
@@ -656,7 +658,10 @@ __global__ void __launch_bounds__(kW, 16) qp_admm_warp_kernel(int batch, Problem
         kp[n * n + lane] = dj;
       }
       for (int r = lane; r < m; r += kW) kp[n * n + n + r] = s.e[r];
-      if (lane == 0) kp[n * n + n + m] = cscale, kp[n * n + n + m + 1] = rho;
+      if (lane == 0) {
+        kp[n * n + n + m] = cscale, kp[n * n + n + m + 1] = rho;
+        kp[kf - 3] = st.sigma, kp[kf - 2] = st.rho_eq_scale, kp[kf - 1] = T(st.scaling_iters);
+      }
     }
     keep_flag(usable);
 

@@ -294,13 +294,16 @@ struct QpWork {
 // The factorization a solve leaves in its workspace, for a re-solve that keeps
 // it (qp_admm_solve's `reuse`): w.L (K⁻¹ or its Cholesky factor; with the
 // dense iteration also H and the long rows), D, E, c, σ_j and the per-row ρ
-// are those of the last solve, and two scalars in the cscale slice (which
-// holds 16) say which: cscale[kQpKeptRho] the scalar ρ the factorization was
-// made with, cscale[kQpKeptValid] 1 when it is usable (the last solve factored
-// in its first phase and ended neither in a numerical error nor in the
-// fallback restart), else 0.
+// are those of the last solve, and scalars in the cscale slice (which holds
+// 16) say which: cscale[kQpKeptRho] the scalar ρ the factorization was made
+// with, cscale[kQpKeptValid] 1 when it is usable (the last solve factored in
+// its first phase and ended neither in a numerical error nor in the fallback
+// restart), else 0, and from kQpKeptSettings on the settings it depends on
+// (σ, ρ_eq scale, Ruiz passes, and whether w.L is K⁻¹ and H is formed): a
+// re-solve with other settings sets up in full.
 constexpr int kQpKeptRho = 1;
 constexpr int kQpKeptValid = 2;
+constexpr int kQpKeptSettings = 3;  // 4 entries
 
 // b is usable: finite on zero and cone rows; on nonnegative rows finite or
 // +inf (the row has no bound: its z is never clipped and its y stays 0, as
@@ -865,15 +868,26 @@ IMPULSE_HD_PHASE void qp_start(const QpShape& sh, const QpData<T, S>& d, View<T,
   }
 }
 
-// whether w holds a usable factorization (kQpKeptValid), and recording it
-template <class T, class SW>
-IMPULSE_HD bool qp_factor_kept(const QpWork<T, SW>& w) {
-  return w.cscale[kQpKeptValid] == T(1);
+// whether w holds a factorization usable with settings st (kQpKeptValid,
+// kQpKeptSettings), and recording it
+template <class T>
+IMPULSE_HD T qp_kept_form(const QpSettings<T>& st, bool dense) {
+  return T((st.explicit_inverse ? 1 : 0) + (dense ? 2 : 0));
 }
 template <class T, class SW>
-IMPULSE_HD void qp_keep_factor(QpWork<T, SW>& w, bool valid, T rho) {
+IMPULSE_HD bool qp_factor_kept(const QpWork<T, SW>& w, const QpSettings<T>& st, bool dense) {
+  return w.cscale[kQpKeptValid] == T(1) && w.cscale[kQpKeptSettings] == st.sigma &&
+         w.cscale[kQpKeptSettings + 1] == st.rho_eq_scale && w.cscale[kQpKeptSettings + 2] == T(st.scaling_iters) &&
+         w.cscale[kQpKeptSettings + 3] == qp_kept_form(st, dense);
+}
+template <class T, class SW>
+IMPULSE_HD void qp_keep_factor(QpWork<T, SW>& w, bool valid, T rho, const QpSettings<T>& st, bool dense) {
   w.cscale[kQpKeptRho] = rho;
   w.cscale[kQpKeptValid] = valid ? T(1) : T(0);
+  w.cscale[kQpKeptSettings] = st.sigma;
+  w.cscale[kQpKeptSettings + 1] = st.rho_eq_scale;
+  w.cscale[kQpKeptSettings + 2] = T(st.scaling_iters);
+  w.cscale[kQpKeptSettings + 3] = qp_kept_form(st, dense);
 }
 
 // Set-up: the input check, the initial iterate (z = Ax for a warm start,
@@ -1179,13 +1193,15 @@ IMPULSE_HD_PHASE void qp_finish(const QpShape& sh, const QpData<T, S>& d, View<T
 //
 // reuse: a re-solve that keeps the factorization the last solve left in w
 // (kQpKeptValid), as OSQP's update of q and bounds does: the caller promises
-// that P, A and the settings are those of that solve and only q and b
-// changed. The input check then covers q and b only, and the set-up skips the
+// that P and A are those of that solve and only q and b changed (settings
+// that the factorization depends on are checked: kQpKeptSettings). The input check then covers q and b only, and the set-up skips the
 // equilibration and the factorization (D, E, c and ρ stay: the iterates
 // differ from a fresh solve's in rounding and in the path, not in what
-// `solved` means). Without a usable factorization in w (none yet, or the last
-// solve ended in a numerical error or the fallback restart) the set-up is the
-// full one. Every solve leaves its factorization in w for the next.
+// `solved` means). Without a usable factorization in w (none yet, the last
+// solve ended in a numerical error or the fallback restart, or other σ,
+// ρ_eq scale, Ruiz passes, explicit_inverse or dense iteration) the set-up is
+// the full one. Every solve leaves its factorization in w for the next. (The
+// host batch paths never reuse: a workspace there serves many problems.)
 template <class T, class S, class SW, class SX>
 IMPULSE_HD_NOINLINE QpInfo<T> qp_admm_solve(const QpShape& sh, const QpData<T, S>& d,
                                             View<T, SX> x, View<T, SX> y, QpWork<T, SW> w,
@@ -1201,12 +1217,12 @@ IMPULSE_HD_NOINLINE QpInfo<T> qp_admm_solve(const QpShape& sh, const QpData<T, S
   for (int phase = 0;; ++phase) {
     if (phase == 1) cur = detail::qp_fallback_settings(st, st.max_iter - used);
     info = QpInfo<T>{};
-    const bool kept = phase == 0 && reuse && detail::qp_factor_kept(w);
+    const bool kept = phase == 0 && reuse && detail::qp_factor_kept(w, cur, dense);
     if ((kept ? detail::qp_setup_kept(sh, d, x, y, w, cur, warm, dense, info)
               : detail::qp_setup(sh, d, x, y, w, cur, phase == 0 && warm, dense, info)) != SolveStatus::kNotRun) {
       // a kept factorization is untouched by a fault in q or b; a full set-up
       // that failed left none
-      if (!kept) detail::qp_keep_factor(w, false, cur.rho);
+      if (!kept) detail::qp_keep_factor(w, false, cur.rho, cur, dense);
       info.iterations += used;
       info.rho_updates += updates;
       return info;
@@ -1280,7 +1296,7 @@ IMPULSE_HD_NOINLINE QpInfo<T> qp_admm_solve(const QpShape& sh, const QpData<T, S
     }
     if (stalled && cur.stall_return) {
       detail::qp_finish(sh, d, x, y, w, cur, SolveStatus::kMaxIterations, it, c, rho, info);
-      detail::qp_keep_factor(w, true, rho);
+      detail::qp_keep_factor(w, true, rho, cur, dense);
       info.stalled = true;
       return info;
     }
@@ -1290,7 +1306,7 @@ IMPULSE_HD_NOINLINE QpInfo<T> qp_admm_solve(const QpShape& sh, const QpData<T, S
       continue;
     }
     detail::qp_finish(sh, d, x, y, w, cur, status, it, c, rho, info);
-    detail::qp_keep_factor(w, phase == 0 && status != SolveStatus::kNumericalError, rho);
+    detail::qp_keep_factor(w, phase == 0 && status != SolveStatus::kNumericalError, rho, cur, dense);
     info.iterations += used;
     info.rho_updates += updates;
     return info;

@@ -451,9 +451,13 @@ TEST_F(GpuQpWarp, UnboundedRowsAndStallRestartAsOnTheCpu) {
 
 // Re-solves that keep the factorization (DeviceQpBatch::keep_factors, upload_vectors,
 // solve(..., reuse)), in both layouts, against qp_admm_solve's `reuse` with a workspace
-// per problem: a cold solve of the cube QPs, then q ×1.01 and b moved, re-solved warm
-// from the first answers with the kept factorizations; then a full upload, which
-// forgets them: the re-solve sets up in full, as a plain warm solve.
+// per problem: a cold solve (problem 1 with a NaN in q: a fault, no factorization
+// kept), then q scaled and b moved, re-solved warm from the kept factorizations
+// (problem 1 sets up in full), then q scaled again from what that re-solve kept
+// (where ρ moved, its new factorization was stored and is used here); then a full
+// upload with P doubled, which forgets them all: the re-solve sets up in full, as a
+// plain warm solve of the new P. On the cube QPs (n = 32, whose re-solves keep ρ) and
+// random QPs with every cone kind (n = 8, ρ moves on some re-solves).
 struct DeviceRun {
   cuda::DeviceQpBatch<double> dev;
   QpSolutions<double> sol;
@@ -475,48 +479,56 @@ struct DeviceRun {
   }
 };
 
-TEST_F(GpuQpWarp, KeptFactorizationReSolvesAsOnTheCpu) {
-  const QpBatch<double> bt = cube_loss_batch(batch_size(64, 4), FrictionModel::kCone, 61).batch;
-  QpBatch<double> next = bt;
-  for (double& v : next.q) v *= 1.01;
+// (returns how many re-solves moved ρ before the third solve)
+int kept_resolves_as_on_the_cpu(const QpBatch<double>& bt, double qs2, double qs3) {
+  QpBatch<double> first = bt, next = bt, third = bt;
+  first.q[size_t(bt.n) + 2] = std::nan("");  // problem 1
+  for (double& v : next.q) v *= qs2;
   for (size_t i = 0; i < next.b.size(); ++i) next.b[i] += 1e-3 * (i % 2 ? 1.0 : -1.0);
+  third.b = next.b;
+  for (size_t i = 0; i < third.q.size(); ++i) third.q[i] = next.q[i] * qs3;
+  QpBatch<double> doubled = third;
+  for (double& v : doubled.P) v *= 2.0;
   QpSettings<double> st = as_on_device(QpSettings<double>{});
   st.eps_abs = st.eps_rel = 1e-6;
   const int B = bt.size, n = bt.n, m = bt.m(), nnz = bt.nnz();
-  // the CPU: each problem in its own workspace, solved cold, then re-solved
+  // the CPU: each problem in its own workspace
   std::vector<std::vector<double>> work(size_t(B), std::vector<double>(qp_work_host_size(n, m), 0.0));
-  auto cpu_solve = [&](const QpBatch<double>& data, QpSolutions<double>& s, int k, bool warm, bool reuse) {
-    const QpData<double, UnitStride> d{unit_view(data.P.data() + size_t(k) * n * n),
-                                       unit_view(data.q.data() + size_t(k) * n),
-                                       unit_view(data.A.data() + size_t(k) * nnz),
-                                       unit_view(data.b.data() + size_t(k) * m)};
-    const QpInfo<double> info = qp_admm_solve(
-        bt.shape(), d, unit_view(s.x.data() + size_t(k) * n), unit_view(s.y.data() + size_t(k) * m),
-        QpWork<double, UnitStride>::carve(unit_view(qp_work_align(work[size_t(k)].data())), n, m, true), st, warm,
-        reuse);
-    s.status[k] = info.status, s.iterations[k] = info.iterations, s.rho_updates[k] = info.rho_updates;
-  };
-  QpSolutions<double> cpu1, cpu2;
-  cpu1.resize(B, n, m);
-  for (int k = 0; k < B; ++k) cpu_solve(bt, cpu1, k, false, false);
-  cpu2 = cpu1;
-  for (int k = 0; k < B; ++k) cpu_solve(next, cpu2, k, true, true);
-  const QpSolutions<double> cpu3 = admm_each(next, st, &cpu2);  // a plain warm solve from cpu2
-  // the reference itself solved every re-solve; its iterations against a fresh warm
-  // solve's from the same start, for the log
-  int iters_kept = 0, iters_fresh = 0;
-  {
-    const QpSolutions<double> plain = admm_each(next, st, &cpu1);
+  auto cpu_pass = [&](const QpBatch<double>& data, QpSolutions<double>& s, bool warm, bool reuse) {
     for (int k = 0; k < B; ++k) {
-      ASSERT_EQ(cpu2.status[k], SolveStatus::kSolved) << "problem " << k;
-      iters_kept += cpu2.iterations[k], iters_fresh += plain.iterations[k];
+      const QpData<double, UnitStride> d{unit_view(data.P.data() + size_t(k) * n * n),
+                                         unit_view(data.q.data() + size_t(k) * n),
+                                         unit_view(data.A.data() + size_t(k) * nnz),
+                                         unit_view(data.b.data() + size_t(k) * m)};
+      const QpInfo<double> info = qp_admm_solve(
+          bt.shape(), d, unit_view(s.x.data() + size_t(k) * n), unit_view(s.y.data() + size_t(k) * m),
+          QpWork<double, UnitStride>::carve(unit_view(qp_work_align(work[size_t(k)].data())), n, m, true), st, warm,
+          reuse);
+      s.status[k] = info.status, s.fault[k] = info.fault, s.iterations[k] = info.iterations;
+      s.rho_updates[k] = info.rho_updates;
     }
+  };
+  QpSolutions<double> cpu1, cpu2, cpu3;
+  cpu1.resize(B, n, m);
+  cpu_pass(first, cpu1, false, false);
+  cpu2 = cpu1;
+  cpu_pass(next, cpu2, true, true);
+  cpu3 = cpu2;
+  cpu_pass(third, cpu3, true, true);
+  const QpSolutions<double> cpu4 = admm_each(doubled, st, &cpu3);  // a plain warm solve of the new P
+  // the reference itself: problem 1's fault, every re-solve solved
+  EXPECT_EQ(cpu1.fault[1], InputFault::kNonFiniteQ);
+  int moved = 0;
+  for (int k = 0; k < B; ++k) {
+    EXPECT_EQ(cpu2.status[k], SolveStatus::kSolved) << "problem " << k;
+    EXPECT_EQ(cpu3.status[k], SolveStatus::kSolved) << "problem " << k;
+    moved += cpu2.rho_updates[k] > 0;
   }
-  std::printf("re-solve iterations: %d kept, %d with a fresh set-up (%d problems)\n", iters_kept, iters_fresh, B);
   auto expect_same = [&](const QpSolutions<double>& ref, const QpSolutions<double>& gpu) {
     for (int k = 0; k < B; ++k) {
       SCOPED_TRACE("problem " + std::to_string(k));
       EXPECT_EQ(gpu.status[k], ref.status[k]);
+      EXPECT_EQ(gpu.fault[k], ref.fault[k]);
       EXPECT_EQ(gpu.iterations[k], ref.iterations[k]);
       EXPECT_EQ(gpu.rho_updates[k], ref.rho_updates[k]);
       const double xs = 1.0 + xnorm_of(&ref.x[size_t(k) * n], n), ys = 1.0 + xnorm_of(&ref.y[size_t(k) * m], m);
@@ -529,22 +541,38 @@ TEST_F(GpuQpWarp, KeptFactorizationReSolvesAsOnTheCpu) {
     DeviceRun g(layout);
     EXPECT_THROW(g.dev.solve(st, false, true), Error);  // reuse without keep_factors
     g.dev.keep_factors(true);
-    g.dev.upload(bt.device_arrays());
+    g.dev.upload(first.device_arrays());
     g.dev.solve(st, false);
     g.get(bt);
     expect_same(cpu1, g.sol);
-    g.dev.upload_vectors(next.q.data(), next.b.data());
-    g.dev.upload_warm_start(g.results());
-    g.dev.solve(st, true, true);
-    g.get(bt);
-    expect_same(cpu2, g.sol);
+    for (const QpBatch<double>* data : {&next, &third}) {
+      g.dev.upload_vectors(data->q.data(), data->b.data());
+      g.dev.upload_warm_start(g.results());
+      g.dev.solve(st, true, true);
+      g.get(bt);
+      expect_same(data == &next ? cpu2 : cpu3, g.sol);
+    }
     // a full upload forgets the kept factorizations
-    g.dev.upload(next.device_arrays());
+    g.dev.upload(doubled.device_arrays());
     g.dev.upload_warm_start(g.results());
     g.dev.solve(st, true, true);
     g.get(bt);
-    expect_same(cpu3, g.sol);
+    expect_same(cpu4, g.sol);
   }
+  return moved;
+}
+
+TEST_F(GpuQpWarp, KeptFactorizationReSolvesAsOnTheCpu) {
+  int moved = 0;
+  {
+    SCOPED_TRACE("cube QPs");
+    moved += kept_resolves_as_on_the_cpu(cube_loss_batch(batch_size(64, 4), FrictionModel::kCone, 61).batch, 1.01, 1.5);
+  }
+  {
+    SCOPED_TRACE("random QPs, every cone kind");
+    moved += kept_resolves_as_on_the_cpu(random_qp_batch(batch_size(64, 4), 8, mixed(), 61).batch, 1.5, 1.5);
+  }
+  EXPECT_GT(moved, 0) << "no re-solve moved ρ: storing a new factorization went unchecked";
 }
 
 // PGS, plain and with the friction-cone block: the same sweeps on both sides

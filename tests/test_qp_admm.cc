@@ -454,6 +454,10 @@ struct KeptSolver {
   std::vector<std::vector<double>> work;
   explicit KeptSolver(const QpBatch<double>& b)
       : bt(b), work(size_t(b.size), std::vector<double>(qp_work_host_size(b.n, b.m()), 0.0)) {}
+  // whether problem k's workspace holds a factorization usable with st
+  bool usable(int k, const QpSettings<double>& st) {
+    return detail::qp_factor_kept(w(k), st, st.dense_iteration && st.explicit_inverse);
+  }
   QpWork<double, UnitStride> w(int k) {
     return QpWork<double, UnitStride>::carve(unit_view(qp_work_align(work[size_t(k)].data())), bt.n, bt.m(), true);
   }
@@ -496,9 +500,11 @@ QpBatch<double> moved(const QpBatch<double>& bt, double qs, double db) {
 // and warm.
 TEST(QpAdmm, ReuseKeepsTheFactorizationWhenOnlyQAndBChange) {
   // (q ×10 moves ρ on every random problem at 1e-9, so that K⁻¹ is formed again; ×2
-  // leaves some as they were and still changes c)
+  // leaves some as they were and still changes c. The set without cones runs the dense
+  // x-step with Anderson acceleration, QpSettings::anderson.)
   const std::pair<GeneratedQps, double> sets[] = {{cube_loss_batch(12, FrictionModel::kCone, 51), 10.0},
-                                                  {random_qp_batch(12, 10, cones(2, 8, 2), 52), 2.0}};
+                                                  {random_qp_batch(12, 10, cones(2, 8, 2), 52), 2.0},
+                                                  {random_qp_batch(12, 10, cones(2, 8, 0), 54), 2.0}};
   for (const auto& [g, qs] : sets) {
     const QpBatch<double>& bt = g.batch;
     const QpBatch<double> next = moved(bt, qs, 0.05);
@@ -517,7 +523,7 @@ TEST(QpAdmm, ReuseKeepsTheFactorizationWhenOnlyQAndBChange) {
           SCOPED_TRACE("problem " + std::to_string(k));
           ASSERT_EQ(kept.solve(bt, k, st, a, false, false).status, SolveStatus::kSolved);
           auto w = kept.w(k);
-          ASSERT_TRUE(detail::qp_factor_kept(w));
+          ASSERT_TRUE(kept.usable(k, st));
           const int nn = bt.n * bt.n;
           const std::vector<double> L0(w.L.p, w.L.p + nn);
           const double c0 = w.cscale[0], rho0 = w.cscale[kQpKeptRho];
@@ -537,7 +543,7 @@ TEST(QpAdmm, ReuseKeepsTheFactorizationWhenOnlyQAndBChange) {
             EXPECT_EQ(w.cscale[kQpKeptRho], rho0);
             ++unchanged;
           }
-          EXPECT_TRUE(detail::qp_factor_kept(w));
+          EXPECT_TRUE(kept.usable(k, st));
           // the new problem's optimum, from its own data
           const auto kkt = testing::kkt_residuals(next, k, &a.x[size_t(k) * bt.n], &a.y[size_t(k) * bt.m()]);
           EXPECT_LT(kkt.stationarity, 1e-6);
@@ -552,10 +558,11 @@ TEST(QpAdmm, ReuseKeepsTheFactorizationWhenOnlyQAndBChange) {
   }
 }
 
-// When the set-up is the full one after all: no solve yet (a zeroed workspace), or
-// the last one could not leave a factorization (invalid P). A NaN in q on a re-solve
-// is refused by name and leaves the kept factorization usable. A solve that ends in
-// the fallback restart leaves none (its scaling is the restart's).
+// When the set-up is the full one after all: no solve yet (a zeroed workspace), the
+// last one could not leave a factorization (invalid P), or the settings it depends on
+// changed. A NaN in q on a re-solve is refused by name and leaves the kept
+// factorization usable. A solve that ends in the fallback restart leaves none (its
+// scaling is the restart's).
 TEST(QpAdmm, ReuseFallsBackToTheFullSetUpWithoutAUsableFactorization) {
   const GeneratedQps g = cube_loss_batch(4, FrictionModel::kCone, 53);
   const QpBatch<double>& bt = g.batch;
@@ -573,8 +580,10 @@ TEST(QpAdmm, ReuseFallsBackToTheFullSetUpWithoutAUsableFactorization) {
   // (1) the last solve had a NaN in P: none kept; the re-solve sets up in full
   QpBatch<double> bad = bt;
   bad.P[size_t(1) * bt.n * bt.n] = std::nan("");
+  ASSERT_EQ(kept.solve(bt, 1, st, a, false, false).status, SolveStatus::kSolved);
+  ASSERT_TRUE(kept.usable(1, st));
   EXPECT_EQ(kept.solve(bad, 1, st, a, false, false).fault, InputFault::kNonFiniteP);
-  EXPECT_FALSE(detail::qp_factor_kept(kept.w(1)));
+  EXPECT_FALSE(kept.usable(1, st));
   ASSERT_EQ(kept.solve(next, 1, st, a, false, true).status, SolveStatus::kSolved);
   fresh.solve(next, 1, st, f, false, false);
   for (int j = 0; j < bt.n; ++j) EXPECT_EQ(a.x[size_t(bt.n) + j], f.x[size_t(bt.n) + j]);
@@ -587,13 +596,31 @@ TEST(QpAdmm, ReuseFallsBackToTheFullSetUpWithoutAUsableFactorization) {
   const QpInfo<double> refused = kept.solve(nanq, 2, st, a, false, true);
   EXPECT_EQ(refused.status, SolveStatus::kInvalidInput);
   EXPECT_EQ(refused.fault, InputFault::kNonFiniteQ);
-  EXPECT_TRUE(detail::qp_factor_kept(kept.w(2)));
+  EXPECT_TRUE(kept.usable(2, st));
   QpSolutions<double> t = a;
   kept.solve(next, 2, st, a, false, true);
   twin.solve(next, 2, st, t, false, true);
   for (int j = 0; j < bt.n; ++j) EXPECT_EQ(a.x[size_t(2) * bt.n + j], t.x[size_t(2) * bt.n + j]);
-  // (3) the fallback restart: 1 ≤ x₀ ≤ −1 with its infeasibility test made blind
-  // stalls and restarts (tests/test_gpu.cc's problem 3); nothing usable is left
+  // (3) other settings the factorization depends on: σ, ρ_eq scale, Ruiz passes, the
+  // dense x-step: each re-solve sets up in full, the same bits as a fresh solve
+  for (int change = 0; change < 4; ++change) {
+    SCOPED_TRACE("settings change " + std::to_string(change));
+    QpSettings<double> other = st;
+    if (change == 0) other.sigma *= 2;
+    if (change == 1) other.rho_eq_scale *= 2;
+    if (change == 2) other.scaling_iters += 1;
+    if (change == 3) other.dense_iteration = !other.dense_iteration;
+    ASSERT_EQ(kept.solve(bt, 3, st, a, false, false).status, SolveStatus::kSolved);
+    ASSERT_TRUE(kept.usable(3, st));
+    EXPECT_FALSE(kept.usable(3, other));
+    ASSERT_EQ(kept.solve(next, 3, other, a, false, true).status, SolveStatus::kSolved);
+    fresh.solve(next, 3, other, f, false, false);
+    for (int j = 0; j < bt.n; ++j) EXPECT_EQ(a.x[size_t(3) * bt.n + j], f.x[size_t(3) * bt.n + j]);
+    EXPECT_TRUE(kept.usable(3, other));
+  }
+  // (4) the fallback restart: 1 ≤ x₀ ≤ −1 with its infeasibility test made blind
+  // stalls and restarts (tests/test_gpu.cc's problem 3); nothing usable is left,
+  // where the same problem with its test on (found infeasible) left one
   ConeSpec c2;
   c2.n_nonneg = 2;
   const QpBatch<double> stall = QpBatch<double>::from_dense(1, 2, c2, {1, 0, 0, 1}, {1, 1}, {1, 0, -1, 0}, {-1, -1});
@@ -605,8 +632,12 @@ TEST(QpAdmm, ReuseFallsBackToTheFullSetUpWithoutAUsableFactorization) {
   KeptSolver ks(stall);
   QpSolutions<double> s;
   s.resize(1, 2, 2);
+  QpSettings<double> seeing = sst;
+  seeing.eps_pinf = 1e-6;
+  EXPECT_EQ(ks.solve(stall, 0, seeing, s, false, false).status, SolveStatus::kPrimalInfeasible);
+  EXPECT_TRUE(ks.usable(0, sst));
   EXPECT_EQ(ks.solve(stall, 0, sst, s, false, false).status, SolveStatus::kMaxIterations);
-  EXPECT_FALSE(detail::qp_factor_kept(ks.w(0)));
+  EXPECT_FALSE(ks.usable(0, sst));
 }
 
 }  // namespace
