@@ -140,13 +140,11 @@ void BM_CpuResolve(benchmark::State& state, Shape shape, bool reuse) {
   const QpBatch<T> batch = make_batch<T>(shape, size);
   QpBatch<T> next = batch;
   for (T& v : next.q) v *= T(1.001);
-  const int n = batch.n, m = batch.m(), nnz = batch.nnz(), len = qp_work_host_size(n, m);
+  const int n = batch.n, m = batch.m(), len = qp_work_host_size(n, m);
   const QpSettings<T> st;
   std::vector<T> work(size_t(size) * len, T(0)), x(size_t(size) * n), y(size_t(size) * m);
   auto solve = [&](const QpBatch<T>& b, int k, bool warm, bool re) {
-    const QpData<T, UnitStride> d{unit_view(b.P.data() + size_t(k) * n * n), unit_view(b.q.data() + size_t(k) * n),
-                                  unit_view(b.A.data() + size_t(k) * nnz), unit_view(b.b.data() + size_t(k) * m)};
-    return qp_admm_solve(batch.shape(), d, unit_view(x.data() + size_t(k) * n), unit_view(y.data() + size_t(k) * m),
+    return qp_admm_solve(batch.shape(), b.problem(k), unit_view(x.data() + size_t(k) * n), unit_view(y.data() + size_t(k) * m),
                          QpWork<T, UnitStride>::carve(unit_view(qp_work_align(work.data() + size_t(k) * len)), n, m, true),
                          st, warm, re);
   };

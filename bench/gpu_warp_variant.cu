@@ -137,10 +137,8 @@ void solve_kept(const QpBatch<T>& first, const QpBatch<T>& bt, const QpSettings<
     const QpBatch<T>& data = pass == 0 ? first : bt;
     QpSolutions<T>& s = pass == 0 ? c1 : cpu;
     for (int k = 0; k < B; ++k) {
-      const QpData<T, UnitStride> d{unit_view(data.P.data() + size_t(k) * n * n), unit_view(data.q.data() + size_t(k) * n),
-                                    unit_view(data.A.data() + size_t(k) * nnz), unit_view(data.b.data() + size_t(k) * m)};
       const QpInfo<T> info = qp_admm_solve(
-          bt.shape(), d, unit_view(s.x.data() + size_t(k) * n), unit_view(s.y.data() + size_t(k) * m),
+          bt.shape(), data.problem(k), unit_view(s.x.data() + size_t(k) * n), unit_view(s.y.data() + size_t(k) * m),
           QpWork<T, UnitStride>::carve(unit_view(qp_work_align(work[size_t(k)].data())), n, m, true), ref,
           pass == 1 && warm, pass == 1);
       s.status[k] = info.status, s.fault[k] = info.fault, s.iterations[k] = info.iterations;
@@ -152,30 +150,20 @@ void solve_kept(const QpBatch<T>& first, const QpBatch<T>& bt, const QpSettings<
   cuda::DeviceQpBatch<T> dev(cuda::DeviceLayout::kWarp);
   dev.keep_factors(true);
   dev.upload(first.device_arrays());
-  std::vector<int> status(static_cast<size_t>(B)), fault(static_cast<size_t>(B));
+  std::vector<int> codes;
   QpSolutions<T> g1;
   g1.resize(B, n, m);
-  auto results = [&](QpSolutions<T>& o) {
-    cuda::HostQpResults<T> r;
-    r.x = o.x.data(), r.y = o.y.data(), r.objective = o.objective.data(), r.value = o.value.data();
-    r.prim_res = o.prim_res.data(), r.dual_res = o.dual_res.data(), r.status = status.data();
-    r.fault = fault.data(), r.iterations = o.iterations.data(), r.rho_updates = o.rho_updates.data();
-    return r;
-  };
   dev.solve(st, false);
-  cuda::HostQpResults<T> r1 = results(g1);
+  cuda::HostQpResults<T> r1 = g1.device_results(codes);
   dev.download(r1);
   std::printf("warp kernel, first solve (cold, keeping the factorizations): %.2f iterations a problem\n",
               [&] { double t = 0; for (int v : g1.iterations) t += v; return t / B; }());
   dev.upload_vectors(bt.q.data(), bt.b.data());
-  if (warm) {
-    cuda::HostQpResults<T> w = results(gpu);
-    dev.upload_warm_start(w);
-  }
+  if (warm) dev.upload_warm_start(gpu.device_results(codes));
   dev.solve(st, warm, true);
-  cuda::HostQpResults<T> r2 = results(gpu);
+  cuda::HostQpResults<T> r2 = gpu.device_results(codes);
   dev.download(r2);
-  for (int k = 0; k < B; ++k) gpu.status[k] = SolveStatus(status[k]), gpu.fault[k] = InputFault(fault[k]);
+  gpu.take_codes(codes);
 }
 
 template <class T>

@@ -91,6 +91,16 @@ struct DeviceQpBatch<T>::Impl {
   DevBuf<int> status, fault, iterations, rho_updates;
   bool keep = false;
   cudaEvent_t start = nullptr, stop = nullptr;
+  std::vector<T> tmp;  // the host-side transposition (thread layout)
+  // host array src (problem-contiguous, batch × len) into buf, in the layout's order
+  void put(DevBuf<T>& buf, const T* src, int len, const char* what) {
+    if (layout == DeviceLayout::kWarp) {  // problem-contiguous, as given
+      check(cudaMemcpy(buf.p, src, sizeof(T) * size_t(batch) * len, cudaMemcpyHostToDevice), what);
+      return;
+    }
+    to_batch_fastest(src, batch, len, tmp);
+    check(cudaMemcpy(buf.p, tmp.data(), sizeof(T) * tmp.size(), cudaMemcpyHostToDevice), what);
+  }
 };
 
 template <class T>
@@ -142,15 +152,9 @@ void DeviceQpBatch<T>::upload(const HostQpArrays<T>& h) {
   d.nnz = h.nnz;
   const size_t B = size_t(h.batch);
   d.pat.upload(d.m, d.n, h.a_row_ptr, h.a_col, warp);
-  std::vector<T> tmp;
   auto put = [&](DevBuf<T>& buf, const T* src, int len) {
     buf.ensure(B * std::max(len, 1));
-    if (warp) {  // problem-contiguous, as given
-      check(cudaMemcpy(buf.p, src, sizeof(T) * B * len, cudaMemcpyHostToDevice), "upload");
-      return;
-    }
-    to_batch_fastest(src, h.batch, len, tmp);
-    check(cudaMemcpy(buf.p, tmp.data(), sizeof(T) * tmp.size(), cudaMemcpyHostToDevice), "upload");
+    d.put(buf, src, len, "upload");
   };
   put(d.P, h.P, d.n * d.n);
   put(d.q, h.q, d.n);
@@ -173,16 +177,8 @@ void DeviceQpBatch<T>::upload(const HostQpArrays<T>& h) {
 template <class T>
 void DeviceQpBatch<T>::upload_warm_start(const HostQpResults<T>& r) {
   Impl& d = *impl_;
-  if (d.layout == DeviceLayout::kWarp) {
-    check(cudaMemcpy(d.x.p, r.x, sizeof(T) * size_t(d.batch) * d.n, cudaMemcpyHostToDevice), "upload x");
-    check(cudaMemcpy(d.y.p, r.y, sizeof(T) * size_t(d.batch) * d.m, cudaMemcpyHostToDevice), "upload y");
-    return;
-  }
-  std::vector<T> tmp;
-  to_batch_fastest(r.x, d.batch, d.n, tmp);
-  check(cudaMemcpy(d.x.p, tmp.data(), sizeof(T) * tmp.size(), cudaMemcpyHostToDevice), "upload x");
-  to_batch_fastest(r.y, d.batch, d.m, tmp);
-  check(cudaMemcpy(d.y.p, tmp.data(), sizeof(T) * tmp.size(), cudaMemcpyHostToDevice), "upload y");
+  d.put(d.x, r.x, d.n, "upload x");
+  d.put(d.y, r.y, d.m, "upload y");
 }
 
 template <class T>
@@ -197,17 +193,8 @@ template <class T>
 void DeviceQpBatch<T>::upload_vectors(const T* q, const T* b) {
   Impl& d = *impl_;
   if (d.batch == 0) throw Error("DeviceQpBatch::upload_vectors: no batch uploaded");
-  std::vector<T> tmp;
-  auto put = [&](DevBuf<T>& buf, const T* src, int len) {
-    if (d.layout == DeviceLayout::kWarp) {
-      check(cudaMemcpy(buf.p, src, sizeof(T) * size_t(d.batch) * len, cudaMemcpyHostToDevice), "upload");
-      return;
-    }
-    to_batch_fastest(src, d.batch, len, tmp);
-    check(cudaMemcpy(buf.p, tmp.data(), sizeof(T) * tmp.size(), cudaMemcpyHostToDevice), "upload");
-  };
-  put(d.q, q, d.n);
-  put(d.b, b, d.m);
+  d.put(d.q, q, d.n, "upload q");
+  d.put(d.b, b, d.m, "upload b");
 }
 
 template <class T>

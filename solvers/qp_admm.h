@@ -892,42 +892,22 @@ IMPULSE_HD void qp_keep_factor(QpWork<T, SW>& w, bool valid, T rho, const QpSett
 
 // Set-up: the input check, the initial iterate (z = Ax for a warm start,
 // OSQP's choice; zero otherwise), equilibration, ρ and the factorization.
-// Returns kNotRun when the iteration may start, otherwise the problem's final
-// status (invalid input, numerical error) with `info` filled.
+// With `kept` (qp_admm_solve's `reuse`, qp_factor_kept) the factorization
+// the last solve left in w stays, with its D, E, c, σ and ρ: only q and b are
+// checked (P and A are that solve's) and, with the dense iteration, H's q
+// column formed (qp_dense_H_q). Returns kNotRun when the iteration may start,
+// otherwise the problem's final status (invalid input, numerical error) with
+// `info` filled.
 template <class T, class S, class SW, class SX>
 IMPULSE_HD_PHASE SolveStatus qp_setup(const QpShape& sh, const QpData<T, S>& d, View<T, SX> x,
                                 View<T, SX> y, QpWork<T, SW>& w, const QpSettings<T>& st,
-                                bool warm, bool dense, QpInfo<T>& info) {
+                                bool warm, bool dense, bool kept, QpInfo<T>& info) {
   const int n = sh.n, m = sh.m();
   // input faults stop here; the other problems of a batch are unaffected
   if (st.check_input) {
-    info.fault = qp_check_input(sh, d, w, st);
-    if (info.fault != InputFault::kNone) {
-      for (int i = 0; i < n; ++i) x[i] = T(0);
-      for (int i = 0; i < m; ++i) y[i] = T(0);
-      return info.status = SolveStatus::kInvalidInput;
-    }
-  }
-  if (dense) qp_long_rows_build(sh, d, w);
-  qp_start(sh, d, x, y, w, warm, dense);
-  qp_equilibrate(sh, d, w, st.scaling_iters, st.sigma);
-  qp_set_rho(sh, w, st.rho, st.rho_eq_scale);
-  if (!qp_factor(sh, d, w, st.explicit_inverse, dense))
-    return info.status = SolveStatus::kNumericalError;
-  return SolveStatus::kNotRun;
-}
-
-// The set-up of a re-solve that keeps the factorization (qp_admm_solve's
-// `reuse`, qp_factor_kept): only q and b are checked (P and A are the last
-// solve's), the initial iterate as in qp_setup, and with the dense iteration
-// H's q column (qp_dense_H_q); D, E, c, σ, ρ and K⁻¹ stay as they are.
-template <class T, class S, class SW, class SX>
-IMPULSE_HD_PHASE SolveStatus qp_setup_kept(const QpShape& sh, const QpData<T, S>& d, View<T, SX> x,
-                                           View<T, SX> y, QpWork<T, SW>& w, const QpSettings<T>& st,
-                                           bool warm, bool dense, QpInfo<T>& info) {
-  const int n = sh.n, m = sh.m();
-  if (st.check_input) {
-    if (!all_finite(n, d.q))
+    if (!kept)
+      info.fault = qp_check_input(sh, d, w, st);
+    else if (!all_finite(n, d.q))
       info.fault = InputFault::kNonFiniteQ;
     else if (!qp_b_usable(sh.cones, d.b))
       info.fault = InputFault::kNonFiniteB;
@@ -937,8 +917,16 @@ IMPULSE_HD_PHASE SolveStatus qp_setup_kept(const QpShape& sh, const QpData<T, S>
       return info.status = SolveStatus::kInvalidInput;
     }
   }
+  if (dense && !kept) qp_long_rows_build(sh, d, w);
   qp_start(sh, d, x, y, w, warm, dense);
-  if (dense) qp_dense_H_q(sh, d, w);
+  if (kept) {
+    if (dense) qp_dense_H_q(sh, d, w);
+    return SolveStatus::kNotRun;
+  }
+  qp_equilibrate(sh, d, w, st.scaling_iters, st.sigma);
+  qp_set_rho(sh, w, st.rho, st.rho_eq_scale);
+  if (!qp_factor(sh, d, w, st.explicit_inverse, dense))
+    return info.status = SolveStatus::kNumericalError;
   return SolveStatus::kNotRun;
 }
 
@@ -1218,8 +1206,7 @@ IMPULSE_HD_NOINLINE QpInfo<T> qp_admm_solve(const QpShape& sh, const QpData<T, S
     if (phase == 1) cur = detail::qp_fallback_settings(st, st.max_iter - used);
     info = QpInfo<T>{};
     const bool kept = phase == 0 && reuse && detail::qp_factor_kept(w, cur, dense);
-    if ((kept ? detail::qp_setup_kept(sh, d, x, y, w, cur, warm, dense, info)
-              : detail::qp_setup(sh, d, x, y, w, cur, phase == 0 && warm, dense, info)) != SolveStatus::kNotRun) {
+    if (detail::qp_setup(sh, d, x, y, w, cur, phase == 0 && warm, dense, kept, info) != SolveStatus::kNotRun) {
       // a kept factorization is untouched by a fault in q or b; a full set-up
       // that failed left none
       if (!kept) detail::qp_keep_factor(w, false, cur.rho, cur, dense);

@@ -78,6 +78,15 @@ TrainConfig one_epoch(const std::string& method, const std::string& name, std::o
   return c;
 }
 
+// eval of run `dir` with the parameters file `params` there, on every toss
+EvalOptions every_toss(const std::string& dir, const std::string& params) {
+  EvalOptions e;
+  e.run_dir = dir;
+  e.params = params;
+  e.tosses = "all";
+  return e;
+}
+
 TEST(CcnTrainer, EachMethodLowersItsValidationLoss) {
   if (small_elbow_file().empty()) IMPULSE_SKIP_WITHOUT_DATA("real elbow tosses not found at " + elbow_dir());
   for (const std::string m : {"ccn", "ccn-r", "diffsim", "diffsim-r", "end-to-end"}) {
@@ -296,10 +305,7 @@ TEST(CcnTrainer, DivergedRolloutsAreCountedNotFatal) {
   mean[3] = 2000;  // base v_x, m/s: past kDivergedSpeed
   p["output_mean"] = mean;
   write_text_atomic(c.out + "/blown.json", p.dump());
-  EvalOptions e;
-  e.run_dir = c.out;
-  e.params = "blown.json";
-  e.tosses = "all";
+  EvalOptions e = every_toss(c.out, "blown.json");
   const nlohmann::json m = evaluate_run(e);
   EXPECT_EQ(m.at("diverged_tosses").get<int>(), m.at("n_tosses").get<int>());
   for (const auto& t : m.at("tosses")) EXPECT_EQ(t.at("diverged_at_step").get<int>(), 1);
@@ -368,10 +374,7 @@ TEST(CcnTrainer, EvaluatingTheTruthOnItsOwnTossesGivesZeroErrors) {
   nlohmann::json truth = CcnModel(cube_system(), false).to_json();
   truth["method"] = "ccn";
   write_text_atomic(c.out + "/truth.json", truth.dump());
-  EvalOptions e;
-  e.run_dir = c.out;
-  e.params = "truth.json";
-  e.tosses = "all";
+  EvalOptions e = every_toss(c.out, "truth.json");
   const nlohmann::json m = evaluate_run(e);
   EXPECT_EQ(m["n_tosses"].get<int>(), 10);
   EXPECT_LT(m["position_error_m"].get<double>(), 1e-4);

@@ -345,22 +345,10 @@ TEST_F(GpuQpWarp, FaultsStayWithTheirProblem) { faults_stay_with_their_problem(c
 // first); from `warm`'s (x, y) when given
 QpSolutions<double> admm_each(const QpBatch<double>& bt, const QpSettings<double>& st,
                               const QpSolutions<double>* warm = nullptr) {
-  const int n = bt.n, m = bt.m(), nnz = bt.nnz();
   QpSolutions<double> s;
-  s.resize(bt.size, n, m);
+  s.resize(bt.size, bt.n, bt.m());
   if (warm) s.x = warm->x, s.y = warm->y;
-  std::vector<double> work(qp_work_host_size(n, m));
-  for (int k = 0; k < bt.size; ++k) {
-    const QpData<double, UnitStride> d{unit_view(bt.P.data() + size_t(k) * n * n),
-                                       unit_view(bt.q.data() + size_t(k) * n),
-                                       unit_view(bt.A.data() + size_t(k) * nnz),
-                                       unit_view(bt.b.data() + size_t(k) * m)};
-    const QpInfo<double> info = qp_admm_solve(
-        bt.shape(), d, unit_view(s.x.data() + size_t(k) * n), unit_view(s.y.data() + size_t(k) * m),
-        QpWork<double, UnitStride>::carve(unit_view(qp_work_align(work.data())), n, m, true), st, warm != nullptr);
-    s.status[k] = info.status, s.iterations[k] = info.iterations, s.rho_updates[k] = info.rho_updates;
-    s.objective[k] = info.objective;
-  }
+  testing::KeptSolver(bt).solve_all(bt, st, s, warm != nullptr, false);
   return s;
 }
 
@@ -461,22 +449,15 @@ TEST_F(GpuQpWarp, UnboundedRowsAndStallRestartAsOnTheCpu) {
 struct DeviceRun {
   cuda::DeviceQpBatch<double> dev;
   QpSolutions<double> sol;
-  std::vector<int> status, fault;
+  std::vector<int> codes;
   explicit DeviceRun(cuda::DeviceLayout layout) : dev(layout) {}
   void get(const QpBatch<double>& bt) {
     sol.resize(bt.size, bt.n, bt.m());
-    status.resize(size_t(bt.size)), fault.resize(size_t(bt.size));
-    cuda::HostQpResults<double> r = results();
+    cuda::HostQpResults<double> r = sol.device_results(codes);
     dev.download(r);
-    for (int k = 0; k < bt.size; ++k) sol.status[k] = SolveStatus(status[k]), sol.fault[k] = InputFault(fault[k]);
+    sol.take_codes(codes);
   }
-  cuda::HostQpResults<double> results() {
-    cuda::HostQpResults<double> r;
-    r.x = sol.x.data(), r.y = sol.y.data(), r.objective = sol.objective.data(), r.value = sol.value.data();
-    r.prim_res = sol.prim_res.data(), r.dual_res = sol.dual_res.data(), r.status = status.data();
-    r.fault = fault.data(), r.iterations = sol.iterations.data(), r.rho_updates = sol.rho_updates.data();
-    return r;
-  }
+  void put_warm_start() { dev.upload_warm_start(sol.device_results(codes)); }
 };
 
 // (returns how many re-solves moved ρ before the third solve)
@@ -491,30 +472,15 @@ int kept_resolves_as_on_the_cpu(const QpBatch<double>& bt, double qs2, double qs
   for (double& v : doubled.P) v *= 2.0;
   QpSettings<double> st = as_on_device(QpSettings<double>{});
   st.eps_abs = st.eps_rel = 1e-6;
-  const int B = bt.size, n = bt.n, m = bt.m(), nnz = bt.nnz();
-  // the CPU: each problem in its own workspace
-  std::vector<std::vector<double>> work(size_t(B), std::vector<double>(qp_work_host_size(n, m), 0.0));
-  auto cpu_pass = [&](const QpBatch<double>& data, QpSolutions<double>& s, bool warm, bool reuse) {
-    for (int k = 0; k < B; ++k) {
-      const QpData<double, UnitStride> d{unit_view(data.P.data() + size_t(k) * n * n),
-                                         unit_view(data.q.data() + size_t(k) * n),
-                                         unit_view(data.A.data() + size_t(k) * nnz),
-                                         unit_view(data.b.data() + size_t(k) * m)};
-      const QpInfo<double> info = qp_admm_solve(
-          bt.shape(), d, unit_view(s.x.data() + size_t(k) * n), unit_view(s.y.data() + size_t(k) * m),
-          QpWork<double, UnitStride>::carve(unit_view(qp_work_align(work[size_t(k)].data())), n, m, true), st, warm,
-          reuse);
-      s.status[k] = info.status, s.fault[k] = info.fault, s.iterations[k] = info.iterations;
-      s.rho_updates[k] = info.rho_updates;
-    }
-  };
+  const int B = bt.size, n = bt.n, m = bt.m();
+  testing::KeptSolver cpu(bt);  // each problem in its own workspace
   QpSolutions<double> cpu1, cpu2, cpu3;
   cpu1.resize(B, n, m);
-  cpu_pass(first, cpu1, false, false);
+  cpu.solve_all(first, st, cpu1, false, false);
   cpu2 = cpu1;
-  cpu_pass(next, cpu2, true, true);
+  cpu.solve_all(next, st, cpu2, true, true);
   cpu3 = cpu2;
-  cpu_pass(third, cpu3, true, true);
+  cpu.solve_all(third, st, cpu3, true, true);
   const QpSolutions<double> cpu4 = admm_each(doubled, st, &cpu3);  // a plain warm solve of the new P
   // the reference itself: problem 1's fault, every re-solve solved
   EXPECT_EQ(cpu1.fault[1], InputFault::kNonFiniteQ);
@@ -547,14 +513,14 @@ int kept_resolves_as_on_the_cpu(const QpBatch<double>& bt, double qs2, double qs
     expect_same(cpu1, g.sol);
     for (const QpBatch<double>* data : {&next, &third}) {
       g.dev.upload_vectors(data->q.data(), data->b.data());
-      g.dev.upload_warm_start(g.results());
+      g.put_warm_start();
       g.dev.solve(st, true, true);
       g.get(bt);
       expect_same(data == &next ? cpu2 : cpu3, g.sol);
     }
     // a full upload forgets the kept factorizations
     g.dev.upload(doubled.device_arrays());
-    g.dev.upload_warm_start(g.results());
+    g.put_warm_start();
     g.dev.solve(st, true, true);
     g.get(bt);
     expect_same(cpu4, g.sol);

@@ -448,41 +448,6 @@ TEST(QpAdmm, PredictedChecksStopSoonerOnTheCubeQp) {
 
 // ---- re-solves that keep the factorization (qp_admm_solve's `reuse`) -------------------
 
-// one problem of a batch with its own workspace (what a kept factorization lives in)
-struct KeptSolver {
-  const QpBatch<double>& bt;
-  std::vector<std::vector<double>> work;
-  explicit KeptSolver(const QpBatch<double>& b)
-      : bt(b), work(size_t(b.size), std::vector<double>(qp_work_host_size(b.n, b.m()), 0.0)) {}
-  // whether problem k's workspace holds a factorization usable with st
-  bool usable(int k, const QpSettings<double>& st) {
-    return detail::qp_factor_kept(w(k), st, st.dense_iteration && st.explicit_inverse);
-  }
-  QpWork<double, UnitStride> w(int k) {
-    return QpWork<double, UnitStride>::carve(unit_view(qp_work_align(work[size_t(k)].data())), bt.n, bt.m(), true);
-  }
-  // problem k's workspace as `o` holds it (aligned contents: the vectors' own
-  // alignment may differ)
-  void copy_from(KeptSolver& o, int k) {
-    const int len = qp_work_host_size(bt.n, bt.m()) - 16;
-    std::copy_n(qp_work_align(o.work[size_t(k)].data()), len, qp_work_align(work[size_t(k)].data()));
-  }
-  // solves problem k with q and b from `data` (P and A from bt), x and y in `sol`
-  QpInfo<double> solve(const QpBatch<double>& data, int k, const QpSettings<double>& st, QpSolutions<double>& sol,
-                       bool warm, bool reuse) {
-    const int n = bt.n, m = bt.m(), nnz = bt.nnz();
-    const QpData<double, UnitStride> d{unit_view(data.P.data() + size_t(k) * n * n),
-                                       unit_view(data.q.data() + size_t(k) * n),
-                                       unit_view(data.A.data() + size_t(k) * nnz),
-                                       unit_view(data.b.data() + size_t(k) * m)};
-    const QpInfo<double> info = qp_admm_solve(bt.shape(), d, unit_view(sol.x.data() + size_t(k) * n),
-                                              unit_view(sol.y.data() + size_t(k) * m), w(k), st, warm, reuse);
-    sol.status[k] = info.status, sol.iterations[k] = info.iterations, sol.rho_updates[k] = info.rho_updates;
-    sol.objective[k] = info.objective;
-    return info;
-  }
-};
-
 // the batch with q scaled by `qs` and b moved by `db` (relative): what consecutive
 // solves of an MPC or an Adam step change
 QpBatch<double> moved(const QpBatch<double>& bt, double qs, double db) {
@@ -514,7 +479,7 @@ TEST(QpAdmm, ReuseKeepsTheFactorizationWhenOnlyQAndBChange) {
                      (warm ? " warm" : " cold"));
         QpSettings<double> st = tight();
         st.dense_iteration = dense;
-        KeptSolver kept(bt), fresh(bt);
+        testing::KeptSolver kept(bt), fresh(bt);
         QpSolutions<double> a, f;
         a.resize(bt.size, bt.n, bt.m());
         f.resize(bt.size, bt.n, bt.m());
@@ -568,7 +533,7 @@ TEST(QpAdmm, ReuseFallsBackToTheFullSetUpWithoutAUsableFactorization) {
   const QpBatch<double>& bt = g.batch;
   const QpBatch<double> next = moved(bt, 1.01, 0.01);
   const QpSettings<double> st = tight();
-  KeptSolver kept(bt), fresh(bt);
+  testing::KeptSolver kept(bt), fresh(bt);
   QpSolutions<double> a, f;
   a.resize(bt.size, bt.n, bt.m());
   f.resize(bt.size, bt.n, bt.m());
@@ -589,7 +554,7 @@ TEST(QpAdmm, ReuseFallsBackToTheFullSetUpWithoutAUsableFactorization) {
   for (int j = 0; j < bt.n; ++j) EXPECT_EQ(a.x[size_t(bt.n) + j], f.x[size_t(bt.n) + j]);
   // (2) a NaN in q on a re-solve: refused, the factorization stays usable and unchanged
   ASSERT_EQ(kept.solve(bt, 2, st, a, false, false).status, SolveStatus::kSolved);
-  KeptSolver twin(bt);
+  testing::KeptSolver twin(bt);
   twin.copy_from(kept, 2);
   QpBatch<double> nanq = next;
   nanq.q[size_t(2) * bt.n + 3] = std::nan("");
@@ -629,7 +594,7 @@ TEST(QpAdmm, ReuseFallsBackToTheFullSetUpWithoutAUsableFactorization) {
   sst.eps_pinf = 1e30;
   sst.predict_checks = false;
   ASSERT_TRUE(sst.fallback);
-  KeptSolver ks(stall);
+  testing::KeptSolver ks(stall);
   QpSolutions<double> s;
   s.resize(1, 2, 2);
   QpSettings<double> seeing = sst;

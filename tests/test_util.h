@@ -198,5 +198,42 @@ inline void expect_error(const std::function<void()>& f, const char* part) {
   expect_error(f, std::vector<std::string>{part});
 }
 
+// qp_admm_solve on the problems of a batch, each with its own workspace (what a kept
+// factorization lives in: qp_admm_solve's `reuse`); P and A are bt's, q and b come
+// from the `data` of each call.
+struct KeptSolver {
+  const QpBatch<double>& bt;
+  std::vector<std::vector<double>> work;
+  explicit KeptSolver(const QpBatch<double>& b)
+      : bt(b), work(size_t(b.size), std::vector<double>(qp_work_host_size(b.n, b.m()), 0.0)) {}
+  QpWork<double, UnitStride> w(int k) {
+    return QpWork<double, UnitStride>::carve(unit_view(qp_work_align(work[size_t(k)].data())), bt.n, bt.m(), true);
+  }
+  // whether problem k's workspace holds a factorization usable with st
+  bool usable(int k, const QpSettings<double>& st) {
+    return detail::qp_factor_kept(w(k), st, st.dense_iteration && st.explicit_inverse);
+  }
+  // problem k's workspace as `o` holds it (aligned contents: the vectors' own
+  // alignment may differ)
+  void copy_from(KeptSolver& o, int k) {
+    const int len = qp_work_host_size(bt.n, bt.m()) - 16;
+    std::copy_n(qp_work_align(o.work[size_t(k)].data()), len, qp_work_align(work[size_t(k)].data()));
+  }
+  // solves problem k of `data`, x and y in `sol` (sized for bt)
+  QpInfo<double> solve(const QpBatch<double>& data, int k, const QpSettings<double>& st, QpSolutions<double>& sol,
+                       bool warm, bool reuse) {
+    const QpInfo<double> info = qp_admm_solve(bt.shape(), data.problem(k), unit_view(sol.x.data() + size_t(k) * bt.n),
+                                              unit_view(sol.y.data() + size_t(k) * bt.m()), w(k), st, warm, reuse);
+    sol.status[k] = info.status, sol.fault[k] = info.fault, sol.iterations[k] = info.iterations;
+    sol.rho_updates[k] = info.rho_updates, sol.objective[k] = info.objective, sol.value[k] = info.value;
+    return info;
+  }
+  // every problem of `data`
+  void solve_all(const QpBatch<double>& data, const QpSettings<double>& st, QpSolutions<double>& sol, bool warm,
+                 bool reuse) {
+    for (int k = 0; k < bt.size; ++k) solve(data, k, st, sol, warm, reuse);
+  }
+};
+
 }  // namespace testing
 }  // namespace impulse

@@ -200,6 +200,12 @@ cuda::HostQpArrays<T> QpBatch<T>::device_arrays() const {
 }
 
 template <class T>
+QpData<T, UnitStride> QpBatch<T>::problem(int k) const {
+  return QpData<T, UnitStride>{unit_view(P.data() + size_t(k) * n * n), unit_view(q.data() + size_t(k) * n),
+                               unit_view(A.data() + size_t(k) * nnz()), unit_view(b.data() + size_t(k) * m())};
+}
+
+template <class T>
 QpShape QpBatch<T>::shape() const {
   QpShape s;
   s.n = n;
@@ -225,6 +231,25 @@ QpBatch<U> QpBatch<T>::cast() const {
 }
 
 // ---- QpSolutions -----------------------------------------------------------------
+
+template <class T>
+cuda::HostQpResults<T> QpSolutions<T>::device_results(std::vector<int>& codes) {
+  codes.assign(2 * size_t(size), 0);
+  cuda::HostQpResults<T> r;
+  r.x = x.data(), r.y = y.data(), r.objective = objective.data(), r.value = value.data();
+  r.prim_res = prim_res.data(), r.dual_res = dual_res.data();
+  r.status = codes.data(), r.fault = codes.data() + size;
+  r.iterations = iterations.data(), r.rho_updates = rho_updates.data();
+  return r;
+}
+
+template <class T>
+void QpSolutions<T>::take_codes(const std::vector<int>& codes) {
+  for (int k = 0; k < size; ++k) {
+    status[k] = static_cast<SolveStatus>(codes[size_t(k)]);
+    fault[k] = static_cast<InputFault>(codes[size_t(size) + k]);
+  }
+}
 
 template <class T>
 void QpSolutions<T>::resize(int size_, int n_, int m_) {
@@ -269,16 +294,6 @@ int QpSolutions<T>::count(SolveStatus s) const {
 // ---- solve_batch -----------------------------------------------------------------
 
 namespace {
-
-// problem k's data in the batch
-template <class T>
-QpData<T, UnitStride> problem_data(const QpBatch<T>& batch, int k) {
-  const int n = batch.n, m = batch.m(), nnz = batch.nnz();
-  return QpData<T, UnitStride>{unit_view(batch.P.data() + size_t(k) * n * n),
-                               unit_view(batch.q.data() + size_t(k) * n),
-                               unit_view(batch.A.data() + size_t(k) * nnz),
-                               unit_view(batch.b.data() + size_t(k) * m)};
-}
 
 template <class T>
 void store_info(const QpInfo<T>& info, int k, QpSolutions<T>& out) {
@@ -343,7 +358,7 @@ QpInfo<T> finish_stalled(const QpBatch<T>& batch, const QpShape& shape, int k,
   QpSettings<T> rest = detail::qp_fallback_settings(settings, settings.max_iter - used);
   rest.stall_return = false;
   QpInfo<T> more = qp_admm_solve(
-      shape, problem_data(batch, k), unit_view(x), unit_view(y),
+      shape, batch.problem(k), unit_view(x), unit_view(y),
       QpWork<T, UnitStride>::carve(unit_view(qp_work_align(work.data())), n, m, true), rest, false);
   more.iterations += used;
   more.rho_updates += so_far.rho_updates;
@@ -362,7 +377,7 @@ void solve_one(const QpBatch<T>& batch, const QpShape& shape, int k, const QpSet
   T* x = out.x.data() + size_t(k) * n;
   T* y = out.y.data() + size_t(k) * m;
   QpInfo<T> info =
-      qp_admm_solve(shape, problem_data(batch, k), unit_view(x), unit_view(y), w, st, options.warm_start);
+      qp_admm_solve(shape, batch.problem(k), unit_view(x), unit_view(y), w, st, options.warm_start);
   if (info.stalled) info = finish_stalled(batch, shape, k, settings, info, x, y, work, out);
   if (options.time_each)
     out.solve_us[k] =
@@ -464,7 +479,7 @@ void solve_cpu_lanes(const QpBatch<T>& batch, const QpSettings<T>& settings,
         }
         rest.stall_return = settings.fallback;
         QpInfo<T> more = qp_admm_solve(
-            shape, problem_data(batch, k), unit_view(lo.x[l]), unit_view(lo.y[l]),
+            shape, batch.problem(k), unit_view(lo.x[l]), unit_view(lo.y[l]),
             QpWork<T, UnitStride>::carve(unit_view(qp_work_align(bf.one.data())), n, m, true), rest,
             true);
         more.iterations += info.iterations;
@@ -517,27 +532,14 @@ void solve_batch_paths(const QpBatch<T>& batch, const QpSettings<T>& settings,
   const QpShape shape = batch.shape();
 
   if (options.backend == Backend::kCuda) {
-    std::vector<int> status(B), fault(B);
-    cuda::HostQpResults<T> r;
-    r.x = out.x.data();
-    r.y = out.y.data();
-    r.objective = out.objective.data();
-    r.value = out.value.data();
-    r.prim_res = out.prim_res.data();
-    r.dual_res = out.dual_res.data();
-    r.status = status.data();
-    r.fault = fault.data();
-    r.iterations = out.iterations.data();
-    r.rho_updates = out.rho_updates.data();
+    std::vector<int> codes;
+    cuda::HostQpResults<T> r = out.device_results(codes);
     cuda::DeviceQpBatch<T> dev(device_layout_for(batch, options));
     dev.upload(batch.device_arrays());
     if (options.warm_start) dev.upload_warm_start(r);
     dev.solve(settings, options.warm_start);
     dev.download(r);
-    for (int k = 0; k < B; ++k) {
-      out.status[k] = static_cast<SolveStatus>(status[k]);
-      out.fault[k] = static_cast<InputFault>(fault[k]);
-    }
+    out.take_codes(codes);
     return;
   }
 

@@ -54,6 +54,7 @@ struct QpBatch {
   // throws Error naming the array and the expected and actual sizes.
   void check_sizes() const;
   QpShape shape() const;  // points into this batch's pattern
+  QpData<T, UnitStride> problem(int k) const;  // problem k's data; points into this batch
   cuda::HostQpArrays<T> device_arrays() const;  // what DeviceQpBatch::upload reads; points into this batch
   template <class U>
   QpBatch<U> cast() const;
@@ -73,6 +74,11 @@ struct QpSolutions {
   std::vector<double> solve_us;  // per-problem wall time (CPU backend only, when timed)
 
   void resize(int size_, int n_, int m_);
+  // what DeviceQpBatch::download writes (and upload_warm_start reads): pointers into
+  // this solution, with status and fault as ints in `codes` (2 × size, resized here);
+  // take_codes copies them back into status and fault
+  cuda::HostQpResults<T> device_results(std::vector<int>& codes);
+  void take_codes(const std::vector<int>& codes);
   // one line per problem that is not solved: "problem 17: invalid_input (P is not ...)".
   std::vector<std::string> problems_not_solved() const;
   int count(SolveStatus s) const;
