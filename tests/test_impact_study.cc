@@ -81,6 +81,9 @@ TEST(ImpactStudy, FitEvalLearnFilesAndReferences) {
   impact_learn(o, log);
   const auto l = read_csv(o.out + "/learned.csv");
   EXPECT_EQ(l.size(), 1u + 6 + 3);
+  const auto li = read_csv(o.out + "/learned_in_sample.csv");  // six models, best post hoc, IRB
+  ASSERT_EQ(li.size(), 1u + 6 + 2);
+  for (size_t r = 1; r < li.size(); ++r) EXPECT_GE(std::stod(li[r][1]), 0.0) << li[r][0];
   const auto lc = read_csv(o.out + "/learning_curve.csv");
   EXPECT_EQ(lc.size(), 1u + 6 + 3);
   // the learning curve resumes: nothing is recomputed
@@ -145,9 +148,18 @@ TEST(ImpactStudy, LearnedModelsRecoverAKnownContactLaw) {
     for (size_t k = 0; k < t.size(); ++k) v.push_back(t[k].post_velocity(p[k].P));
     return v;
   }(), split.test);
+  // impact learn's in-sample table predicts the training impacts in the same call as the
+  // test ones: a prediction depends on its own impact only, so the test predictions must
+  // not change
+  std::vector<int> both = split.test;
+  both.insert(both.end(), split.train.begin(), split.train.end());
   for (const char* name : {"gp-x1-impulse", "gp-params", "residual-impulse"}) {
-    const ErrorStats e = velocity_errors(
-        g, learned_predictions(name, set, g, obs, split.train, split.test, apn, best, lo), split.test);
+    const std::vector<Eigen::Vector3d> v = learned_predictions(name, set, g, obs, split.train, split.test, apn, best, lo);
+    const std::vector<Eigen::Vector3d> w = learned_predictions(name, set, g, obs, split.train, both, apn, best, lo);
+    ASSERT_EQ(w.size(), both.size());
+    for (size_t k = 0; k < v.size(); ++k)
+      EXPECT_LE((v[k] - w[k]).norm(), 1e-9 * (1 + v[k].norm())) << name << ", test impact " << split.test[k];
+    const ErrorStats e = velocity_errors(g, v, split.test);
     std::printf("%s: mean error %.4g, the identified fixed model's %.4g\n", name, e.mean_raw, fixed.mean_raw);
     EXPECT_LT(e.mean_raw, 0.25 * fixed.mean_raw) << name << ": " << e.mean_raw << " vs the fixed model's " << fixed.mean_raw;
   }
