@@ -21,19 +21,10 @@
 # the build (.ci/build.sh builds every target, the tests included, on all cores).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-prefix="${IMPULSE_GPGPUSIM:-/opt/gpgpu-sim}"
-[ -f ../shared/tools/gpgpu-sim/install.sh ] || { echo "gpu_counts: the GPU simulator's sources are absent" >&2; exit 1; }
-bash ../shared/tools/gpgpu-sim/install.sh "$prefix" | tail -n 1
 # GPU_COUNTS_NO_BUILD=1: use build-sim/ as it is (impulse and impulse_gpu_warp_variant built)
-if [ -z "${GPU_COUNTS_NO_BUILD:-}" ]; then
-  bash .ci/build.sh build-sim -DIMPULSE_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=80 -DIMPULSE_BUILD_BENCH=OFF \
-    -DIMPULSE_GPU_WARP_VARIANT=ON > /dev/null
-fi
-set +eu
-set --  # its setup script reads the positional parameters (one = a build name)
-# shellcheck disable=SC1091
-source "$prefix/env.sh"
-set -eu
+# shellcheck source=bench/gpu_sim_env.sh
+source bench/gpu_sim_env.sh
+gpu_sim_setup gpu_counts "$([ -n "${GPU_COUNTS_NO_BUILD:-}" ] || echo build)"
 out=build-sim/counts
 only="${GPU_COUNTS_CASES:-}"
 want() { [ -z "$only" ] || [[ " $only " == *" $1 "* ]]; }

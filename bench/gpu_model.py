@@ -36,8 +36,7 @@ Two kernel shapes: thread per problem (a warp runs 32 problems) and warp per pro
 (kernels/qp_warp_kernels.cu: a warp runs one). The simulator counts instructions per
 thread; the issue slots a problem takes are its thread instructions / 32 for both
 shapes when warps are converged and full (the simulator's functional mode cannot count
-warp instructions, and its performance mode crashed on the warp kernel), so the issue
-bound is an upper limit for both: the thread kernel loses lanes when the problems of a
+warp instructions), so the issue bound is an upper limit for both: the thread kernel loses lanes when the problems of a
 warp stop at different iterations, the warp kernel on its 48-row loops (32 + 16 lanes)
 and the per-cone branches.
 Approximations, stated in the report: the simulator executes PTX, not SASS (SASS
@@ -45,6 +44,11 @@ expands a few PTX instructions, e.g. div.rn.f32 and sqrt, into sequences); opcod
 that exist for integers and floats (add, mul, min, setp, ...) are split between FP and
 integer by the kernel's static PTX mix of that opcode; access widths are the static
 average of the kernel's ld/st of that space.
+
+With latency (bench/gpu_timing.sh, the report's last section): the simulator's
+performance model times the same kernels cycle by cycle on one full SM (throughput) or
+on 132 SMs (a training step's small launches); its cycles at the H100's clock and SM
+count give a prediction that counts the latency the issue limit assumes hidden.
 """
 import argparse
 import collections
@@ -346,9 +350,182 @@ def warp_shared_bytes(m, nnz, t):  # kernels/qp_kernels.h
     return (nnz + 4 * 32 + 9 * m + 32 * 33) * t
 
 
+TIMING = os.path.join(ROOT, "build-sim", "timing")
+# bench/gpu_timing.sh's cases: (case, what, kernel, launch taken)
+TIMING_QP = [
+    ("qp_cube_float_cold_1sm", "cube loss QP, float32, eps 1e-5, cold", "qp_admm_warp_kernel<float>", 0),
+    ("qp_cube_float_warm_1sm", "same, warm (q 0.1% off)", "qp_admm_warp_kernel<float>", 0),
+    ("qp_cube_float_kept_1sm", "same, warm, the factorization kept", "qp_admm_warp_kernel<float, kept>", 1),
+]
+# a host-side cost per kernel launch of a training step (the launch, and per step the
+# parameter upload, the gradient download and Adam on the host), assumed, not simulated
+LAUNCH_US = (0.0, 5.0)
+
+
+def parse_timing(path):
+    """[(kernel, cycles, thread instructions)] per launch, in launch order, from the
+    performance model's per-kernel statistics."""
+    out, name = [], None
+    for line in open(path, encoding="latin1"):
+        if line.startswith("kernel_name = "):
+            name = kernel_short(line.split("=", 1)[1].strip())
+        elif line.startswith("gpu_sim_cycle = ") and name:
+            cycles = int(line.split("=")[1])
+        elif line.startswith("gpu_sim_insn = ") and name:
+            out.append((name, cycles, int(line.split("=")[1])))
+            name = None
+    return out
+
+
+def epoch_lines(log, results, qp_used):
+    """a ContactNets epoch on 256 tosses from the 132-SM run of the loss test (each kernel's
+    first launch: 32 transitions, cold, the test's tolerance), the QP scaled to a warm
+    training solve by the functional counts' instructions per transition."""
+    first = {}
+    for k, cycles, insn in parse_timing(log):
+        first.setdefault(k, (cycles, insn))
+    names = ["assemble_kernel<double>", "qp_admm_warp_kernel<double, fallback>", "finish_kernel<double>",
+             "sum_rows_kernel<double>"]
+    missing = [n for n in names if n not in first]
+    if missing:
+        sys.exit(f"gpu_model: {log}: no launch of {', '.join(missing)}")
+    per = {}  # instructions per transition of the QP: the loss test's cold solve, training's warm one
+    for x in results:
+        if x[2] == "qp_admm_warp_kernel<double, fallback>" and x[0] in ("contactnets_warp_double",
+                                                                         "contactnets_train_double"):
+            per[x[0]] = (x[3]["total"] / x[4], x)
+    if len(per) < 2:
+        return ["\n(no ContactNets epoch: bench/gpu_counts.sh's contactnets_warp_double and "
+                "contactnets_train_double counts are needed)"]
+    f = SPECS["H100 SXM"]["ghz"] * 1e9
+    cold, warm = per["contactnets_warp_double"][0], per["contactnets_train_double"][0]
+    scale = warm / cold
+    qc = first[names[1]][0]
+    step_cycles = {names[0]: first[names[0]][0], names[1]: qc * scale, names[2]: first[names[2]][0],
+                   names[3]: first[names[3]][0]}
+    step = sum(step_cycles.values()) / f
+    train, valid, batch = 26766, 17969, 64
+    steps = math.ceil(train / batch)
+    L = ["\n### A ContactNets epoch on 256 tosses\n",
+         "The loss-and-gradient GPU test (warp layout, double, 32 transitions, cold at the test's "
+         "tolerance) simulated on 132 SMs: each transition's QP warp has an SM to itself, as a "
+         "mini-batch of 64 has on an H100. Each kernel's first launch is one step's: the assembly and "
+         "the gradient (a thread per transition, blocks of 128: the whole mini-batch on one SM), the QP "
+         "and the gradient sum. The QP's cycles are scaled to a training step's warm solve (eps 1e-4, "
+         f"warm from the previous epoch) by the functional counts: {warm:,.0f} instructions a transition "
+         f"against the test's {cold:,.0f} (x {scale:.3f}), i.e. at the cold solve's cycles per "
+         "instruction. A mini-batch of 64 puts two warps on the assembly's and the gradient's SM where "
+         "the test put one.\n",
+         "| kernel | cycles (simulated) | a training step's, µs at 1.98 GHz | cycles per warp instruction |",
+         "|---|---|---|---|"]
+    for n in names:
+        c, insn = first[n]
+        note = f" (x {scale:.3f}: {step_cycles[n]:,.0f})" if n == names[1] else ""
+        # warp instructions of the slowest warp, fully converged: the QP's 32 warps (a
+        # transition each) and the assembly's and gradient's one warp (32 transitions)
+        per_warp = {names[1]: insn / 32 / 32, names[0]: insn / 32, names[2]: insn / 32}.get(n)
+        cpi = f"{c / per_warp:,.1f}" if per_warp else "—"
+        L.append(f"| `{n}` | {c:,}{note} | {step_cycles[n] / f * 1e6:,.1f} | {cpi} |")
+    L.append(f"| a step | {sum(step_cycles.values()):,.0f} | **{step * 1e6:,.1f}** | |")
+    # validation: one chain of 17,969 transitions (141 blocks of 128 threads for the
+    # assembly and gradient: a block per SM, taken as its 4 warps one after another; the
+    # QP at one full SM's measured share of the issue limit from the cube QP)
+    x = per["contactnets_train_double"][1]
+    _, b = bounds(x[3], x[4], SPECS["H100 SXM"])
+    used = qp_used if qp_used else 1.0
+    val = (4 * first[names[0]][0] + 4 * first[names[2]][0]) / f + valid / (b["issue"] * used)
+    L.append(f"\nValidation, one chain of {valid:,} transitions: {val * 1e3:,.2f} ms (the assembly and gradient "
+             f"as 4 warps in turn on each SM; the QP at {100 * used:.0f}% of its issue limit "
+             f"{b['issue']:.3g}/s, the share the cold cube QP filled on one full SM).\n")
+    L.append("| GPU | host cost per launch (assumed) | steps | **epoch, predicted** | target |")
+    L.append("|---|---|---|---|---|")
+    for us in LAUNCH_US:
+        launches = steps * 4 + 3
+        epoch = steps * step + val + launches * us * 1e-6
+        L.append(f"| H100 SXM | {us:g} µs ({launches:,} launches) | {steps} x {step * 1e6:,.1f} µs | "
+                 f"**{epoch * 1e3:,.1f} ms** | ≤ 30 ms |")
+    L.append("\nThe host's part (four launches a step, the parameter upload and gradient download, Adam) is "
+             "not simulated: 0 µs is the device alone; 5 µs a launch is an assumed figure.")
+    return L
+
+
+def timing_section(tdir, results):
+    """the cycles section: the performance model's cycles for what the issue limit
+    could only bound (lines of markdown; empty without bench/gpu_timing.sh's runs)."""
+    lines = []
+    have = {c for c in os.listdir(tdir)} if os.path.isdir(tdir) else set()
+    done = lambda case: os.path.exists(os.path.join(tdir, case, "done"))  # a finished run
+    qp = [t for t in TIMING_QP if t[0] in have and done(t[0])]
+    t132 = os.path.join(tdir, "contactnets_loss_132sm", "sim.log") if done("contactnets_loss_132sm") else ""
+    if not qp and not t132:
+        return lines
+    lines.append("\n## With latency: the simulator's cycle model (predicted, not measured)\n")
+    lines.append("The bounds above assume every issue slot used. `bench/gpu_timing.sh` runs the same kernels "
+                 "through GPGPU-Sim's performance model, which times each warp instruction through an SM's "
+                 "schedulers, pipelines, caches and memory: an Ampere (RTX 3070) SM with the H100's issue "
+                 "width, registers and FP64 rate, and three assumed latencies (shuffle 29 cycles, FP64 8, FP64 "
+                 "divide 64; the script says why each). Its cycles, at the H100's 1.98 GHz on 132 SMs, give a "
+                 "prediction that counts latency instead of bounding it. It is still a prediction: the SM model "
+                 "is not a Hopper SM (the RTX 3070's L1 is half the H100's; PTX, not SASS, runs).\n")
+    f = SPECS["H100 SXM"]["ghz"] * 1e9
+    sms = SPECS["H100 SXM"]["sms"]
+    qp_used = None
+    if qp:
+        issue = {x[0].replace("_1sm", "_warp"): x for x in results}
+        lines.append("### Throughput: one full SM\n")
+        lines.append("The batch (its 16 resident warps replaced as problems finish) on one simulated SM; "
+                     "H100 problems/s = 132 SMs x 1.98 GHz x problems / cycles. *issue used*: thread "
+                     "instructions / 32 / (4 issue slots x cycles), the measure the issue limit takes as 100% "
+                     "(so partly filled warps count as unused slots). "
+                     "The last wave's tail (problems finishing at different iterations) is included, so the "
+                     "figure is a little low.\n")
+        lines.append("| case | kernel | problems | cycles (1 SM) | mean iterations | issue used | "
+                     "**H100 problems/s** | issue limit (above) |")
+        lines.append("|---|---|---|---|---|---|---|---|")
+        for case, what, kernel, take in qp:
+            log = os.path.join(tdir, case, "sim.log")
+            ks = [k for k in parse_timing(log) if k[0] == kernel]
+            if len(ks) <= take:
+                sys.exit(f"gpu_model: {log}: launch {take} of {kernel} not found")
+            _, cycles, insn = ks[take]
+            problems = int(open(os.path.join(tdir, case, "problems")).read())
+            text = open(log, encoding="latin1").read()
+            it = re.findall(r"mean ([0-9.]+) iterations", text)
+            rate = sms * f * problems / cycles
+            used = insn / 32 / (4 * cycles)
+            if case == "qp_cube_float_cold_1sm":
+                qp_used = used
+            lim = "—"
+            x = issue.get(case.replace("_1sm", "_warp"))
+            if x:
+                _, b = bounds(x[3], x[4], SPECS["H100 SXM"])
+                lim = f"{b['issue']:.3g}"
+            lines.append(f"| {what} | `{kernel}` | {problems} | {cycles:,} | {it[-1] if it else '—'} | "
+                         f"{100 * used:.0f}% | **{rate:.3g}** | {lim} |")
+    alone = [(c, w) for c, w in (("qp_cube_float_cold_alone", "cube loss QP, float32, eps 1e-5, cold"),
+                                 ("qp_cube_float_warm_alone", "same, warm (q 0.1% off)")) if done(c)]
+    if alone:
+        lines.append("\n### One problem alone: latency\n")
+        lines.append("One problem on one simulated SM, its warp alone: the time a launch of one problem takes, "
+                     "and the cycles each of its warp instructions takes when no other warp hides its latency "
+                     "(the issue model's \"one problem alone\" counts 1).\n")
+        lines.append("| case | cycles | µs at 1.98 GHz | cycles per warp instruction |")
+        lines.append("|---|---|---|---|")
+        for case, what in alone:
+            ks = parse_timing(os.path.join(tdir, case, "sim.log"))
+            if not ks:
+                sys.exit(f"gpu_model: {case}: no launch in its log")
+            _, cycles, insn = ks[0]
+            lines.append(f"| {what} | {cycles:,} | {cycles / f * 1e6:,.1f} | {cycles / (insn / 32):,.1f} |")
+    if t132:
+        lines += epoch_lines(t132, results, qp_used)
+    return lines
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--counts", default=COUNTS)
+    ap.add_argument("--timing", default=TIMING)
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results",
                                                   f"gpu_model_{datetime.date.today().isoformat()}.md"))
     a = ap.parse_args()
@@ -492,6 +669,7 @@ def main():
         lines.append("\n| GPU | layout | one step ≥ | epoch ≥ |")
         lines.append("|---|---|---|---|")
         lines.extend(summary)
+    lines.extend(timing_section(a.timing, results))
     open(a.out, "w").write("\n".join(lines) + "\n")
     print("\n".join(lines))
     print(f"\ngpu_model: wrote {os.path.relpath(a.out, ROOT)}")

@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# Cycles, not only instructions: the GPU simulator's performance (timing) model runs the
+# kernels whose throughput bench/gpu_model.py predicts, so the prediction can count
+# latency the issue limit assumes hidden. Inputs of gpu_model.py's "cycles" section.
+#
+#   bash bench/gpu_timing.sh          # needs ../shared/tools/gpgpu-sim, nvcc, build-sim/ built by
+#                                     # bench/gpu_counts.sh (GPU_TIMING_BUILD=1 builds it here)
+#   GPU_TIMING_CASES="qp_cube_float_cold_1sm" bash bench/gpu_timing.sh   # some cases only
+#
+# The simulated SM is the simulator's RTX 3070 (Ampere, sm_86) SM, with these changes
+# (each written into the case's gpgpusim.config; the SM's issue width (4 schedulers, one
+# warp instruction each per cycle), register file (64K) and thread limits are the H100's):
+# - the SM count: 1 (throughput: a full SM, its resident problems replaced as they finish)
+#   or 132 (the H100's: a small launch, one problem a warp, each warp on its own SM);
+# - the shuffle's latency (the sixth integer entry, which the simulator reads and the
+#   shipped config lacks: without it the timing model reads garbage and crashes on any
+#   kernel with shfl.sync): 29 cycles, the config's shared-memory latency (assumed; a
+#   shuffle crosses the same network, and no public figure for it was found);
+# - FP64 add/mul/fma: a warp instruction every 2 cycles per partition (the H100's
+#   published 64 FP64 lanes per SM; the RTX 3070 has 2), latency 8 cycles (assumed:
+#   twice this config's FP32); FP64 divide and square root (short subroutines in SASS):
+#   latency 64, one every 16 cycles (assumed);
+# - no kernel launch latency (the model adds launch overheads itself, stated there);
+# - the L1's write policy for local memory: write-back (the simulator's 'L': local
+#   write-back, global write-through), as NVIDIA's L1 caches local memory (CUDA C++
+#   Programming Guide, compute capability 7.x-9.0 memory sections); the shipped config
+#   writes local memory through to L2, so every spill and stack read after a write
+#   missed L1 and waited on L2.
+# Caches, shared memory and DRAM timing stay the RTX 3070's (its L1 is 128 KB, the
+# H100's 256 KB; the 1-SM runs have the whole memory system to themselves, which the
+# kernels measured here, far from every memory bound, hardly use).
+#
+# Cases (logs in build-sim/timing/<case>/sim.log):
+#   qp_cube_float_{cold,warm,kept}_1sm: the cube loss QP (float32, eps 1e-5) on one SM,
+#     128 problems (8 waves of the 16 warps an SM holds), cold, warm (q 0.1% off) and
+#     warm keeping the factorization (the second launch);
+#   qp_cube_float_{cold,warm}_alone: one problem on one SM, a warp alone (latency);
+#   contactnets_loss_132sm: the ContactNets loss and gradient in the warp layout (double;
+#     the GPU test GpuContactNets.DeviceLossAndGradientMatchCpu: 32 transitions, cold
+#     first) on 132 SMs, so each QP warp has an SM to itself as in a training step's
+#     mini-batch on an H100; gpu_model.py takes each kernel's first launch. (A training
+#     run itself, whose last epoch would be warm, simulates for hours here: its first
+#     epoch alone is ~10^9 instructions.)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+# shellcheck source=bench/gpu_sim_env.sh
+source bench/gpu_sim_env.sh
+gpu_sim_setup gpu_timing "${GPU_TIMING_BUILD:-}"
+bin="$PWD/build-sim"
+[ -x "$bin/impulse" ] && [ -x "$bin/impulse_gpu_warp_variant" ] ||
+  { echo "gpu_timing: build-sim/impulse and impulse_gpu_warp_variant are needed (GPU_TIMING_BUILD=1)" >&2; exit 1; }
+export PTX_SIM_MODE_FUNC=0  # the performance (timing) model
+out=build-sim/timing
+only="${GPU_TIMING_CASES:-}"
+want() { [ -z "$only" ] || [[ " $only " == *" $1 "* ]]; }
+mkdir -p "$out"
+workdir() {  # workdir CASE SMS: the simulator's configuration, changed as said above
+  local dir="$out/$1"
+  rm -rf "$dir"
+  mkdir -p "$dir"
+  cp "$GPGPUSIM_CONFIG_DIR"/* "$dir/"
+  sed -i -e '/^-gpgpu_n_clusters /d' -e '/^-ptx_opcode_latency_int /d' -e '/^-ptx_opcode_initiation_int /d' \
+    -e '/^-ptx_opcode_latency_dp /d' -e '/^-ptx_opcode_initiation_dp /d' -e '/^-gpgpu_kernel_launch_latency /d' \
+    -e 's/^\(-gpgpu_cache:dl1 [^,]*,L:\)T:/\1L:/' "$dir/gpgpusim.config"
+  grep -q '^-gpgpu_cache:dl1 [^,]*,L:L:' "$dir/gpgpusim.config" || { echo "gpu_timing: the L1 line changed" >&2; exit 1; }
+  cat >> "$dir/gpgpusim.config" <<EOF
+# bench/gpu_timing.sh
+-gpgpu_n_clusters $2
+-ptx_opcode_latency_int 4,4,4,4,21,29
+-ptx_opcode_initiation_int 2,2,2,2,2,2
+-ptx_opcode_latency_dp 8,8,8,8,64
+-ptx_opcode_initiation_dp 2,2,2,2,16
+-gpgpu_kernel_launch_latency 0
+EOF
+}
+run() {  # run CASE SMS PROBLEMS COMMAND...
+  local name=$1 sms=$2 problems=$3
+  shift 3
+  want "$name" || return 0
+  workdir "$name" "$sms"
+  echo "$problems" > "$out/$name/problems"
+  echo "$sms" > "$out/$name/sms"
+  echo "gpu_timing: $name ($problems problems, $sms SMs) started $(date -u +%H:%M:%S)"
+  local t0=$SECONDS
+  (cd "$out/$name" && "$@" > sim.log 2>&1) || { tail -n 20 "$out/$name/sim.log"; exit 1; }
+  touch "$out/$name/done"  # gpu_model.py reads finished runs only
+  echo "gpu_timing: $name done in $((SECONDS - t0)) s"
+}
+cpu() { env -u LD_LIBRARY_PATH "$@"; }  # CPU steps without the simulator's runtime
+B=128
+if want qp_cube_float_cold_1sm || want qp_cube_float_warm_1sm || want qp_cube_float_kept_1sm; then
+  cpu "$bin/impulse" generate --kind cube-loss --count $B --seed 11 --out "$out/cube.npz" > /dev/null
+  cpu "$bin/impulse" solve-batch --in "$out/cube.npz" --out "$out/cube_sol.npz" --eps 1e-7 --lanes off > /dev/null
+  python3 bench/gpu_counts_warm.py "$out/cube.npz" "$out/cube_sol.npz" 1.001 "$out/cube_warm.npz"
+fi
+run qp_cube_float_cold_1sm 1 $B "$bin/impulse_gpu_warp_variant" --in ../cube.npz --eps 1e-5
+run qp_cube_float_warm_1sm 1 $B "$bin/impulse_gpu_warp_variant" --in ../cube_warm.npz --eps 1e-5
+run qp_cube_float_kept_1sm 1 $B "$bin/impulse_gpu_warp_variant" --in ../cube_warm.npz --eps 1e-5 \
+  --kept-from ../cube.npz
+if want qp_cube_float_cold_alone || want qp_cube_float_warm_alone; then
+  cpu "$bin/impulse" generate --kind cube-loss --count 1 --seed 11 --out "$out/cube1.npz" > /dev/null
+  cpu "$bin/impulse" solve-batch --in "$out/cube1.npz" --out "$out/cube1_sol.npz" --eps 1e-7 --lanes off > /dev/null
+  python3 bench/gpu_counts_warm.py "$out/cube1.npz" "$out/cube1_sol.npz" 1.001 "$out/cube1_warm.npz"
+fi
+run qp_cube_float_cold_alone 1 1 "$bin/impulse_gpu_warp_variant" --in ../cube1.npz --eps 1e-5
+run qp_cube_float_warm_alone 1 1 "$bin/impulse_gpu_warp_variant" --in ../cube1_warm.npz --eps 1e-5
+run contactnets_loss_132sm 132 32 "$bin/impulse_tests" --gtest_filter=GpuContactNets.DeviceLossAndGradientMatchCpu
+echo "gpu_timing: done; now: python3 bench/gpu_model.py"
