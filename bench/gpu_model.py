@@ -363,17 +363,29 @@ LAUNCH_US = (0.0, 5.0)
 
 
 def parse_timing(path):
-    """[(kernel, cycles, thread instructions)] per launch, in launch order, from the
-    performance model's per-kernel statistics."""
-    out, name = [], None
+    """[(kernel, cycles, thread instructions, warp instructions issued)] per launch, in
+    launch order, from the performance model's per-kernel statistics (its warp
+    instruction counter is cumulative over the run: differenced here). A launch whose
+    statistics block is incomplete (a run stopped in it) is left out."""
+    out, rec, total_w = [], None, 0
+
+    def close():
+        nonlocal total_w
+        if rec and None not in rec[1:]:
+            out.append((rec[0], rec[1], rec[2], rec[3] - total_w))
+            total_w = rec[3]
+
     for line in open(path, encoding="latin1"):
         if line.startswith("kernel_name = "):
-            name = kernel_short(line.split("=", 1)[1].strip())
-        elif line.startswith("gpu_sim_cycle = ") and name:
-            cycles = int(line.split("=")[1])
-        elif line.startswith("gpu_sim_insn = ") and name:
-            out.append((name, cycles, int(line.split("=")[1])))
-            name = None
+            close()
+            rec = [kernel_short(line.split("=", 1)[1].strip()), None, None, None]
+        elif rec and line.startswith("gpu_sim_cycle = "):
+            rec[1] = int(line.split("=")[1])
+        elif rec and line.startswith("gpu_sim_insn = "):
+            rec[2] = int(line.split("=")[1])
+        elif rec and line.startswith("gpgpu_n_tot_w_icount = "):
+            rec[3] = int(line.split("=")[1])
+    close()
     return out
 
 
@@ -382,8 +394,8 @@ def epoch_lines(log, results, qp_used):
     first launch: 32 transitions, cold, the test's tolerance), the QP scaled to a warm
     training solve by the functional counts' instructions per transition."""
     first = {}
-    for k, cycles, insn in parse_timing(log):
-        first.setdefault(k, (cycles, insn))
+    for k, cycles, insn, winsn in parse_timing(log):
+        first.setdefault(k, (cycles, insn, winsn))
     names = ["assemble_kernel<double>", "qp_admm_warp_kernel<double, fallback>", "finish_kernel<double>",
              "sum_rows_kernel<double>"]
     missing = [n for n in names if n not in first]
@@ -411,32 +423,38 @@ def epoch_lines(log, results, qp_used):
          "tolerance) simulated on 132 SMs: each transition's QP warp has an SM to itself, as a "
          "mini-batch of 64 has on an H100. Each kernel's first launch is one step's: the assembly and "
          "the gradient (a thread per transition, blocks of 128: the whole mini-batch on one SM), the QP "
-         "and the gradient sum. The QP's cycles are scaled to a training step's warm solve (eps 1e-4, "
+         "and the gradient sum. A mini-batch of 64 puts two warps on the assembly's and the gradient's "
+         "SM where the test put one, so their figures are optimistic. The QP's cycles are scaled to a training step's warm solve (eps 1e-4, "
          f"warm from the previous epoch) by the functional counts: {warm:,.0f} instructions a transition "
          f"against the test's {cold:,.0f} (x {scale:.3f}), i.e. at the cold solve's cycles per "
-         "instruction. A mini-batch of 64 puts two warps on the assembly's and the gradient's SM where "
-         "the test put one.\n",
-         "| kernel | cycles (simulated) | a training step's, µs at 1.98 GHz | cycles per warp instruction |",
+         "instruction.\n",
+         "| kernel | cycles (simulated) | a training step's, µs at 1.98 GHz | cycles per warp instruction issued |",
          "|---|---|---|---|"]
     for n in names:
-        c, insn = first[n]
+        c, insn, winsn = first[n]
         note = f" (x {scale:.3f}: {step_cycles[n]:,.0f})" if n == names[1] else ""
-        # warp instructions of the slowest warp, fully converged: the QP's 32 warps (a
-        # transition each) and the assembly's and gradient's one warp (32 transitions)
-        per_warp = {names[1]: insn / 32 / 32, names[0]: insn / 32, names[2]: insn / 32}.get(n)
+        # warp instructions a warp issued: the QP's 32 warps (a transition each, their mean)
+        # and the assembly's and gradient's one warp (32 transitions)
+        per_warp = {names[1]: winsn / 32, names[0]: winsn, names[2]: winsn}.get(n)
         cpi = f"{c / per_warp:,.1f}" if per_warp else "—"
         L.append(f"| `{n}` | {c:,}{note} | {step_cycles[n] / f * 1e6:,.1f} | {cpi} |")
     L.append(f"| a step | {sum(step_cycles.values()):,.0f} | **{step * 1e6:,.1f}** | |")
-    # validation: one chain of 17,969 transitions (141 blocks of 128 threads for the
-    # assembly and gradient: a block per SM, taken as its 4 warps one after another; the
-    # QP at one full SM's measured share of the issue limit from the cube QP)
+    # validation: one chain of 17,969 transitions. The assembly and gradient: blocks of 128
+    # threads, ceil(blocks / SMs) of them on the busiest SM, each block's 4 warps taken one
+    # after another at the single warp's time (pessimistic). The QP: at one full SM's share of
+    # its issue limit, the share the cold cube QP filled (if that run exists)
     x = per["contactnets_train_double"][1]
     _, b = bounds(x[3], x[4], SPECS["H100 SXM"])
-    used = qp_used if qp_used else 1.0
-    val = (4 * first[names[0]][0] + 4 * first[names[2]][0]) / f + valid / (b["issue"] * used)
+    sms = SPECS["H100 SXM"]["sms"]
+    warps = 4 * math.ceil(math.ceil(valid / 128) / sms)
+    if qp_used:
+        used, how = qp_used, "the share the cold cube QP filled on one full SM"
+    else:
+        used, how = 1.0, "its issue limit itself (no cold cube run to measure the share): optimistic"
+    val = warps * (first[names[0]][0] + first[names[2]][0]) / f + valid / (b["issue"] * used)
     L.append(f"\nValidation, one chain of {valid:,} transitions: {val * 1e3:,.2f} ms (the assembly and gradient "
-             f"as 4 warps in turn on each SM; the QP at {100 * used:.0f}% of its issue limit "
-             f"{b['issue']:.3g}/s, the share the cold cube QP filled on one full SM).\n")
+             f"as {warps} warps in turn on the busiest SM; the QP at {100 * used:.0f}% of its issue limit "
+             f"{b['issue']:.3g}/s, {how}).\n")
     L.append("| GPU | host cost per launch (assumed) | steps | **epoch, predicted** | target |")
     L.append("|---|---|---|---|---|")
     for us in LAUNCH_US:
@@ -464,35 +482,37 @@ def timing_section(tdir, results):
                  "through GPGPU-Sim's performance model, which times each warp instruction through an SM's "
                  "schedulers, pipelines, caches and memory: an Ampere (RTX 3070) SM with the H100's issue "
                  "width, registers and FP64 rate, and three assumed latencies (shuffle 29 cycles, FP64 8, FP64 "
-                 "divide 64; the script says why each). Its cycles, at the H100's 1.98 GHz on 132 SMs, give a "
+                 "divide 64: the script says why each). Its cycles, at the H100's 1.98 GHz on 132 SMs, give a "
                  "prediction that counts latency instead of bounding it. It is still a prediction: the SM model "
                  "is not a Hopper SM (the RTX 3070's L1 is half the H100's; PTX, not SASS, runs).\n")
     f = SPECS["H100 SXM"]["ghz"] * 1e9
     sms = SPECS["H100 SXM"]["sms"]
     qp_used = None
     if qp:
-        issue = {x[0].replace("_1sm", "_warp"): x for x in results}
+        issue = {x[0]: x for x in results}
         lines.append("### Throughput: one full SM\n")
         lines.append("The batch (its 16 resident warps replaced as problems finish) on one simulated SM; "
                      "H100 problems/s = 132 SMs x 1.98 GHz x problems / cycles. *issue used*: thread "
                      "instructions / 32 / (4 issue slots x cycles), the measure the issue limit takes as 100% "
-                     "(so partly filled warps count as unused slots). "
+                     "(so partly filled warps count as unused slots); *slots used*: the warp instructions the "
+                     "simulator issued / (4 x cycles). "
                      "The last wave's tail (problems finishing at different iterations) is included, so the "
                      "figure is a little low.\n")
-        lines.append("| case | kernel | problems | cycles (1 SM) | mean iterations | issue used | "
+        lines.append("| case | kernel | problems | cycles (1 SM) | mean iterations | issue used | slots used | "
                      "**H100 problems/s** | issue limit (above) |")
-        lines.append("|---|---|---|---|---|---|---|---|")
+        lines.append("|---|---|---|---|---|---|---|---|---|")
         for case, what, kernel, take in qp:
             log = os.path.join(tdir, case, "sim.log")
             ks = [k for k in parse_timing(log) if k[0] == kernel]
             if len(ks) <= take:
                 sys.exit(f"gpu_model: {log}: launch {take} of {kernel} not found")
-            _, cycles, insn = ks[take]
+            _, cycles, insn, winsn = ks[take]
             problems = int(open(os.path.join(tdir, case, "problems")).read())
             text = open(log, encoding="latin1").read()
             it = re.findall(r"mean ([0-9.]+) iterations", text)
             rate = sms * f * problems / cycles
             used = insn / 32 / (4 * cycles)
+            slots = winsn / (4 * cycles)
             if case == "qp_cube_float_cold_1sm":
                 qp_used = used
             lim = "—"
@@ -501,7 +521,7 @@ def timing_section(tdir, results):
                 _, b = bounds(x[3], x[4], SPECS["H100 SXM"])
                 lim = f"{b['issue']:.3g}"
             lines.append(f"| {what} | `{kernel}` | {problems} | {cycles:,} | {it[-1] if it else '—'} | "
-                         f"{100 * used:.0f}% | **{rate:.3g}** | {lim} |")
+                         f"{100 * used:.0f}% | {100 * slots:.0f}% | **{rate:.3g}** | {lim} |")
     alone = [(c, w) for c, w in (("qp_cube_float_cold_alone", "cube loss QP, float32, eps 1e-5, cold"),
                                  ("qp_cube_float_warm_alone", "same, warm (q 0.1% off)")) if done(c)]
     if alone:
@@ -509,14 +529,14 @@ def timing_section(tdir, results):
         lines.append("One problem on one simulated SM, its warp alone: the time a launch of one problem takes, "
                      "and the cycles each of its warp instructions takes when no other warp hides its latency "
                      "(the issue model's \"one problem alone\" counts 1).\n")
-        lines.append("| case | cycles | µs at 1.98 GHz | cycles per warp instruction |")
+        lines.append("| case | cycles | µs at 1.98 GHz | cycles per warp instruction issued |")
         lines.append("|---|---|---|---|")
         for case, what in alone:
             ks = parse_timing(os.path.join(tdir, case, "sim.log"))
             if not ks:
                 sys.exit(f"gpu_model: {case}: no launch in its log")
-            _, cycles, insn = ks[0]
-            lines.append(f"| {what} | {cycles:,} | {cycles / f * 1e6:,.1f} | {cycles / (insn / 32):,.1f} |")
+            _, cycles, insn, winsn = ks[0]
+            lines.append(f"| {what} | {cycles:,} | {cycles / f * 1e6:,.1f} | {cycles / winsn:,.1f} |")
     if t132:
         lines += epoch_lines(t132, results, qp_used)
     return lines

@@ -8,8 +8,10 @@
 #   GPU_TIMING_CASES="qp_cube_float_cold_1sm" bash bench/gpu_timing.sh   # some cases only
 #
 # The simulated SM is the simulator's RTX 3070 (Ampere, sm_86) SM, with these changes
-# (each written into the case's gpgpusim.config; the SM's issue width (4 schedulers, one
-# warp instruction each per cycle), register file (64K) and thread limits are the H100's):
+# (each written into the case's gpgpusim.config). Its issue width (4 schedulers, one warp
+# instruction each per cycle) and register file (64K) are the H100's, so is the kernels'
+# register-limited occupancy; its thread (1,536) and shared-memory limits are lower than
+# the H100's but bind none of the kernels here:
 # - the SM count: 1 (throughput: a full SM, its resident problems replaced as they finish)
 #   or 132 (the H100's: a small launch, one problem a warp, each warp on its own SM);
 # - the shuffle's latency (the sixth integer entry, which the simulator reads and the
@@ -18,8 +20,9 @@
 #   shuffle crosses the same network, and no public figure for it was found);
 # - FP64 add/mul/fma: a warp instruction every 2 cycles per partition (the H100's
 #   published 64 FP64 lanes per SM; the RTX 3070 has 2), latency 8 cycles (assumed:
-#   twice this config's FP32); FP64 divide and square root (short subroutines in SASS):
-#   latency 64, one every 16 cycles (assumed);
+#   twice this config's FP32); FP64 divide (a short subroutine in SASS): latency 64, one
+#   every 16 cycles (assumed). (The simulator sends sqrt, rsqrt and rcp of either width to
+#   the SFU: the config's 21 cycles, one every 8.)
 # - no kernel launch latency (the model adds launch overheads itself, stated there);
 # - the L1's write policy for local memory: write-back (the simulator's 'L': local
 #   write-back, global write-through), as NVIDIA's L1 caches local memory (CUDA C++
@@ -38,7 +41,8 @@
 #   contactnets_loss_132sm: the ContactNets loss and gradient in the warp layout (double;
 #     the GPU test GpuContactNets.DeviceLossAndGradientMatchCpu: 32 transitions, cold
 #     first) on 132 SMs, so each QP warp has an SM to itself as in a training step's
-#     mini-batch on an H100; gpu_model.py takes each kernel's first launch. (A training
+#     mini-batch on an H100; stopped once its first evaluation's four launches (assembly,
+#     QP, gradient, gradient sum) are done: gpu_model.py takes those. (A training
 #     run itself, whose last epoch would be warm, simulates for hours here: its first
 #     epoch alone is ~10^9 instructions.)
 set -euo pipefail
@@ -47,8 +51,9 @@ cd "$(dirname "$0")/.."
 source bench/gpu_sim_env.sh
 gpu_sim_setup gpu_timing "${GPU_TIMING_BUILD:-}"
 bin="$PWD/build-sim"
-[ -x "$bin/impulse" ] && [ -x "$bin/impulse_gpu_warp_variant" ] ||
-  { echo "gpu_timing: build-sim/impulse and impulse_gpu_warp_variant are needed (GPU_TIMING_BUILD=1)" >&2; exit 1; }
+for b in impulse impulse_gpu_warp_variant impulse_tests; do
+  [ -x "$bin/$b" ] || { echo "gpu_timing: build-sim/$b is needed (GPU_TIMING_BUILD=1 builds it)" >&2; exit 1; }
+done
 export PTX_SIM_MODE_FUNC=0  # the performance (timing) model
 out=build-sim/timing
 only="${GPU_TIMING_CASES:-}"
@@ -73,16 +78,31 @@ workdir() {  # workdir CASE SMS: the simulator's configuration, changed as said 
 -gpgpu_kernel_launch_latency 0
 EOF
 }
-run() {  # run CASE SMS PROBLEMS COMMAND...
-  local name=$1 sms=$2 problems=$3
-  shift 3
+finished() {  # the launches a log has finished: each prints its statistics, its warp instruction count among them
+  local n
+  n=$(grep -ac '^gpgpu_n_tot_w_icount' "$1" 2>/dev/null) || true
+  echo "${n:-0}"
+}
+run() {  # run CASE SMS PROBLEMS LAUNCHES COMMAND...: LAUNCHES > 0 stops it after that many launches
+  local name=$1 sms=$2 problems=$3 launches=$4
+  shift 4
   want "$name" || return 0
   workdir "$name" "$sms"
   echo "$problems" > "$out/$name/problems"
   echo "$sms" > "$out/$name/sms"
   echo "gpu_timing: $name ($problems problems, $sms SMs) started $(date -u +%H:%M:%S)"
   local t0=$SECONDS
-  (cd "$out/$name" && "$@" > sim.log 2>&1) || { tail -n 20 "$out/$name/sim.log"; exit 1; }
+  if [ "$launches" -gt 0 ]; then
+    (cd "$out/$name" && exec "$@" > sim.log 2>&1) &
+    local pid=$!
+    while kill -0 "$pid" 2>/dev/null && [ "$(finished "$out/$name/sim.log")" -lt "$launches" ]; do sleep 5; done
+    kill "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+    [ "$(finished "$out/$name/sim.log")" -ge "$launches" ] ||
+      { tail -n 20 "$out/$name/sim.log"; echo "gpu_timing: $name ended before $launches launches" >&2; exit 1; }
+  else
+    (cd "$out/$name" && "$@" > sim.log 2>&1) || { tail -n 20 "$out/$name/sim.log"; exit 1; }
+  fi
   touch "$out/$name/done"  # gpu_model.py reads finished runs only
   echo "gpu_timing: $name done in $((SECONDS - t0)) s"
 }
@@ -93,16 +113,16 @@ if want qp_cube_float_cold_1sm || want qp_cube_float_warm_1sm || want qp_cube_fl
   cpu "$bin/impulse" solve-batch --in "$out/cube.npz" --out "$out/cube_sol.npz" --eps 1e-7 --lanes off > /dev/null
   python3 bench/gpu_counts_warm.py "$out/cube.npz" "$out/cube_sol.npz" 1.001 "$out/cube_warm.npz"
 fi
-run qp_cube_float_cold_1sm 1 $B "$bin/impulse_gpu_warp_variant" --in ../cube.npz --eps 1e-5
-run qp_cube_float_warm_1sm 1 $B "$bin/impulse_gpu_warp_variant" --in ../cube_warm.npz --eps 1e-5
-run qp_cube_float_kept_1sm 1 $B "$bin/impulse_gpu_warp_variant" --in ../cube_warm.npz --eps 1e-5 \
+run qp_cube_float_cold_1sm 1 $B 0 "$bin/impulse_gpu_warp_variant" --in ../cube.npz --eps 1e-5
+run qp_cube_float_warm_1sm 1 $B 0 "$bin/impulse_gpu_warp_variant" --in ../cube_warm.npz --eps 1e-5
+run qp_cube_float_kept_1sm 1 $B 0 "$bin/impulse_gpu_warp_variant" --in ../cube_warm.npz --eps 1e-5 \
   --kept-from ../cube.npz
 if want qp_cube_float_cold_alone || want qp_cube_float_warm_alone; then
   cpu "$bin/impulse" generate --kind cube-loss --count 1 --seed 11 --out "$out/cube1.npz" > /dev/null
   cpu "$bin/impulse" solve-batch --in "$out/cube1.npz" --out "$out/cube1_sol.npz" --eps 1e-7 --lanes off > /dev/null
   python3 bench/gpu_counts_warm.py "$out/cube1.npz" "$out/cube1_sol.npz" 1.001 "$out/cube1_warm.npz"
 fi
-run qp_cube_float_cold_alone 1 1 "$bin/impulse_gpu_warp_variant" --in ../cube1.npz --eps 1e-5
-run qp_cube_float_warm_alone 1 1 "$bin/impulse_gpu_warp_variant" --in ../cube1_warm.npz --eps 1e-5
-run contactnets_loss_132sm 132 32 "$bin/impulse_tests" --gtest_filter=GpuContactNets.DeviceLossAndGradientMatchCpu
+run qp_cube_float_cold_alone 1 1 0 "$bin/impulse_gpu_warp_variant" --in ../cube1.npz --eps 1e-5
+run qp_cube_float_warm_alone 1 1 0 "$bin/impulse_gpu_warp_variant" --in ../cube1_warm.npz --eps 1e-5
+run contactnets_loss_132sm 132 32 4 "$bin/impulse_tests" --gtest_filter=GpuContactNets.DeviceLossAndGradientMatchCpu
 echo "gpu_timing: done; now: python3 bench/gpu_model.py"

@@ -86,11 +86,12 @@ const std::vector<std::string>& learned_model_names() {
   return n;
 }
 
-std::vector<Eigen::Vector3d> learned_predictions(const std::string& name, const ImpactSet& set,
-                                                 const std::vector<ImpactGeometry>& g,
-                                                 const std::vector<Eigen::Vector2d>& observed,
-                                                 const std::vector<int>& train, const std::vector<int>& test,
-                                                 int base_model, ImpactParams base_params, const LearnOptions& opt) {
+std::vector<std::vector<Eigen::Vector3d>> learned_predictions(const std::string& name, const ImpactSet& set,
+                                                              const std::vector<ImpactGeometry>& g,
+                                                              const std::vector<Eigen::Vector2d>& observed,
+                                                              const std::vector<int>& train,
+                                                              const std::vector<std::vector<int>>& sets, int base_model,
+                                                              ImpactParams base_params, const LearnOptions& opt) {
   if (std::find(learned_model_names().begin(), learned_model_names().end(), name) == learned_model_names().end())
     throw Error("unknown learned impact model '" + name +
                 "' (known: gp-x1-impulse, gp-x2-impulse, gp-x1-wrench, residual-impulse, residual-wrench, gp-params)");
@@ -102,52 +103,50 @@ std::vector<Eigen::Vector3d> learned_predictions(const std::string& name, const 
   fo.restarts = opt.gp_restarts;
   fo.seed = opt.seed;
   const bool x1 = name != "gp-x2-impulse";
-  const Eigen::MatrixXd Xtr = impact_features(g, train, x1), Xte = impact_features(g, test, x1);
+  const Eigen::MatrixXd Xtr = impact_features(g, train, x1);
   const Eigen::Index ntr = static_cast<Eigen::Index>(train.size());
   auto obs_wrench = [&](int i) {
     const Impact& m = set.impacts[static_cast<size_t>(i)];
     return Eigen::Vector3d(m.w_data[0], m.w_data[1], m.w_data[2]);
   };
-  std::vector<Eigen::Vector3d> out;
+  auto geometry = [&](const std::vector<int>& idx) {
+    std::vector<ImpactGeometry> out;
+    for (int i : idx) out.push_back(g[static_cast<size_t>(i)]);
+    return out;
+  };
+  // each set predicted on its own (its own batch of analytical solves), so a set's
+  // predictions do not depend on the other sets
+  std::vector<std::vector<Eigen::Vector3d>> out(sets.size());
   if (name == "gp-params") {
     // each training impact's own best (μ, ε), then a GP from X₁ to them
-    std::vector<ImpactGeometry> tg;
     std::vector<Eigen::Vector2d> tt;
-    for (int i : train) {
-      tg.push_back(g[static_cast<size_t>(i)]);
-      tt.push_back(observed[static_cast<size_t>(i)]);
-    }
+    for (int i : train) tt.push_back(observed[static_cast<size_t>(i)]);
     IdentifyOptions io = opt.identify;
     io.threads = opt.threads;
     io.backend = opt.backend;
-    const std::vector<Identified> each = identify_each(base_model, tg, tt, io);
+    const std::vector<Identified> each = identify_each(base_model, geometry(train), tt, io);
     Eigen::MatrixXd Y(ntr, 2);
     for (Eigen::Index r = 0; r < ntr; ++r) Y.row(r) << each[static_cast<size_t>(r)].params.mu, each[static_cast<size_t>(r)].params.eps;
     MultiGp gp;
     gp.fit(Xtr, Y, fo);
-    const Eigen::MatrixXd pr = gp.predict(Xte);
-    std::vector<ImpactGeometry> teg;
-    std::vector<ImpactParams> pp;
-    for (size_t k = 0; k < test.size(); ++k) {
-      teg.push_back(g[static_cast<size_t>(test[k])]);
-      const Eigen::Index r = static_cast<Eigen::Index>(k);
-      pp.push_back({std::max(0.0, pr(r, 0)), std::clamp(pr(r, 1), 0.0, 1.0)});
+    for (size_t s = 0; s < sets.size(); ++s) {
+      const Eigen::MatrixXd pr = gp.predict(impact_features(g, sets[s], x1));
+      const std::vector<ImpactGeometry> teg = geometry(sets[s]);
+      std::vector<ImpactParams> pp;
+      for (size_t k = 0; k < teg.size(); ++k) {
+        const Eigen::Index r = static_cast<Eigen::Index>(k);
+        pp.push_back({std::max(0.0, pr(r, 0)), std::clamp(pr(r, 1), 0.0, 1.0)});
+      }
+      const std::vector<ImpactPrediction> P = predict_impacts(base_model, teg, pp, opt.threads, opt.backend);
+      for (size_t k = 0; k < teg.size(); ++k) out[s].push_back(teg[k].post_velocity(P[k].P));
     }
-    const std::vector<ImpactPrediction> P = predict_impacts(base_model, teg, pp, opt.threads, opt.backend);
-    for (size_t k = 0; k < test.size(); ++k) out.push_back(teg[k].post_velocity(P[k].P));
     return out;
   }
   const int k_out = wrench ? 3 : 2;
   Eigen::MatrixXd Y(ntr, k_out);
   const bool residual = name.rfind("residual", 0) == 0;
-  std::vector<ImpactPrediction> base_tr, base_te;
-  if (residual) {
-    std::vector<ImpactGeometry> a, b;
-    for (int i : train) a.push_back(g[static_cast<size_t>(i)]);
-    for (int i : test) b.push_back(g[static_cast<size_t>(i)]);
-    base_tr = predict_impacts(base_model, a, {base_params}, opt.threads, opt.backend);
-    base_te = predict_impacts(base_model, b, {base_params}, opt.threads, opt.backend);
-  }
+  std::vector<ImpactPrediction> base_tr;
+  if (residual) base_tr = predict_impacts(base_model, geometry(train), {base_params}, opt.threads, opt.backend);
   for (Eigen::Index r = 0; r < ntr; ++r) {
     const int i = train[static_cast<size_t>(r)];
     Eigen::Vector3d y = wrench ? obs_wrench(i) : Eigen::Vector3d(observed[static_cast<size_t>(i)](0), observed[static_cast<size_t>(i)](1), 0);
@@ -156,14 +155,28 @@ std::vector<Eigen::Vector3d> learned_predictions(const std::string& name, const 
   }
   MultiGp gp;
   gp.fit(Xtr, Y, fo);
-  const Eigen::MatrixXd pr = gp.predict(Xte);
-  for (size_t k = 0; k < test.size(); ++k) {
-    const Eigen::Index r = static_cast<Eigen::Index>(k);
-    Eigen::Vector3d w(pr(r, 0), pr(r, 1), wrench ? pr(r, 2) : 0.0);
-    if (residual) w.head<2>() += base_te[k].P;
-    out.push_back(g[static_cast<size_t>(test[k])].post_velocity_wrench(w));
+  for (size_t s = 0; s < sets.size(); ++s) {
+    const std::vector<int>& test = sets[s];
+    const Eigen::MatrixXd pr = gp.predict(impact_features(g, test, x1));
+    std::vector<ImpactPrediction> base_te;
+    if (residual) base_te = predict_impacts(base_model, geometry(test), {base_params}, opt.threads, opt.backend);
+    for (size_t k = 0; k < test.size(); ++k) {
+      const Eigen::Index r = static_cast<Eigen::Index>(k);
+      Eigen::Vector3d w(pr(r, 0), pr(r, 1), wrench ? pr(r, 2) : 0.0);
+      if (residual) w.head<2>() += base_te[k].P;
+      out[s].push_back(g[static_cast<size_t>(test[k])].post_velocity_wrench(w));
+    }
   }
   return out;
+}
+
+std::vector<Eigen::Vector3d> learned_predictions(const std::string& name, const ImpactSet& set,
+                                                 const std::vector<ImpactGeometry>& g,
+                                                 const std::vector<Eigen::Vector2d>& observed,
+                                                 const std::vector<int>& train, const std::vector<int>& test,
+                                                 int base_model, ImpactParams base_params, const LearnOptions& opt) {
+  return learned_predictions(name, set, g, observed, train, std::vector<std::vector<int>>{test}, base_model,
+                             base_params, opt)[0];
 }
 
 }  // namespace impulse

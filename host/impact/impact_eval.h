@@ -70,5 +70,13 @@ std::vector<Eigen::Vector3d> learned_predictions(const std::string& name, const 
                                                  const std::vector<Eigen::Vector2d>& observed,
                                                  const std::vector<int>& train, const std::vector<int>& test,
                                                  int base_model, ImpactParams base_params, const LearnOptions& opt);
+// the same model trained once, predicting each of `sets` as its own batch (a set's
+// predictions do not depend on the others: impact learn's test and in-sample tables)
+std::vector<std::vector<Eigen::Vector3d>> learned_predictions(const std::string& name, const ImpactSet& set,
+                                                              const std::vector<ImpactGeometry>& g,
+                                                              const std::vector<Eigen::Vector2d>& observed,
+                                                              const std::vector<int>& train,
+                                                              const std::vector<std::vector<int>>& sets, int base_model,
+                                                              ImpactParams base_params, const LearnOptions& opt);
 
 }  // namespace impulse

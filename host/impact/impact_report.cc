@@ -293,16 +293,14 @@ void impact_learn(const ImpactStudyOptions& o, std::ostream& log) {
   const References rt = references(s, fits, train, train, o.threads);
   std::string csv_in = kHeader, md_in = "The same models on their own " + std::to_string(o.train_size) +
                                         " training impacts (in-sample; not a measure of prediction)\n\n" + kMdHeader;
-  std::vector<int> both = s.split.test;
-  both.insert(both.end(), train.begin(), train.end());
   std::vector<ErrorStats> learned;
   for (const std::string& name : learned_model_names()) {
     const auto tm = Clock::now();
     lo.seed = o.seed;
-    const std::vector<Eigen::Vector3d> v = learned_predictions(name, s.set, s.g, s.observed, train, both, base, bp, lo);
-    const auto at_test = v.begin() + static_cast<std::ptrdiff_t>(s.split.test.size());
-    const ErrorStats e = velocity_errors(s.g, std::vector<Eigen::Vector3d>(v.begin(), at_test), s.split.test);
-    const ErrorStats ein = velocity_errors(s.g, std::vector<Eigen::Vector3d>(at_test, v.end()), train);
+    const std::vector<std::vector<Eigen::Vector3d>> v =
+        learned_predictions(name, s.set, s.g, s.observed, train, {s.split.test, train}, base, bp, lo);
+    const ErrorStats e = velocity_errors(s.g, v[0], s.split.test);
+    const ErrorStats ein = velocity_errors(s.g, v[1], train);
     csv_in += row(name, ein);
     md_in += md_row(name, ein);
     learned.push_back(e);
