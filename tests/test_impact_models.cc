@@ -247,6 +247,114 @@ TEST(ImpactIrb, AdmissibleOptimalAndAsTheData) {
   EXPECT_LT(err / norm, 5e-4) << "against the data's own IRB fits";
 }
 
+// The IRB problem (Eq. 7) restated from the impact's data alone, without the solver's
+// conic form (no Cholesky factor, no duals):
+//   min f(P) = ½‖Δv − B P‖²,  B = M⁻¹Jᵀ, Δv = v_f − v_i
+//   s.t. g(P) = u_n >= 0,  h(P) = E₀ − uᵀM_c u >= 0,  u = v_c + W P, E₀ = v_cᵀM_c v_c,
+// with ∇f = Bᵀ(BP − Δv), ∇g = W's normal row, ∇h = −2 W M_c u = −2u. KKT at the returned
+// P: primal feasibility, multipliers λ of the active constraints from stationarity
+// ∇f = λ_g ∇g + λ_h ∇h, dual feasibility λ >= 0 and complementarity λ·slack = 0. The
+// problem is convex (a convex quadratic over the intersection of an ellipse and a half
+// plane), so KKT means no admissible impulse fits better.
+//
+// Tolerances come from the solver's stopping test (tight_settings in impact_models.cc:
+// eps_abs 1e-10, eps_rel 1e-9 on ∞-norms of the unscaled residuals):
+// - primal: ‖Ax − z‖∞ <= eps_p = eps_abs + eps_rel·max(‖Ax‖∞, ‖z‖∞) with z in b − K;
+//   ‖Ax‖∞ is max(|(WP)_n|, ‖C W P‖∞) <= max(|(WP)_n|, √(PᵀWP)), and z within eps_p of
+//   it, so u_n >= −eps_p and √(uᵀM_c u) − √E₀ <= (1 + √2) eps_p (the cone's head and
+//   its 2-vector each off by at most eps_p in ∞-norm);
+// - stationarity: ‖HP + q + Aᵀy‖∞ <= eps_d = eps_abs + eps_rel·max(‖HP‖∞, ‖q‖∞,
+//   ‖Aᵀy‖∞), and ‖Aᵀy‖∞ <= ‖HP‖∞ + ‖q‖∞ + eps_d, so scale_d = ‖HP‖∞ + ‖q‖∞; the
+//   cone's multiplier need only be near-aligned with u (its alignment is bounded by the
+//   duality gap test, same eps), which we allow for with a factor kAlign;
+// - complementarity: λ·slack <= the gap tolerance eps_abs + eps_rel·max(|PᵀHP|, |qᵀP|)
+//   plus |P|·eps_d (sᵀy = gap − xᵀ(dual residual)).
+// A constraint counts as active when its slack is within kActive·eps_p; with two
+// active constraints in two unknowns stationarity is exact and dual feasibility decides.
+TEST(ImpactIrb, KktConditionsHoldAtTheReturnedImpulse) {
+  constexpr double kEpsAbs = 1e-10, kEpsRel = 1e-9, kAlign = 10, kActive = 100;
+  std::vector<ImpactGeometry> g;
+  // real impacts (if the data are here): rows 300 .. 399, other than the test above
+  if (std::filesystem::exists(kData)) {
+    const ImpactSet s = load_impacts(kData);
+    const std::vector<ImpactGeometry> all = impact_geometry(s);
+    g.assign(all.begin() + 300, all.begin() + 400);
+  }
+  const size_t n_real = g.size();
+  // random impacts whose outcome is an impulse anywhere in and around the Energy Ellipse
+  // (up to 1.5 times its size) plus a velocity change no impulse gives: every active set
+  std::mt19937_64 rng(18);
+  std::uniform_real_distribution<double> u01(0, 1);
+  while (g.size() < n_real + 100) {
+    ImpactGeometry G = random_impact(rng);
+    const Eigen::Matrix2d Mc = G.W.inverse();
+    const double r = std::sqrt(G.vc.dot(Mc * G.vc));
+    const Eigen::Matrix2d LinvT = Eigen::Matrix2d(G.W.llt().matrixL()).transpose().inverse();
+    const double a = 2 * M_PI * u01(rng);
+    const Eigen::Vector2d Pt = -Mc * G.vc + 1.5 * r * u01(rng) * LinvT * Eigen::Vector2d(std::cos(a), std::sin(a));
+    const Eigen::Vector3d dv = G.Minv * G.J.transpose() * Pt;
+    G.vf = G.vi + dv + 0.05 * dv.norm() * Eigen::Vector3d(u01(rng) - 0.5, u01(rng) - 0.5, u01(rng) - 0.5);
+    g.push_back(G);
+  }
+  int solved = 0;
+  const std::vector<Eigen::Vector2d> P = irb_impulses(g, 2, &solved);
+  ASSERT_EQ(solved, static_cast<int>(g.size()));
+  int cases[4] = {0, 0, 0, 0};  // active: none, normal only, energy only, both
+  double worst_stat = 0, worst_comp = 0;
+  for (size_t i = 0; i < g.size(); ++i) {
+    const ImpactGeometry& G = g[i];
+    const Eigen::Matrix<double, 3, 2> B = G.Minv * G.J.transpose();
+    const Eigen::Matrix2d H = B.transpose() * B, Mc = G.W.inverse();
+    const Eigen::Vector2d q = -B.transpose() * (G.vf - G.vi);
+    const Eigen::Vector2d grad = H * P[i] + q;
+    const Eigen::Vector2d u = G.vc + G.W * P[i], WP = G.W * P[i];
+    const double E0 = G.vc.dot(Mc * G.vc), E = u.dot(Mc * u);
+    const double eps_p = kEpsAbs + kEpsRel * std::max({std::abs(WP(1)), std::sqrt(P[i].dot(WP)), std::abs(G.vc(1)),
+                                                       std::sqrt(E0)});
+    const double scale_d = (H * P[i]).cwiseAbs().maxCoeff() + q.cwiseAbs().maxCoeff();
+    const double eps_d = kEpsAbs + kEpsRel * scale_d;
+    const double eps_gap = kEpsAbs + kEpsRel * std::max(std::abs(P[i].dot(H * P[i])), std::abs(q.dot(P[i]))) +
+                           P[i].lpNorm<1>() * eps_d;
+    // primal feasibility
+    const double slack_g = u(1), slack_h_root = std::sqrt(E0) - std::sqrt(E);  // h's slack in √ energy units
+    EXPECT_GE(slack_g, -eps_p) << "impact " << i << ": v_n after the impulse";
+    EXPECT_GE(slack_h_root, -(1 + std::sqrt(2.0)) * eps_p) << "impact " << i << ": energy created";
+    // active set and multipliers
+    const bool act_g = slack_g <= kActive * eps_p, act_h = slack_h_root <= kActive * eps_p;
+    const Eigen::Vector2d dg = G.W.row(1).transpose(), dh = -2 * u;
+    Eigen::Vector2d lambda = Eigen::Vector2d::Zero();
+    if (act_g && act_h) {
+      Eigen::Matrix2d A;
+      A << dg, dh;
+      lambda = A.fullPivLu().solve(grad);
+    } else if (act_g) {
+      lambda(0) = grad.dot(dg) / dg.squaredNorm();
+    } else if (act_h) {
+      lambda(1) = grad.dot(dh) / dh.squaredNorm();
+    }
+    ++cases[(act_g ? 1 : 0) + (act_h ? 2 : 0)];
+    // stationarity
+    const Eigen::Vector2d res = grad - lambda(0) * dg - lambda(1) * dh;
+    const double stat = res.cwiseAbs().maxCoeff();
+    worst_stat = std::max(worst_stat, stat / eps_d);
+    EXPECT_LE(stat, kAlign * eps_d) << "impact " << i << ": stationarity, active " << act_g << act_h << ", ∇f "
+                                    << grad.transpose();
+    // dual feasibility: λ ∇c no larger against its constraint than the stationarity slack
+    EXPECT_GE(lambda(0) * dg.cwiseAbs().maxCoeff(), -kAlign * eps_d) << "impact " << i << ": λ_g " << lambda(0);
+    EXPECT_GE(lambda(1) * dh.cwiseAbs().maxCoeff(), -kAlign * eps_d) << "impact " << i << ": λ_h " << lambda(1);
+    // complementarity, in the solver's units: λ_g·u_n, and for the cone λ_h·(E₀ − E)
+    // = (2λ_h√E₀)·(√E₀ − √E)·(1 + √(E/E₀))/2, its multiplier y₀ = 2λ_h√E₀ times its slack
+    const double comp = std::max(std::abs(lambda(0) * slack_g), std::abs(lambda(1) * (E0 - E)));
+    worst_comp = std::max(worst_comp, comp / eps_gap);
+    EXPECT_LE(comp, kAlign * eps_gap) << "impact " << i << ": complementarity";
+  }
+  std::printf("IRB KKT: %zu real + %zu random impacts; active sets none %d, v_n %d, energy %d, both %d; "
+              "worst stationarity %.3g eps_d, complementarity %.3g eps_gap\n",
+              n_real, g.size() - n_real, cases[0], cases[1], cases[2], cases[3], worst_stat, worst_comp);
+  // the random impacts reach every active set (else the test would not check them)
+  for (int c = 0; c < 4; ++c) EXPECT_GE(cases[c], 5) << "active set " << c;
+}
+
 TEST(ImpactIdentify, RecoversKnownParametersFromEachModel) {
   if (!std::filesystem::exists(kData)) IMPULSE_SKIP_WITHOUT_DATA("planar impact data not found at " << kData);
   const ImpactSet s = load_impacts(kData);

@@ -1,12 +1,15 @@
 // The planar-impact study commands (host/impact/impact_report.h) on the real impacts:
-// files, consistency of the references (best post hoc, IRB), resume, refusals, and a
-// learned model recovering a known contact law on synthetic impacts.
+// files, consistency of the references (best post hoc, IRB), resume, refusals, a test
+// set held out in its own file (--test-data), and a learned model recovering a known
+// contact law on synthetic impacts.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <numeric>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -15,6 +18,7 @@
 #include "host/impact/impact_report.h"
 #include "io/file_lock.h"
 #include "io/impact_data.h"
+#include "io/npz.h"
 #include "solvers/error.h"
 #include "test_util.h"
 
@@ -167,6 +171,232 @@ TEST(ImpactStudy, LearnedModelsRecoverAKnownContactLaw) {
     std::printf("%s: mean error %.4g, the identified fixed model's %.4g\n", name, e.mean_raw, fixed.mean_raw);
     EXPECT_LT(e.mean_raw, 0.25 * fixed.mean_raw) << name << ": " << e.mean_raw << " vs the fixed model's " << fixed.mean_raw;
   }
+}
+
+// --test-data: the real impacts split into two files (the project's writer); fit draws
+// from every impact of the training file, eval and learn score every impact of the test
+// file, and their per-impact errors are those of the internal API on the same impacts.
+TEST(ImpactStudy, HeldOutTestFileIsScoredWhole) {
+  if (!std::filesystem::exists(kData)) IMPULSE_SKIP_WITHOUT_DATA("planar impact data not found at " << kData);
+  const ImpactSet all = load_impacts(kData);
+  const std::string dir = testing::fresh_dir("impact", "held_out");
+  ImpactSet tr = all, te = all;
+  tr.impacts.assign(all.impacts.begin(), all.impacts.begin() + 150);
+  te.impacts.assign(all.impacts.begin() + 150, all.impacts.begin() + 200);
+  write_impacts(dir + "/train.npz", tr);
+  write_impacts(dir + "/test.npz", te);
+  ImpactStudyOptions o;
+  o.data = dir + "/train.npz";
+  o.test_data = dir + "/test.npz";
+  o.out = dir + "/study";
+  o.threads = 1;  // one thread: on a loaded machine two spin far longer than they gain
+  o.seed = 3;
+  o.k = 150;  // every training impact: more than a 70% split of 150 could give
+  o.resamples = 1;
+  o.identify_method = "search";
+  o.train_size = 150;
+  o.sizes = {20};
+  o.curve_seeds = 1;
+  o.gp_iterations = 15;
+  std::ostringstream log;
+  impact_fit(o, log);
+
+  // the same impacts through the internal API
+  const ImpactSet dtr = load_impacts(o.data), dte = load_impacts(o.test_data);
+  const std::vector<ImpactGeometry> gtr = impact_geometry(dtr), gte = impact_geometry(dte);
+  const std::vector<Eigen::Vector2d> obs_tr = observed_impulses(dtr, gtr, 1);
+  std::vector<int> test_rows(gte.size());
+  std::iota(test_rows.begin(), test_rows.end(), 0);
+  std::vector<ImpactParams> fitted;
+  IdentifyOptions io;
+  io.threads = 1;
+  io.method = "search";
+  for (int m = 0; m < kImpactModels; ++m) {
+    const nlohmann::json j =
+        nlohmann::json::parse(testing::read_text_file(o.out + "/fit_" + impact_model_name(m) + ".json"));
+    fitted.push_back({j["mu_mean"].get<double>(), j["eps_mean"].get<double>()});
+    // identified on all 150 training impacts (one resample of k = 150 draws them all)
+    const Identified id = identify(m, gtr, obs_tr, io);
+    EXPECT_NEAR(fitted.back().mu, id.params.mu, 1e-6) << impact_model_name(m);
+    EXPECT_NEAR(fitted.back().eps, id.params.eps, 1e-6) << impact_model_name(m);
+  }
+
+  // Fig. 6's data: AP Newton's (μ, ε) for each training impact alone, and its error
+  {
+    const int apn = impact_model_index("ap-newton");
+    const auto pe = read_csv(o.out + "/params_each.csv");
+    ASSERT_EQ(pe.size(), 1 + gtr.size()) << "every training impact";
+    double each = 0, global = 0;
+    for (size_t k = 0; k < gtr.size(); ++k) {
+      ASSERT_EQ(pe[k + 1][0], std::to_string(k));
+      const ImpactParams p{std::stod(pe[k + 1][1]), std::stod(pe[k + 1][2])};
+      const double c = identification_cost(apn, {gtr[k]}, {obs_tr[k]}, p, 1);
+      EXPECT_NEAR(std::stod(pe[k + 1][3]), c, 2e-5 * c + 1e-12) << "training impact " << k;
+      EXPECT_NEAR(std::stod(pe[k + 1][4]), c / obs_tr[k].norm(), 2e-5 * c / obs_tr[k].norm() + 1e-12);
+      each += c;
+      global += identification_cost(apn, {gtr[k]}, {obs_tr[k]}, fitted[static_cast<size_t>(apn)], 1);
+    }
+    EXPECT_LT(each, 0.8 * global) << "per-impact parameters explain each impact better than one pair for all";
+  }
+
+  impact_eval(o, log);
+  const auto e = read_csv(o.out + "/errors_test.csv");
+  ASSERT_EQ(e.size(), 1 + gte.size()) << "every test impact, nothing else";
+  std::vector<std::vector<double>> direct;  // normalized errors per model, then IRB
+  for (int m = 0; m < kImpactModels; ++m) {
+    const std::vector<ImpactPrediction> p = predict_impacts(m, gte, {fitted[static_cast<size_t>(m)]}, 1);
+    std::vector<Eigen::Vector3d> v;
+    for (size_t k = 0; k < gte.size(); ++k) v.push_back(gte[k].post_velocity(p[k].P));
+    direct.push_back(velocity_errors(gte, v, test_rows).normalized);
+  }
+  {
+    const std::vector<Eigen::Vector2d> irb = irb_impulses(gte, 1);
+    std::vector<Eigen::Vector3d> v;
+    for (size_t k = 0; k < gte.size(); ++k) v.push_back(gte[k].post_velocity(irb[k]));
+    direct.push_back(velocity_errors(gte, v, test_rows).normalized);
+  }
+  for (size_t k = 0; k < gte.size(); ++k) {
+    EXPECT_EQ(e[k + 1][0], std::to_string(k)) << "test impacts numbered by their row in the test file";
+    for (int m = 0; m < kImpactModels; ++m)
+      EXPECT_NEAR(std::stod(e[k + 1][static_cast<size_t>(m + 1)]), direct[static_cast<size_t>(m)][k],
+                  1e-5 * direct[static_cast<size_t>(m)][k])
+          << impact_model_name(m) << ", test impact " << k;
+    EXPECT_NEAR(std::stod(e[k + 1][8]), direct[6][k], 1e-5 * direct[6][k]) << "IRB, test impact " << k;
+  }
+  const std::string md = testing::read_text_file(o.out + "/eval.md");
+  EXPECT_NE(md.find(std::filesystem::weakly_canonical(o.test_data).string()), std::string::npos) << md;
+  EXPECT_NE(md.find(std::filesystem::weakly_canonical(o.data).string()), std::string::npos) << md;
+  const nlohmann::json study = nlohmann::json::parse(testing::read_text_file(o.out + "/study.json"));
+  EXPECT_EQ(study["test_data"], std::filesystem::weakly_canonical(o.test_data).string());
+  EXPECT_EQ(study["test_impacts"], gte.size());
+
+  impact_learn(o, log);
+  // learned models trained on every training impact (the split's train is all of them)
+  const ImpactSplit split = impact_split_held_out(150, 50, o.seed);
+  std::vector<int> sorted = split.train;
+  std::sort(sorted.begin(), sorted.end());
+  for (int i = 0; i < 150; ++i) ASSERT_EQ(sorted[static_cast<size_t>(i)], i);
+  const ImpactSet joined = join_impacts(dtr, dte);
+  const std::vector<ImpactGeometry> gj = impact_geometry(joined);
+  std::vector<Eigen::Vector2d> obs = obs_tr;
+  const std::vector<Eigen::Vector2d> obs_te = observed_impulses(dte, gte, 1);
+  obs.insert(obs.end(), obs_te.begin(), obs_te.end());
+  // the Class II base: the analytical model with the lowest training error
+  int base = 0;
+  double best = INFINITY;
+  for (int m = 0; m < kImpactModels; ++m) {
+    const std::vector<ImpactPrediction> p = predict_impacts(m, gtr, {fitted[static_cast<size_t>(m)]}, 1);
+    std::vector<Eigen::Vector3d> v;
+    for (size_t k = 0; k < gtr.size(); ++k) v.push_back(gtr[k].post_velocity(p[k].P));
+    std::vector<int> rows(gtr.size());
+    std::iota(rows.begin(), rows.end(), 0);
+    const double err = velocity_errors(gtr, v, rows).mean_normalized;
+    if (err < best) best = err, base = m;
+  }
+  const auto l = read_csv(o.out + "/errors_learned.csv");
+  ASSERT_EQ(l.size(), 1 + gte.size());
+  LearnOptions lo;
+  lo.threads = 1;
+  lo.seed = o.seed;
+  lo.gp_iterations = o.gp_iterations;
+  for (const char* name : {"gp-x1-impulse", "residual-impulse"}) {
+    const size_t col = static_cast<size_t>(
+        std::find(l[0].begin(), l[0].end(), std::string(name)) - l[0].begin());
+    ASSERT_LT(col, l[0].size()) << name;
+    const std::vector<Eigen::Vector3d> v =
+        learned_predictions(name, joined, gj, obs, split.train, split.test, base, fitted[static_cast<size_t>(base)], lo);
+    const ErrorStats err = velocity_errors(gj, v, split.test);
+    for (size_t k = 0; k < gte.size(); ++k)
+      EXPECT_NEAR(std::stod(l[k + 1][col]), err.normalized[k], 1e-5 * err.normalized[k]) << name << ", test impact " << k;
+  }
+  EXPECT_NE(testing::read_text_file(o.out + "/learned.md").find(std::filesystem::weakly_canonical(o.test_data).string()),
+            std::string::npos);
+}
+
+// --test-data that cannot be a test set is refused, naming the file and what is wrong
+TEST(ImpactStudy, HeldOutTestFileRefusals) {
+  if (!std::filesystem::exists(kData)) IMPULSE_SKIP_WITHOUT_DATA("planar impact data not found at " << kData);
+  const ImpactSet all = load_impacts(kData);
+  const std::string dir = testing::fresh_dir("impact", "held_out_bad");
+  ImpactSet tr = all, te = all;
+  tr.impacts.assign(all.impacts.begin(), all.impacts.begin() + 40);
+  te.impacts.assign(all.impacts.begin() + 40, all.impacts.begin() + 60);
+  write_impacts(dir + "/train.npz", tr);
+  write_impacts(dir + "/test.npz", te);
+  ImpactStudyOptions o;
+  o.data = dir + "/train.npz";
+  o.threads = 1;
+  o.k = 10;
+  o.resamples = 1;
+  auto error_of = [&](const std::string& test_data, const std::string& out) {
+    ImpactStudyOptions b = o;
+    b.test_data = test_data;
+    b.out = dir + "/" + out;
+    std::ostringstream log;
+    try {
+      impact_eval(b, log);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  // missing
+  std::string m = error_of(dir + "/none.npz", "s1");
+  EXPECT_NE(m.find("--test-data"), std::string::npos) << m;
+  EXPECT_NE(m.find(dir + "/none.npz: no such file"), std::string::npos) << m;
+  // a NaN, and a wrong shape, in the test file: named by file, array, row and column
+  {
+    NpzArchive z = read_npz(dir + "/test.npz");
+    NpzArchive bad = z;
+    std::vector<double> sf = z.at("states_f").as<double>();
+    sf[3 * 6 + 4] = NAN;
+    bad["states_f"] = make_npy({20, 6}, sf);
+    write_npz(dir + "/nan.npz", bad);
+    bad = z;
+    bad["n"] = make_npy({20, 2}, std::vector<double>(40, 1.0));
+    write_npz(dir + "/shape.npz", bad);
+    // the training file's own rows, with their original_index
+    bad = read_npz(dir + "/train.npz");
+    std::vector<double> idx;
+    for (int i = 0; i < 40; ++i) idx.push_back(all.impacts[static_cast<size_t>(i)].original_index);
+    bad["original_index"] = make_npy({40}, idx);
+    write_npz(dir + "/train_idx.npz", bad);
+    bad = z;
+    idx.assign({static_cast<double>(all.impacts[45].original_index)});
+    for (int i = 1; i < 20; ++i) idx.push_back(all.impacts[static_cast<size_t>(i % 3 == 0 ? 7 : 40 + i)].original_index);
+    bad["original_index"] = make_npy({20}, idx);
+    write_npz(dir + "/overlap.npz", bad);
+  }
+  m = error_of(dir + "/nan.npz", "s2");
+  EXPECT_NE(m.find(dir + "/nan.npz: array 'states_f' row 3 column 4 is not finite"), std::string::npos) << m;
+  m = error_of(dir + "/shape.npz", "s3");
+  EXPECT_NE(m.find(dir + "/shape.npz: array 'n' has shape (20, 2), expected (20, 3)"), std::string::npos) << m;
+  // the training file itself
+  m = error_of(o.data, "s4");
+  EXPECT_NE(m.find("is the --data file"), std::string::npos) << m;
+  // impacts of the training file (by original_index): the first such row is named
+  o.data = dir + "/train_idx.npz";
+  m = error_of(dir + "/overlap.npz", "s5");
+  EXPECT_NE(m.find(dir + "/overlap.npz: row 3 (original_index " + std::to_string(all.impacts[7].original_index) +
+                   ") is row 7 of the training data"),
+            std::string::npos)
+      << m;
+  // a study folder of the default split refuses a test file, and the other way round
+  o.data = dir + "/train.npz";
+  {
+    ImpactStudyOptions b = o;
+    b.out = dir + "/s6";
+    std::ostringstream log;
+    impact_fit(b, log);
+    b.test_data = dir + "/test.npz";
+    EXPECT_THROW(impact_eval(b, log), Error);
+    b.out = dir + "/s7";
+    impact_fit(b, log);
+    b.test_data.clear();
+    EXPECT_THROW(impact_eval(b, log), Error);
+  }
+  EXPECT_THROW(impact_split_held_out(1, 5, 0), Error);
+  EXPECT_THROW(impact_split_held_out(5, 0, 0), Error);
 }
 
 }  // namespace

@@ -24,7 +24,13 @@ void add_impact_commands(CLI::App& app, Commands& out) {
     if (data) c->add_option("--data", a->o.data, "impacts (.npz), e.g. ../shared/data/planar_impact/ellipse_impacts.npz")->required();
     c->add_option("--out", a->o.out, "the study folder (shared by fit, eval, learn, figures)")->required();
     c->add_option("--seed", a->o.seed, "seed of the split and the resamples");
-    c->add_option("--test-fraction", a->o.test_fraction, "impacts held out for testing")->check(CLI::Range(0.01, 0.99));
+    auto* tf = c->add_option("--test-fraction", a->o.test_fraction, "impacts of --data held out for testing")
+                   ->check(CLI::Range(0.01, 0.99));
+    if (data)
+      c->add_option("--test-data", a->o.test_data,
+                    "impacts (.npz, --data's format) to score instead: every impact of --data then trains and "
+                    "every impact of this file is tested")
+          ->excludes(tf);
     c->add_option("--threads", a->o.threads, "CPU threads (0 = all cores)")->check(CLI::NonNegativeNumber);
     c->add_option("--backend", a->o.backend, "cpu | cuda: where the QP batches (Drumwright-Shell, IRB) are solved")
         ->check(CLI::IsMember({"cpu", "cuda"}));

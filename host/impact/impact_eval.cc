@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <numeric>
 #include <random>
 
@@ -23,6 +24,38 @@ ImpactSplit impact_split(int n, uint64_t seed, double test_fraction) {
   s.train.assign(p.begin() + nt, p.end());
   std::sort(s.test.begin(), s.test.end());
   return s;  // train keeps the shuffled order: its first N are a random subset of size N
+}
+
+ImpactSplit impact_split_held_out(int n_train, int n_test, uint64_t seed) {
+  if (n_train < 2) throw Error("impact split: need at least 2 training impacts, got " + std::to_string(n_train));
+  if (n_test < 1) throw Error("impact split: need at least 1 test impact");
+  ImpactSplit s;
+  s.train.resize(static_cast<size_t>(n_train));
+  std::iota(s.train.begin(), s.train.end(), 0);
+  std::mt19937_64 rng(seed ^ 0x1a9ac7ULL);
+  for (int i = n_train - 1; i > 0; --i)
+    std::swap(s.train[static_cast<size_t>(i)], s.train[static_cast<size_t>(rng() % static_cast<uint64_t>(i + 1))]);
+  s.test.resize(static_cast<size_t>(n_test));
+  std::iota(s.test.begin(), s.test.end(), n_train);
+  return s;
+}
+
+ImpactSet join_impacts(const ImpactSet& train, const ImpactSet& test) {
+  if (train.mass != test.mass || train.inertia_per_mass != test.inertia_per_mass)
+    throw Error(test.source + ": another object (mass, inertia) than " + train.source + "'s");
+  std::map<int, size_t> seen;
+  for (size_t i = 0; i < train.impacts.size(); ++i)
+    if (train.impacts[i].original_index >= 0) seen[train.impacts[i].original_index] = i;
+  for (size_t i = 0; i < test.impacts.size(); ++i) {
+    const auto it = seen.find(test.impacts[i].original_index);
+    if (it != seen.end())
+      throw Error(test.source + ": row " + std::to_string(i) + " (original_index " + std::to_string(it->first) +
+                  ") is row " + std::to_string(it->second) + " of the training data " + train.source +
+                  ": test impacts must be held out from training");
+  }
+  ImpactSet s = train;
+  s.impacts.insert(s.impacts.end(), test.impacts.begin(), test.impacts.end());
+  return s;
 }
 
 namespace {

@@ -9,7 +9,10 @@
 //               dominates both (~97% of the raw error on the real impacts). The paper
 //               does not state its normalization; this is ours.
 // Split: a seeded permutation of the impacts, `test_fraction` held out (default 30%);
-// everything is trained and identified on the rest.
+// everything is trained and identified on the rest. Or held out in a file of its own
+// (impulse impact ... --test-data): everything is trained and identified on every
+// impact of the training file and scored on every impact of the test file
+// (join_impacts, impact_split_held_out).
 //
 // Learned models (each a GP with an ARD squared-exponential kernel per output, host/impact/gp.h):
 //   Class I   gp-x1-impulse  X₁ (M_c entries, contact velocity) → (P_t, P_n)   data-driven rigid
@@ -39,6 +42,15 @@ struct ImpactSplit {
   std::vector<int> train, test;
 };
 ImpactSplit impact_split(int n, uint64_t seed, double test_fraction = 0.3);
+// The split of join_impacts(train, test) with n_train and n_test impacts: train = all of
+// 0 .. n_train − 1 in a seeded order (its first N a random subset, as impact_split's),
+// test = n_train .. n_train + n_test − 1 in order.
+ImpactSplit impact_split_held_out(int n_train, int n_test, uint64_t seed);
+// train's impacts followed by test's, with train's object (mass, inertia) and flags
+// (what training reads: has_irb, has_wrench, has_models). Errors name the files: test's
+// object differs from train's, or an impact of test is one of train's (the same
+// original_index, where both files have it).
+ImpactSet join_impacts(const ImpactSet& train, const ImpactSet& test);
 
 struct ErrorStats {
   std::vector<double> raw, normalized;  // per impact

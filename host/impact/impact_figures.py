@@ -7,6 +7,9 @@ fig_table1          identified (mu, eps) per model, mean and std over resamples,
                     the paper's Table 1 beside them
 fig_errors          Fig. 5: normalized post-impact velocity error per analytical model,
                     best post hoc and the IRB bound, on the test impacts
+fig_params_each     Fig. 6: AP Newton's best (mu, eps) for each training impact alone,
+                    coloured by the error of the impulse they predict, and their
+                    distributions beside the resampled fit (Table 1)
 fig_learned         Fig. 7: error distributions of the learned models against best post
                     hoc, the best analytical model and the IRB bound
 fig_learning_curve  Fig. 8: mean error against training impacts (mean and range over seeds)
@@ -23,6 +26,7 @@ import sys
 import matplotlib
 
 matplotlib.use("Agg")
+import matplotlib.colors  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 
 PAPER = {  # Table 1 of Fazeli et al. 2017: mu, mu std, eps, eps std
@@ -67,6 +71,51 @@ def table1(out):
         ax.grid(True, alpha=0.3)
     axes[0].legend(fontsize=8)
     save(fig, out, "fig_table1")
+
+
+def params_each(out):
+    p = os.path.join(out, "params_each.csv")
+    if not os.path.exists(p):
+        return
+    r = rows(p)
+    mu = [float(x["mu"]) for x in r]
+    eps = [float(x["eps"]) for x in r]
+    err = [float(x["relative_impulse_error"]) for x in r]
+    fit = None  # the resampled fit of Table 1, when fit has written it
+    t1 = os.path.join(out, "table1.csv")
+    if os.path.exists(t1):
+        fit = next((x for x in rows(t1) if x["model"] == "ap-newton"), None)
+    fig, axes = plt.subplots(1, 3, figsize=(13, 4.2), gridspec_kw={"width_ratios": [1.35, 1, 1]})
+    ax = axes[0]
+    order = sorted(range(len(r)), key=lambda i: err[i])  # the worst on top
+    lo = max(min(e for e in err if e > 0), 1e-6) if any(e > 0 for e in err) else 1e-6
+    sc = ax.scatter([mu[i] for i in order], [eps[i] for i in order], c=[max(err[i], lo) for i in order], s=9,
+                    cmap="viridis", norm=matplotlib.colors.LogNorm(vmin=lo, vmax=max(max(err), lo * 10)))
+    fig.colorbar(sc, ax=ax, label="impulse error ‖P̂ − P‖ / ‖P‖ (per impact)")
+    if fit is not None:
+        ax.errorbar(float(fit["mu_mean"]), float(fit["eps_mean"]), xerr=float(fit["mu_std"]),
+                    yerr=float(fit["eps_std"]), fmt="P", color="red", markersize=9, capsize=3,
+                    label="resampled fit (Table 1, k = %s)" % fit["k"])
+    ax.plot(PAPER["ap-newton"][0], PAPER["ap-newton"][2], "s", color="gray", label="paper, Table 1")
+    ax.set_xlabel("friction mu")
+    ax.set_ylabel("restitution eps")
+    ax.set_title(f"a) AP Newton's best (mu, eps) per training impact ({len(r)})", fontsize=10)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=7, loc="lower right")
+    for ax, v, key, pk, label, tag in ((axes[1], mu, "mu", 0, "friction mu", "b"),
+                                       (axes[2], eps, "eps", 2, "restitution eps", "c")):
+        ax.hist(v, bins=40, color="C0", alpha=0.8)
+        if fit is not None:
+            ax.axvline(float(fit[f"{key}_mean"]), color="red", linewidth=1.5, label="resampled fit (Table 1)")
+        ax.axvline(PAPER["ap-newton"][pk], color="gray", linestyle="--", linewidth=1.5, label="paper, Table 1")
+        m = sum(v) / len(v)
+        sd = math.sqrt(sum((x - m) ** 2 for x in v) / max(1, len(v) - 1))
+        ax.set_title(f"{tag}) {key} per impact: mean {m:.3f}, std {sd:.3f}", fontsize=10)
+        ax.set_xlabel(label)
+        ax.set_ylabel("impacts")
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=7)
+    save(fig, out, "fig_params_each")
 
 
 def boxes(ax, cols, data, title):
@@ -162,6 +211,7 @@ def main():
         sys.exit(f"{out}: not a study folder (no study.json)")
     table1(out)
     box_figure(out, "errors_test.csv", "analytical models on {n} test impacts (Fig. 5)", "fig_errors", 4.2)
+    params_each(out)
     box_figure(out, "errors_learned.csv", "learned models on {n} test impacts (Fig. 7)", "fig_learned", 4.4)
     curve(out)
     ellipses(out)

@@ -36,7 +36,8 @@ std::string fmt(double x, const char* f = "%.6g") {
   return b;
 }
 
-// everything a command needs: the data, the split, the lock on OUT
+// everything a command needs: the data, the split, the lock on OUT. With test data
+// the set holds --data's impacts, then --test-data's (join_impacts).
 struct Study {
   ImpactSet set;
   std::vector<ImpactGeometry> g;
@@ -45,12 +46,22 @@ struct Study {
   Backend backend = Backend::kCpu;
   fs::path out;
   std::unique_ptr<FileLock> lock;
+  int n_data = 0;               // impacts from --data (the rest from --test-data)
+  std::string test_from;        // "361 test impacts (...)": which, and from where
+  // an impact's row in the file it came from (errors_*.csv, ellipse_<row>.csv)
+  int row(int i) const { return i < n_data ? i : i - n_data; }
 };
 
-Study open_study(const ImpactStudyOptions& o) {
+Study open_study(const ImpactStudyOptions& o, std::ostream& log) {
   if (o.data.empty()) throw Error("impact: --data is required (e.g. ../shared/data/planar_impact/ellipse_impacts.npz)");
   if (o.out.empty()) throw Error("impact: --out is required");
   if (o.threads < 0) throw Error("impact: --threads must be >= 0");
+  const bool held_out = !o.test_data.empty();
+  if (held_out) {
+    std::error_code ec;
+    if (fs::exists(o.test_data) && fs::exists(o.data) && fs::equivalent(o.test_data, o.data, ec))
+      throw Error("--test-data " + o.test_data + " is the --data file: the test impacts must be held out from training");
+  }
   Study s;
   s.out = fs::path(o.out);
   std::error_code ec;
@@ -59,19 +70,47 @@ Study open_study(const ImpactStudyOptions& o) {
   s.lock = std::make_unique<FileLock>((s.out / ".lock").string(), o.out, "another impact command",
                                       "wait for it to finish");
   s.set = load_impacts(o.data);
-  s.g = impact_geometry(s.set);
   s.backend = parse_backend(o.backend);
-  s.observed = observed_impulses(s.set, s.g, o.threads);
-  s.split = impact_split(static_cast<int>(s.g.size()), o.seed, o.test_fraction);
-  const nlohmann::json rec = {{"data", fs::weakly_canonical(fs::path(o.data)).string()},
-                              {"impacts", s.g.size()},
-                              {"seed", o.seed},
-                              {"test_fraction", o.test_fraction},
-                              {"test", s.split.test}};
+  s.n_data = static_cast<int>(s.set.impacts.size());
+  const std::string data_path = fs::weakly_canonical(fs::path(o.data)).string();
+  nlohmann::json rec = {{"data", data_path}, {"impacts", s.n_data}, {"seed", o.seed}};
+  if (held_out) {
+    ImpactSet test;
+    try {
+      test = load_impacts(o.test_data);
+    } catch (const Error& e) {
+      throw Error(std::string("--test-data: ") + e.what());
+    }
+    // observed impulses of each file by its own rule (its IRB fits, else ours)
+    s.observed = observed_impulses(s.set, impact_geometry(s.set), o.threads);
+    const std::vector<Eigen::Vector2d> ot = observed_impulses(test, impact_geometry(test), o.threads);
+    s.observed.insert(s.observed.end(), ot.begin(), ot.end());
+    s.set = join_impacts(s.set, test);
+    s.split = impact_split_held_out(s.n_data, static_cast<int>(test.impacts.size()), o.seed);
+    const std::string test_path = fs::weakly_canonical(fs::path(o.test_data)).string();
+    rec["test_data"] = test_path;
+    rec["test_impacts"] = test.impacts.size();
+    rec["test_fraction"] = nullptr;
+    rec["train"] = "all impacts of data";
+    rec["test"] = "all impacts of test_data";
+    s.test_from = std::to_string(test.impacts.size()) + " test impacts (every impact of " + test_path +
+                  "; trained and identified on all " + std::to_string(s.n_data) + " impacts of " + data_path + ")";
+  } else {
+    s.observed = observed_impulses(s.set, impact_geometry(s.set), o.threads);
+    s.split = impact_split(s.n_data, o.seed, o.test_fraction);
+    rec["test_data"] = nullptr;
+    rec["test_impacts"] = nullptr;
+    rec["test_fraction"] = o.test_fraction;
+    rec["test"] = s.split.test;
+    s.test_from = std::to_string(s.split.test.size()) + " test impacts (a seeded " + fmt(100 * o.test_fraction, "%.0f") +
+                  "% of " + data_path + "; the rest trains)";
+  }
+  s.g = impact_geometry(s.set);
+  log << "impact: " << s.test_from << "\n";
   const fs::path rp = s.out / "study.json";
   if (fs::exists(rp)) {
     const nlohmann::json old = read_json_file(rp.string());
-    for (const char* k : {"data", "impacts", "seed", "test_fraction"})
+    for (const char* k : {"data", "impacts", "seed", "test_fraction", "test_data", "test_impacts"})
       if (old.value(k, nlohmann::json()) != rec[k])
         throw Error(o.out + " holds a study of another " + std::string(k) + " (" + old.value(k, nlohmann::json()).dump() +
                     ", now " + rec[k].dump() + "); choose another --out");
@@ -162,7 +201,7 @@ References references(const Study& s, const std::vector<Fitted>& fits, const std
 }  // namespace
 
 void impact_fit(const ImpactStudyOptions& o, std::ostream& log) {
-  Study s = open_study(o);
+  Study s = open_study(o, log);
   const auto t0 = Clock::now();
   IdentifyOptions io;
   io.k = o.k;
@@ -210,19 +249,41 @@ void impact_fit(const ImpactStudyOptions& o, std::ostream& log) {
     md += "| " + std::string(impact_model_name(m)) + " | " + fmt(j["mu_mean"], "%.3f") + " ± " + fmt(j["mu_std"], "%.3f") +
           " | " + fmt(j["eps_mean"], "%.3f") + " ± " + fmt(j["eps_std"], "%.3f") + " | " + method + " |\n";
   }
+  // Fig. 6: each training impact's own best (μ, ε) for AP Newton (identify_each) and the
+  // error of the impulse they predict; kept once written (it depends on the data alone)
+  const fs::path pe = s.out / "params_each.csv";
+  if (!fs::exists(pe)) {
+    const auto te = Clock::now();
+    std::vector<int> rows = s.split.train;
+    std::sort(rows.begin(), rows.end());
+    std::vector<Eigen::Vector2d> obs;
+    for (int i : rows) obs.push_back(s.observed[static_cast<size_t>(i)]);
+    IdentifyOptions ie = io;
+    ie.method = "search";
+    ie.progress = nullptr;
+    const std::vector<Identified> each = identify_each(impact_model_index("ap-newton"), subset(s.g, rows), obs, ie);
+    std::string c = "impact,mu,eps,impulse_error,relative_impulse_error\n";
+    for (size_t k = 0; k < rows.size(); ++k)
+      c += std::to_string(s.row(rows[k])) + "," + fmt(each[k].params.mu, "%.12g") + "," + fmt(each[k].params.eps, "%.12g") + "," +
+           fmt(each[k].cost) + "," + fmt(each[k].cost / std::max(1e-300, obs[k].norm())) + "\n";
+    write_text_atomic(pe.string(), c);
+    log << "impact fit: ap-newton's (mu, eps) per training impact (Fig. 6): " << pe.string() << " ("
+        << fmt(since(te), "%.1f") << " s)\n";
+  }
   write_text_atomic((s.out / "table1.csv").string(), csv);
   write_text_atomic((s.out / "table1.md").string(),
-                    "Identified parameters (Eq. 6; k = " + std::to_string(o.k) + " training impacts, " +
-                        std::to_string(o.resamples) + " resamples; mean ± std)\n\n" + md);
+                    "Identified parameters (Eq. 6; k = " + std::to_string(o.k) + " of the " +
+                        std::to_string(s.split.train.size()) + " training impacts, " + std::to_string(o.resamples) +
+                        " resamples; mean ± std). Held out: " + s.test_from + "\n\n" + md);
   log << "impact fit: wrote " << (s.out / "table1.md").string() << " in " << fmt(since(t0), "%.1f") << " s\n" << md;
 }
 
 void impact_eval(const ImpactStudyOptions& o, std::ostream& log) {
-  Study s = open_study(o);
+  Study s = open_study(o, log);
   const std::vector<Fitted> fits = read_fits(s.out);
   const References r = references(s, fits, s.split.test, s.split.train, o.threads);
-  std::string csv = kHeader, md = std::string("Post-impact velocity error on ") + std::to_string(s.split.test.size()) +
-                                  " test impacts (raw: ‖v̂ − v‖₂ in m/s and rad/s as the paper's ℓ2; normalized: by ‖v_f‖₂)\n\n" + kMdHeader;
+  std::string csv = kHeader, md = "Post-impact velocity error on " + s.test_from +
+                                  ". Raw: ‖v̂ − v‖₂ in m/s and rad/s as the paper's ℓ2; normalized: by ‖v_f‖₂\n\n" + kMdHeader;
   for (int m = 0; m < kImpactModels; ++m) {
     csv += row(impact_model_name(m), r.models[static_cast<size_t>(m)]);
     md += md_row(impact_model_name(m), r.models[static_cast<size_t>(m)]);
@@ -237,7 +298,7 @@ void impact_eval(const ImpactStudyOptions& o, std::ostream& log) {
   for (int m = 0; m < kImpactModels; ++m) e << "," << impact_model_name(m);
   e << ",best-post-hoc,irb-bound\n";
   for (size_t k = 0; k < s.split.test.size(); ++k) {
-    e << s.split.test[k];
+    e << s.row(s.split.test[k]);
     for (int m = 0; m < kImpactModels; ++m) e << "," << fmt(r.models[static_cast<size_t>(m)].normalized[k]);
     e << "," << fmt(r.best_post_hoc.normalized[k]) << "," << fmt(r.irb.normalized[k]) << "\n";
   }
@@ -259,17 +320,17 @@ void impact_eval(const ImpactStudyOptions& o, std::ostream& log) {
     const Eigen::Matrix<double, 3, 2> B = G.Minv * G.J.transpose();
     const Eigen::Vector2d ls = B.colPivHouseholderQr().solve(G.vf - G.vi);
     c << "observed,least-squares fit of the outcome," << fmt(ls(0)) << "," << fmt(ls(1)) << "\n";
-    write_text_atomic((s.out / ("ellipse_" + std::to_string(i) + ".csv")).string(), c.str());
+    write_text_atomic((s.out / ("ellipse_" + std::to_string(s.row(i)) + ".csv")).string(), c.str());
   }
   log << md;
 }
 
 void impact_learn(const ImpactStudyOptions& o, std::ostream& log) {
-  Study s = open_study(o);
+  Study s = open_study(o, log);
   const std::vector<Fitted> fits = read_fits(s.out);
   const int ntrain = static_cast<int>(s.split.train.size());
   if (o.train_size < 2 || o.train_size > ntrain)
-    throw Error("impact learn: --train " + std::to_string(o.train_size) + " must be in [2, " + std::to_string(ntrain) + "] (the training split)");
+    throw Error("impact learn: --train " + std::to_string(o.train_size) + " must be in [2, " + std::to_string(ntrain) + "] (the training impacts)");
   for (int n : o.sizes)
     if (n < 2 || n > ntrain) throw Error("impact learn: size " + std::to_string(n) + " outside [2, " + std::to_string(ntrain) + "]");
   if (o.curve_seeds < 1) throw Error("impact learn: --curve-seeds must be >= 1");
@@ -285,8 +346,7 @@ void impact_learn(const ImpactStudyOptions& o, std::ostream& log) {
   const ImpactParams bp = fits[static_cast<size_t>(base)].mean;
   log << "impact learn: Class II base model " << impact_model_name(base) << " (lowest training error)\n";
   std::string csv = kHeader, md = "Learned models with " + std::to_string(o.train_size) + " training impacts, on " +
-                                  std::to_string(s.split.test.size()) + " test impacts (Class II base: " +
-                                  impact_model_name(base) + ")\n\n" + kMdHeader;
+                                  s.test_from + " (Class II base: " + impact_model_name(base) + ")\n\n" + kMdHeader;
   // each model also predicts its own training impacts (in-sample): how much of its
   // held-out error is the data's scatter it cannot know, and what a score on the
   // training set would claim
@@ -319,7 +379,7 @@ void impact_learn(const ImpactStudyOptions& o, std::ostream& log) {
     for (const std::string& name : learned_model_names()) e << "," << name;
     e << ",best-analytical,best-post-hoc,irb-bound\n";
     for (size_t k = 0; k < s.split.test.size(); ++k) {
-      e << s.split.test[k];
+      e << s.row(s.split.test[k]);
       for (const ErrorStats& l : learned) e << "," << fmt(l.normalized[k]);
       e << "," << fmt(r.models[static_cast<size_t>(base)].normalized[k]) << "," << fmt(r.best_post_hoc.normalized[k]) << ","
         << fmt(r.irb.normalized[k]) << "\n";

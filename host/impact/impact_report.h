@@ -2,7 +2,9 @@
 //
 //   fit      Table 1: (μ, ε) of each analytical model from k training impacts, m
 //            resamples (mean ± std); fit_<model>.json per model (a rerun skips models
-//            already fitted with the same settings), table1.csv / table1.md
+//            already fitted with the same settings), table1.csv / table1.md; Fig. 6's
+//            data: AP Newton's best (μ, ε) for each training impact alone and its
+//            impulse error, params_each.csv
 //   eval     the fitted models (their mean μ, ε) on the test impacts, the best post hoc
 //            model (per impact the best of the six) and the IRB bound: eval.csv,
 //            eval.md, per-impact errors in errors_test.csv, the impulse-space picture
@@ -13,8 +15,15 @@
 //            rerun continues)
 //   figures  PNG/SVG of the above by host/impact/impact_figures.py (matplotlib)
 //
-// OUT/study.json records the data, seed and split; another data set or seed in the
-// same folder is refused, as is a second writer (a lock). Files are written atomically.
+// Test impacts: by default a seeded `test_fraction` of --data, the rest trains. With
+// test_data (--test-data FILE.npz, same format) every impact of --data trains (fit's
+// resamples, learn's training sets, the Class II base model) and every impact of
+// test_data is scored; the per-impact CSVs then number test impacts by their row in
+// test_data, and the Markdown tables name both files.
+//
+// OUT/study.json records the data, test data, seed and split; another data set, test
+// set or seed in the same folder is refused, as is a second writer (a lock). Files are
+// written atomically.
 #pragma once
 
 #include <cstdint>
@@ -26,6 +35,7 @@ namespace impulse {
 
 struct ImpactStudyOptions {
   std::string data, out;
+  std::string test_data;  // empty: hold out test_fraction of data; else score this file's impacts
   uint64_t seed = 0;
   double test_fraction = 0.3;
   int k = 120, resamples = 100;        // fit
