@@ -6,6 +6,8 @@
 #   bash bench/gpu_timing.sh          # needs ../shared/tools/gpgpu-sim, nvcc, build-sim/ built by
 #                                     # bench/gpu_counts.sh (GPU_TIMING_BUILD=1 builds it here)
 #   GPU_TIMING_CASES="qp_cube_float_cold_1sm" bash bench/gpu_timing.sh   # some cases only
+#   GPU_TIMING_LINE_STATS=1 GPU_TIMING_CASES=qp_cube_float_cold_alone bash bench/gpu_timing.sh
+#   python3 bench/gpu_line_stats.py build-sim/timing/qp_cube_float_cold_alone   # where a warp waits
 #
 # The simulated SM is the simulator's RTX 3070 (Ampere, sm_86) SM, with these changes
 # (each written into the case's gpgpusim.config). Its issue width (4 schedulers, one warp
@@ -77,6 +79,9 @@ workdir() {  # workdir CASE SMS: the simulator's configuration, changed as said 
 -ptx_opcode_initiation_dp 2,2,2,2,16
 -gpgpu_kernel_launch_latency 0
 EOF
+  if [ -n "${GPU_TIMING_LINE_STATS:-}" ]; then  # per-PTX-line latency (bench/gpu_line_stats.py reads it)
+    printf '%s\n' '-enable_ptx_file_line_stats 1' '-ptx_line_stats_filename line_stats.txt' >> "$dir/gpgpusim.config"
+  fi
 }
 finished() {  # the launches a log has finished: each prints its statistics, its warp instruction count among them
   local n

@@ -90,17 +90,55 @@ __device__ __forceinline__ T wsum(T v) {
   for (int o = 16; o > 0; o >>= 1) v += shfl_xor(v, o);
   return v;
 }
+// N maxima at once, level by level: each level's N shuffles are issued before their
+// maxima, so one shuffle latency a level is paid instead of one per value (the same
+// results as N calls of wmax: a maximum is exact)
+template <class T, int N>
+__device__ __forceinline__ void wmax_all(T (&v)[N]) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) {
+    T t[N];
+#pragma unroll
+    for (int u = 0; u < N; ++u) t[u] = shfl_xor(v[u], o);
+#pragma unroll
+    for (int u = 0; u < N; ++u) v[u] = max_of(v[u], t[u]);
+  }
+}
+// N sums at once, level by level (each the same butterfly, bit for bit, as wsum)
+template <class T, int N>
+__device__ __forceinline__ void wsum_all(T (&v)[N]) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) {
+    T t[N];
+#pragma unroll
+    for (int u = 0; u < N; ++u) t[u] = shfl_xor(v[u], o);
+#pragma unroll
+    for (int u = 0; u < N; ++u) v[u] += t[u];
+  }
+}
 
-// the shared-memory rows of one problem (T elements), carved per warp
+// Latency, not instructions: the loops below issue a chunk's independent loads or
+// shuffles before the chain of dependent multiply-adds that consumes them, in the
+// serial code's order (the same sums, bit for bit). Interleaved, each step of the chain
+// waited a full load or shuffle latency (seen in the GPU simulator, which issues the
+// PTX in order: bench/results/gpu_latency_2026-11-26.md).
+constexpr int kChunk = 4;  // P's column, A's row and column nonzeros (8: spills in float on sm_90)
+
+// the shared-memory rows of one problem (T elements), carved per warp. K comes first,
+// at the aligned base: while K is not being formed, its first 32 elements are the
+// broadcast row `bc` (Gauss-Jordan's pivot column, the x-step's right-hand side), read
+// with 16-byte loads.
 template <class T>
 struct Smem {
   T *A, *xs, *xts, *ds, *tn;                       // A: nnz values (CSR order); n-sized: 32 each
   T *z, *v, *y, *yp, *rho, *rinv, *b, *e, *tm;     // m-sized
   T* K;                                            // K while it is formed: 32 x 33
+  T* bc;                                           // K's first row otherwise: 32
   static constexpr int ldk = kW + 1;
   __device__ static Smem carve(T* base, int nnz, int m) {  // warp_shared_bytes' rows
     Smem s;
     T* p = base;
+    s.K = s.bc = p, p += kW * ldk;
     s.A = p, p += nnz;
     s.xs = p, p += kW;
     s.xts = p, p += kW;
@@ -115,10 +153,26 @@ struct Smem {
     s.b = p, p += m;
     s.e = p, p += m;
     s.tm = p, p += m;
-    s.K = p, p += kW * ldk;
     return s;
   }
 };
+
+// four consecutive elements of a 16-byte aligned shared row (one float4, two double2)
+__device__ __forceinline__ void load4(const float* p, float (&v)[4]) {
+  const float4 t = *reinterpret_cast<const float4*>(p);
+  v[0] = t.x, v[1] = t.y, v[2] = t.z, v[3] = t.w;
+}
+__device__ __forceinline__ void load4(const double* p, double (&v)[4]) {
+  const double2 t0 = reinterpret_cast<const double2*>(p)[0], t1 = reinterpret_cast<const double2*>(p)[1];
+  v[0] = t0.x, v[1] = t0.y, v[2] = t1.x, v[3] = t1.y;
+}
+__device__ __forceinline__ void store4(float* p, float a, float b, float c, float d) {
+  *reinterpret_cast<float4*>(p) = make_float4(a, b, c, d);
+}
+__device__ __forceinline__ void store4(double* p, double a, double b, double c, double d) {
+  reinterpret_cast<double2*>(p)[0] = make_double2(a, b);
+  reinterpret_cast<double2*>(p)[1] = make_double2(c, d);
+}
 
 struct Problem {  // the batch's shape (problem-contiguous arrays)
   int n, m, nnz;
@@ -141,10 +195,20 @@ struct Pattern {
 // identity columns. Inverse = false: the elimination below the pivots only (the
 // same pivots, about half the work), as a positive-definiteness test.
 template <class T, bool Inverse = true>
-__device__ __forceinline__ bool gj_inverse(T (&Kc)[kW], int lane) {
+__device__ __forceinline__ bool gj_inverse(T (&Kc)[kW], int lane, T* __restrict__ bc) {
 #pragma unroll
   for (int k = 0; k < kW; ++k) {
-    const T d = shfl_idx(Kc[k], k);
+    // the pivot lane's column to the broadcast row (the previous pivot's reads done)
+    __syncwarp();
+    if (lane == k) {
+#pragma unroll
+      for (int i = 0; i < kW; i += 4) store4(bc + i, Kc[i], Kc[i + 1], Kc[i + 2], Kc[i + 3]);
+    }
+    __syncwarp();
+    // K_ik for every row i, four at a time, the next four loaded before these are used
+    T cur[4], nxt[4];
+    load4(bc + (k & ~3), cur);
+    const T d = cur[k & 3];
     if (!(d > T(0)) || !is_finite(d)) return false;
     const T pinv = T(1) / d;
     const T rk = Kc[k] * pinv;
@@ -152,14 +216,24 @@ __device__ __forceinline__ bool gj_inverse(T (&Kc)[kW], int lane) {
     // −K_ik/K_kk: one select and one fused multiply-add per entry
     const bool piv = lane == k;
     const T mult = piv ? pinv : rk;
+    const int first = Inverse ? 0 : (k & ~3);  // the test's rows i > k only
+    if (first != (k & ~3)) load4(bc + first, cur);
 #pragma unroll
-    for (int i = 0; i < kW; ++i) {
-      if (i == k || (!Inverse && i < k)) continue;
-      const T mik = shfl_idx(Kc[i], k);
-      Kc[i] = fma(-mik, mult, piv ? T(0) : Kc[i]);
+    for (int i0 = 0; i0 < kW; i0 += 4) {
+      if (i0 < first) continue;
+      if (i0 + 4 < kW) load4(bc + i0 + 4, nxt);
+#pragma unroll
+      for (int u = 0; u < 4; ++u) {
+        const int i = i0 + u;
+        if (i == k || (!Inverse && i < k)) continue;
+        Kc[i] = fma(-cur[u], mult, piv ? T(0) : Kc[i]);
+      }
+#pragma unroll
+      for (int u = 0; u < 4; ++u) cur[u] = nxt[u];
     }
     Kc[k] = mult;
   }
+  __syncwarp();  // the last pivot's reads, before the row is written again
   return true;
 }
 
@@ -175,6 +249,7 @@ __device__ bool factor(const Problem& pr, const Pattern& pt, const T* __restrict
   const int* __restrict__ row_ptr = pt.row_ptr;
   const int* __restrict__ col = pt.col;
   const bool own = lane < n;
+  __syncwarp();  // K's first row may still be read as the broadcast row
   for (int i = 0; i < n; ++i)
     if (own) s.K[i * ldk + lane] = P[i * n + lane] + (i == lane ? sig : T(0));
   __syncwarp();
@@ -194,7 +269,7 @@ __device__ bool factor(const Problem& pr, const Pattern& pt, const T* __restrict
 #pragma unroll
   for (int i = 0; i < kW; ++i) Kc[i] = own && i < n ? s.K[i * ldk + lane] : (i == lane ? T(1) : T(0));
   __syncwarp();
-  return gj_inverse(Kc, lane);
+  return gj_inverse(Kc, lane, s.bc);
 }
 
 template <class T>
@@ -208,24 +283,60 @@ __device__ void set_rho(const Problem& pr, const Smem<T>& s, T rho, T eq_scale, 
   __syncwarp();
 }
 
-// (A v)_r over row r's nonzeros in CSR order (csr_matvec's sums), v in shared
+// (A v)_r over row r's nonzeros in CSR order (csr_matvec's sums), v in shared; a
+// chunk's column indices and values are loaded before its multiply-adds
 template <class T>
 __device__ __forceinline__ T row_dot(const Smem<T>& s, const Pattern& pt, int r, const T* v) {
   T acc = T(0);
-  for (int k = pt.row_ptr[r], e = pt.row_ptr[r + 1]; k < e; ++k) acc += s.A[k] * v[pt.col[k]];
+  const int e = pt.row_ptr[r + 1];
+  for (int k = pt.row_ptr[r]; k < e; k += kChunk) {
+    int c[kChunk];
+    T a[kChunk], w[kChunk];
+#pragma unroll
+    for (int u = 0; u < kChunk; ++u) c[u] = k + u < e ? pt.col[k + u] : 0;
+#pragma unroll
+    for (int u = 0; u < kChunk; ++u)
+      if (k + u < e) a[u] = s.A[k + u], w[u] = v[c[u]];
+#pragma unroll
+    for (int u = 0; u < kChunk; ++u)
+      if (k + u < e) acc += a[u] * w[u];
+  }
   return acc;
 }
 // acc + (Aᵀ w)_j over column j's nonzeros in row order (csr_matvec_t's sums), w in shared
 template <class T>
 __device__ __forceinline__ T col_dot(const Smem<T>& s, const Pattern& pt, int j, const T* w, T acc = T(0)) {
-  for (int k = pt.col_ptr[j], e = pt.col_ptr[j + 1]; k < e; ++k) acc += s.A[pt.csc_pos[k]] * w[pt.csc_row[k]];
+  const int e = pt.col_ptr[j + 1];
+  for (int k = pt.col_ptr[j]; k < e; k += kChunk) {
+    int p[kChunk], r[kChunk];
+    T a[kChunk], x[kChunk];
+#pragma unroll
+    for (int u = 0; u < kChunk; ++u) {
+      p[u] = k + u < e ? pt.csc_pos[k + u] : 0;
+      r[u] = k + u < e ? pt.csc_row[k + u] : 0;
+    }
+#pragma unroll
+    for (int u = 0; u < kChunk; ++u)
+      if (k + u < e) a[u] = s.A[p[u]], x[u] = w[r[u]];
+#pragma unroll
+    for (int u = 0; u < kChunk; ++u)
+      if (k + u < e) acc += a[u] * x[u];
+  }
   return acc;
 }
 // (P v)_j, v in shared: P symmetric, so column j (coalesced over the lanes) in row order
 template <class T>
 __device__ __forceinline__ T p_dot(const T* __restrict__ P, int n, int j, const T* v) {
   T acc = T(0);
-  for (int i = 0; i < n; ++i) acc += P[i * n + j] * v[i];
+  for (int i = 0; i < n; i += kChunk) {
+    T a[kChunk], w[kChunk];
+#pragma unroll
+    for (int u = 0; u < kChunk; ++u)
+      if (i + u < n) a[u] = P[(i + u) * n + j], w[u] = v[i + u];
+#pragma unroll
+    for (int u = 0; u < kChunk; ++u)
+      if (i + u < n) acc += a[u] * w[u];
+  }
   return acc;
 }
 
@@ -244,7 +355,7 @@ __global__ void __launch_bounds__(kW, 16) qp_admm_warp_kernel(int batch, Problem
                                     T* prim_res_out, T* dual_res_out, int* status_out, int* fault_out,
                                     int* iterations_out, int* rho_updates_out, QpSettings<T> st0,
                                     bool warm, const int* __restrict__ warm_each, T* kept, bool reuse) {
-  extern __shared__ unsigned char smem_raw[];
+  extern __shared__ __align__(16) unsigned char smem_raw[];
   const int lane = threadIdx.x;
   const int k = blockIdx.x;
   if (k >= batch) return;
@@ -331,7 +442,7 @@ __global__ void __launch_bounds__(kW, 16) qp_admm_warp_kernel(int batch, Problem
           else
             Kc[i] = i == lane ? T(1) : T(0);
         }
-        if (!gj_inverse<T, false>(Kc, lane)) f = InputFault::kNotPsdP;
+        if (!gj_inverse<T, false>(Kc, lane, s.bc)) f = InputFault::kNotPsdP;
       }
     }
     if (f != InputFault::kNone) {
@@ -474,9 +585,23 @@ __global__ void __launch_bounds__(kW, 16) qp_admm_warp_kernel(int batch, Problem
       if (own) {
         rj = col_dot(s, pt, lane, s.tm, sig * xj - qj);
       }
+      // x̃_j = Σ_l K⁻¹_jl rhs_l, rhs through the broadcast row, four at a time, the next
+      // four loaded before these are used
+      s.bc[lane] = rj;
+      __syncwarp();
       T xt = T(0);
+      {
+        T cur[4], nxt[4];
+        load4(s.bc, cur);
 #pragma unroll
-      for (int l = 0; l < kW; ++l) xt += Kc[l] * shfl_idx(rj, l);
+        for (int l0 = 0; l0 < kW; l0 += 4) {
+          if (l0 + 4 < kW) load4(s.bc + l0 + 4, nxt);
+#pragma unroll
+          for (int u = 0; u < 4; ++u) xt += Kc[l0 + u] * cur[u];
+#pragma unroll
+          for (int u = 0; u < 4; ++u) cur[u] = nxt[u];
+        }
+      }
       s.xts[lane] = xt;
       xj = own ? alpha * xt + beta * xj : T(0);
       __syncwarp();
@@ -534,10 +659,18 @@ __global__ void __launch_bounds__(kW, 16) qp_admm_warp_kernel(int batch, Problem
           dual = rr, pxn = apx, atyn = aaty, qn = aq;
           sdr = dj * rr, spxn = dj * apx, satyn = dj * aaty, sqn = dj * aq;
         }
-        c.prim_res = wmax(prim), c.sp_res = wmax(spr), c.sax_norm = wmax(saxn), c.sz_norm = wmax(szn);
-        c.dual_res = wmax(dual), c.sd_res = wmax(sdr), c.spx_norm = wmax(spxn), c.saty_norm = wmax(satyn);
-        c.sq_norm = wmax(sqn);
-        axn = wmax(axn), zn = wmax(zn), pxn = wmax(pxn), atyn = wmax(atyn), qn = wmax(qn);
+        {
+          T red[7] = {prim, spr, saxn, szn, dual, sdr, spxn};
+          wmax_all(red);
+          c.prim_res = red[0], c.sp_res = red[1], c.sax_norm = red[2], c.sz_norm = red[3];
+          c.dual_res = red[4], c.sd_res = red[5], c.spx_norm = red[6];
+        }
+        {
+          T red[7] = {satyn, sqn, axn, zn, pxn, atyn, qn};
+          wmax_all(red);
+          c.saty_norm = red[0], c.sq_norm = red[1];
+          axn = red[2], zn = red[3], pxn = red[4], atyn = red[5], qn = red[6];
+        }
         bool fin = is_finite(xj);
         for (int r = lane; r < m; r += kW) fin = fin && is_finite(s.y[r]);
         if (!is_finite(c.prim_res) || !is_finite(c.dual_res) || !__all_sync(kFull, fin)) {
@@ -548,7 +681,11 @@ __global__ void __launch_bounds__(kW, 16) qp_admm_warp_kernel(int batch, Problem
           bool gap_ok = true;
           if (st.check_gap) {  // |xᵀPx + qᵀx + bᵀy| <= eps_abs + eps_rel·max(|xᵀPx|, |qᵀx|, |bᵀy|)
             for (int r = lane; r < m; r += kW) by += s.y[r] == T(0) ? T(0) : s.b[r] * s.y[r];
-            xpx = wsum(xpx), qx = wsum(qx), by = wsum(by);
+            {
+              T sums[3] = {xpx, qx, by};
+              wsum_all(sums);
+              xpx = sums[0], qx = sums[1], by = sums[2];
+            }
             T gap = abs_of(xpx + qx + by);
             
             const T eg = st.eps_abs + st.eps_rel * max_of(max_of(abs_of(xpx), abs_of(qx)), abs_of(by));
