@@ -113,6 +113,34 @@ Eigen::MatrixXd impact_features(const std::vector<ImpactGeometry>& g, const std:
   return X;
 }
 
+LeverArmCheck lever_arm_check(const std::vector<ImpactGeometry>& g, const std::vector<int>& idx) {
+  if (idx.size() < 2) throw Error("lever_arm_check: needs at least 2 impacts");
+  Eigen::MatrixXd A(static_cast<Eigen::Index>(idx.size()), 2);
+  Eigen::VectorXd b(static_cast<Eigen::Index>(idx.size()));
+  LeverArmCheck c;
+  for (size_t k = 0; k < idx.size(); ++k) {
+    const ImpactGeometry& G = g[static_cast<size_t>(idx[k])];
+    const Eigen::Vector3d Mdv = G.Minv.diagonal().cwiseInverse().cwiseProduct(G.vf - G.vi);
+    // J's (ẋ, ẏ) columns: (J_xy)ᵀ P = m Δ(ẋ, ẏ)
+    const Eigen::Matrix2d Jxy = G.J.leftCols<2>();
+    const Eigen::Vector2d P = Jxy.transpose().colPivHouseholderQr().solve(Mdv.head<2>());
+    const Eigen::Index r = static_cast<Eigen::Index>(k);
+    A(r, 0) = G.J(0, 2) * P(0);
+    A(r, 1) = G.J(1, 2) * P(1);
+    b(r) = Mdv(2);
+    const double I = 1.0 / G.Minv(2, 2);
+    c.mean_abs_tau_over_inertia += std::abs(Mdv(2) - A(r, 0) - A(r, 1)) / I / static_cast<double>(idx.size());
+    c.mean_abs_tau_over_inertia_flipped += std::abs(Mdv(2) + A(r, 0) - A(r, 1)) / I / static_cast<double>(idx.size());
+  }
+  const Eigen::Vector2d a = A.colPivHouseholderQr().solve(b);
+  c.a_t = a(0);
+  c.a_n = a(1);
+  const double mean = b.mean();
+  const double tot = (b.array() - mean).square().sum();
+  c.r2 = tot > 0 ? 1 - (b - A * a).squaredNorm() / tot : 0;
+  return c;
+}
+
 const std::vector<std::string>& learned_model_names() {
   static const std::vector<std::string> n = {"gp-x1-impulse", "gp-x2-impulse", "gp-x1-wrench",
                                              "residual-impulse", "residual-wrench", "gp-params"};

@@ -65,6 +65,24 @@ std::vector<Eigen::Vector2d> observed_impulses(const ImpactSet& set, const std::
 // X₁ = (M_c,11, M_c,12, M_c,22, v_t, v_n); X₂ = M_c v_c
 Eigen::MatrixXd impact_features(const std::vector<ImpactGeometry>& g, const std::vector<int>& idx, bool x1);
 
+// How the observed rotation answers the observed linear impulse, a check of the data's
+// frames (the sign of the Jacobian's lever arms against the measured (ẋ, ẏ, θ̇)). Per
+// impact the linear impulse P = (P_t, P_n) is the one whose (ẋ, ẏ) part gives the
+// observed linear momentum change (J's first two columns), and the torque it implies
+// about the centre of mass is d_θ P_t + n_θ P_n; least squares over `idx` of
+//   I Δθ̇ ≈ a_t d_θ P_t + a_n n_θ P_n.
+// For a point impulse with J and (x, y, θ) in one right-handed frame a_t = a_n = 1
+// (r2 = 1); what a point impulse cannot explain is the wrench's τ (mean |τ|/I, rad/s).
+// A negative a_t means the measured rotation turns the other way from the one the
+// tangent row's lever arm predicts. On the real ellipse impacts: a_t ≈ −0.89,
+// a_n ≈ 0.92 (bench/results/impact_2026-11-24.md, 2026-11-26).
+struct LeverArmCheck {
+  double a_t = 0, a_n = 0, r2 = 0;
+  double mean_abs_tau_over_inertia = 0;       // of the data's frame, rad/s
+  double mean_abs_tau_over_inertia_flipped = 0;  // the same with d_θ negated
+};
+LeverArmCheck lever_arm_check(const std::vector<ImpactGeometry>& g, const std::vector<int>& idx);
+
 const std::vector<std::string>& learned_model_names();
 
 struct LearnOptions {

@@ -290,6 +290,13 @@ void impact_eval(const ImpactStudyOptions& o, std::ostream& log) {
   }
   csv += row("best-post-hoc", r.best_post_hoc) + row("irb-bound", r.irb);
   md += md_row("best post hoc", r.best_post_hoc) + md_row("IRB bound", r.irb);
+  {  // the data's frames: does the rotation answer the tangential impulse as J's lever arm says?
+    const LeverArmCheck c = lever_arm_check(s.g, s.split.train);
+    md += "\nFrames (training impacts): I Δθ̇ ≈ a_t d_θ P_t + a_n n_θ P_n with a_t " + fmt(c.a_t, "%.3f") + ", a_n " +
+          fmt(c.a_n, "%.3f") + " (R² " + fmt(c.r2, "%.3f") + "; a point impulse in one right-handed frame: 1, 1). " +
+          "Torque no point impulse explains, mean |τ|/I: " + fmt(c.mean_abs_tau_over_inertia, "%.2f") +
+          " rad/s with the data's d_θ, " + fmt(c.mean_abs_tau_over_inertia_flipped, "%.2f") + " with d_θ negated.\n";
+  }
   write_text_atomic((s.out / "eval.csv").string(), csv);
   write_text_atomic((s.out / "eval.md").string(), md);
   // per impact
