@@ -1,21 +1,39 @@
 // CCN on synthetic tosses of known systems (the project's own Anitescu
 // simulator, host/dynamics/multibody_sim.h): from the paper's random
 // initialization it recovers geometry and friction of the cube and the elbow,
-// the centre of mass of the cube and the elbow's inertia better than it
-// started, and on the vortex scenario CCN-R's residual lowers the position
-// error well below CCN's. Tolerances are stated per check; each run takes a few
-// seconds. (Inertia of the cube: its tosses barely constrain it: its
-// principal moments are equal, so there is no gyroscopic term, and the
-// impulse response depends on I/m through the contact geometry only; we check
-// that the COM is found and report the rest.)
+// the inertia the tosses identify (the cube's centre of mass and principal
+// moments; the elbow's whole-body centre of mass and inertia and its child
+// link's first moment off the hinge axis), and on the vortex scenario CCN-R's
+// residual lowers the position error well below CCN's. Tolerances are stated
+// per check with the values observed when they were set; each run takes a few
+// seconds.
+//
+// What the tosses do and do not identify (issue 16, checked 2026-11-26 on these
+// data sets with the true parameters against learned ones):
+// - The cube's inertia is identified by the impacts (an impulse at a vertex
+//   changes ω by I⁻¹(r × λ), λ fixed by the change of the linear velocity and
+//   the known mass). It needs more epochs than geometry and friction: after 30
+//   epochs the mean principal moment was still 25% low (6.0e-4 against 8.1e-4)
+//   with the training loss 5x above the truth's; after 150 epochs it is 3% low.
+// - The elbow's per-link inertia is not identifiable: mass on the hinge axis
+//   (any line distribution along it: mass, first and second moment along the
+//   axis, 3 directions) moves with link 1 whichever link it is assigned to, so
+//   M(q) and h(q, v) are exactly unchanged (checked to 1e-17) when it is moved
+//   between the links, and so is the loss. The learned elbow moves ~0.06 kg
+//   that way (link masses 0.426 / 0.314, link 2's COM 12 mm along the axis),
+//   which is most of its inertia_error of ~0.81; with the best such transfer
+//   removed the error is 0.11 (start 1.34). We therefore assert quantities
+//   invariant to those transfers, not the per-link error.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 
 #include "host/dynamics/multibody_sim.h"
+#include "host/learning/ccn.h"
 #include "host/learning/evaluate.h"
 #include "host/learning/trainer.h"
 #include "io/system_tosses.h"
@@ -40,9 +58,11 @@ std::string synthetic(const std::string& system, ModelGap gap, int tosses, uint6
 
 struct Outcome {
   nlohmann::json start, end;
+  std::vector<LinkInertia> learned;  // the best epoch's inertia, per link
 };
 
-Outcome run(const std::string& method, const std::string& system, const std::string& data, int epochs) {
+Outcome run(const std::string& method, const std::string& system, const std::string& data, int epochs,
+            int patience = 15) {
   TrainConfig c;
   c.method = method;
   c.system = system;
@@ -50,7 +70,7 @@ Outcome run(const std::string& method, const std::string& system, const std::str
   c.out = temp_dir(method + "_" + system);
   c.seed = 1;
   c.max_epochs = epochs;
-  c.patience = 15;
+  c.patience = patience;
   c.progress = false;
   std::ostringstream log;
   train(c, log);
@@ -60,11 +80,45 @@ Outcome run(const std::string& method, const std::string& system, const std::str
   o.end = evaluate_run(e);
   e.params = "init_params.json";
   o.start = evaluate_run(e);
+  std::ifstream f(c.out + "/params.json");
+  const nlohmann::json pj = nlohmann::json::parse(f);
+  o.learned = CcnModel::from_json(pj, system_by_name(system)).link_inertias();
   return o;
 }
 
-TEST(CcnRecovery, CubeGeometryFrictionAndCentreOfMass) {
-  const Outcome o = run("ccn", "cube", synthetic("cube", ModelGap::kNone, 48, 11), 30);
+std::vector<LinkInertia> true_inertia(const std::string& system) {
+  std::vector<LinkInertia> out;
+  for (const LinkSpec& l : system_by_name(system).links) out.push_back(l.inertia);
+  return out;
+}
+
+Eigen::Vector3d principal_moments(const Eigen::Matrix3d& I) {
+  return Eigen::SelfAdjointEigenSolver<Eigen::Matrix3d>(I).eigenvalues();  // ascending
+}
+
+// The elbow at joint angle 0 as one rigid body, in link 1's frame: its centre of
+// mass and its inertia about it. Invariant to moving mass along the hinge axis
+// between the links (see the top), so identified by the tosses.
+struct Composite {
+  Eigen::Vector3d com;
+  Eigen::Matrix3d inertia;
+};
+Composite composite_at_zero(const MultibodySystem& sys, const std::vector<LinkInertia>& li) {
+  const Eigen::Vector3d c1 = li[0].com, c2 = sys.links[1].joint_origin + li[1].com;
+  const double m = li[0].mass + li[1].mass;
+  Composite out;
+  out.com = (li[0].mass * c1 + li[1].mass * c2) / m;
+  const auto shift = [](double mass, const Eigen::Vector3d& d) {
+    return Eigen::Matrix3d(mass * (d.squaredNorm() * Eigen::Matrix3d::Identity() - d * d.transpose()));
+  };
+  out.inertia = li[0].inertia_com + shift(li[0].mass, c1 - out.com) + li[1].inertia_com + shift(li[1].mass, c2 - out.com);
+  return out;
+}
+
+TEST(CcnRecovery, CubeGeometryFrictionCentreOfMassAndInertia) {
+  // 150 epochs (a few seconds): the inertia converges more slowly than the
+  // geometry (see the top)
+  const Outcome o = run("ccn", "cube", synthetic("cube", ModelGap::kNone, 48, 11), 150, 150);
   std::printf("[ cube ] volume error %.3f -> %.3f, friction error %.4f -> %.4f, inertia error %.3f -> %.3f, "
               "position error %.4f -> %.4f m\n",
               o.start["volume_error"].get<double>(), o.end["volume_error"].get<double>(),
@@ -75,6 +129,20 @@ TEST(CcnRecovery, CubeGeometryFrictionAndCentreOfMass) {
   EXPECT_LT(o.end["volume_error"].get<double>(), 0.5 * o.start["volume_error"].get<double>());
   EXPECT_LT(o.end["friction_error"].get<double>(), 0.03);  // μ = 0.18
   EXPECT_LT(o.end["position_error_m"].get<double>(), 0.5 * o.start["position_error_m"].get<double>());
+  // inertia: the centre of mass (true: the cube's centre) and the principal
+  // moments (true: 8.1e-4 kg m² each). Observed: COM 0.9 mm off (start 22 mm),
+  // mean principal moment 3% low, spread of the three 1.2% of their mean
+  // (start: 20% and 40%). Tolerances: 4 mm, 12%, 10%.
+  const LinkInertia& g = o.learned.at(0);
+  const std::vector<LinkInertia> truth = true_inertia("cube");
+  const LinkInertia& t = truth.at(0);
+  const Eigen::Vector3d pm = principal_moments(g.inertia_com);
+  const double Ibar = t.inertia_com.trace() / 3;
+  std::printf("[ cube ] COM error %.2f mm, principal moments %.3e %.3e %.3e (true %.3e)\n", 1e3 * (g.com - t.com).norm(),
+              pm(0), pm(1), pm(2), Ibar);
+  EXPECT_LT((g.com - t.com).norm(), 0.004);
+  EXPECT_NEAR(pm.mean(), Ibar, 0.12 * Ibar);
+  EXPECT_LT(pm(2) - pm(0), 0.10 * pm.mean());
 }
 
 TEST(CcnRecovery, ElbowGeometryFrictionAndInertia) {
@@ -90,6 +158,25 @@ TEST(CcnRecovery, ElbowGeometryFrictionAndInertia) {
   EXPECT_LT(o.end["friction_error"].get<double>(), 0.05);  // μ = 0.3
   EXPECT_LT(o.end["inertia_error"].get<double>(), 0.85 * o.start["inertia_error"].get<double>());
   EXPECT_LT(o.end["position_error_m"].get<double>(), 0.6 * o.start["position_error_m"].get<double>());
+  // inertia the tosses identify (see the top; per-link masses and the COM
+  // along the hinge are not). After these 30 epochs (the loss still falls, but
+  // the test keeps to seconds) observed: whole-body COM 0.9 mm off (start
+  // 9.8 mm), its principal moments within 5.3% (start 43%), link 2's first
+  // moment across the hinge (m c_x, m c_z; the swing's lever) within 0.3% and
+  // 0.5% of m c_x (start 48%, 35%). Tolerances: 3 mm, 12%, 5%, 5%.
+  const MultibodySystem sys = elbow_system();
+  const std::vector<LinkInertia> truth = true_inertia("elbow");
+  const Composite cg = composite_at_zero(sys, o.learned), ct = composite_at_zero(sys, truth);
+  const Eigen::Vector3d pg = principal_moments(cg.inertia), pt = principal_moments(ct.inertia);
+  std::printf("[ elbow ] link masses %.3f %.3f kg; whole-body COM error %.2f mm, principal moments %.3e %.3e %.3e "
+              "(true %.3e %.3e %.3e)\n",
+              o.learned[0].mass, o.learned[1].mass, 1e3 * (cg.com - ct.com).norm(), pg(0), pg(1), pg(2), pt(0), pt(1),
+              pt(2));
+  EXPECT_LT((cg.com - ct.com).norm(), 0.003);
+  for (int k = 0; k < 3; ++k) EXPECT_NEAR(pg(k), pt(k), 0.12 * pt(k)) << "principal moment " << k;
+  const Eigen::Vector3d hg = o.learned[1].mass * o.learned[1].com, ht = truth[1].mass * truth[1].com;
+  EXPECT_NEAR(hg.x(), ht.x(), 0.05 * ht.x());
+  EXPECT_NEAR(hg.z(), ht.z(), 0.05 * ht.x());
 }
 
 TEST(CcnRecovery, ResidualExplainsTheVortex) {

@@ -749,27 +749,25 @@ TEST_F(GpuContactNets, DeepModelSolvesOnDevice) {
   EXPECT_GT(gnorm, 0);
 }
 
-// CCN on the device: the elbow's loss, θ gradient and residual gradient per
-// transition against the CPU loss (the same host-device code and solver).
+// CCN on the device: the loss, θ gradient and residual gradient per transition
+// against the CPU loss (the same host-device code and solver), for the elbow (two
+// links, a joint) and the cube (the one-link case), and AdamW steps driven by the
+// device's gradient against the same steps driven by the CPU's.
 class GpuCcn : public GpuQp {};
 
-TEST_F(GpuCcn, DeviceLossAndGradientsMatchCpu) {
-  const MultibodySystem sys = elbow_system();
-  CcnModel model(sys, true, 3);
-  model.randomize(6);
-  CcnLossConfig cfg;
-  const int count = batch_size(64, 4);  // the simulator: ~35 s per transition
-  // transitions: random states dropped onto the ground with an upward jump
+// `count` random states of `sys` dropped onto the ground with an upward jump, each
+// transition lifted so that no vertex sits at |φ'|'s kink (φ' = 0)
+std::vector<CcnTransition> ccn_drops(const MultibodySystem& sys, const CcnModel& model, const CcnLossConfig& cfg,
+                                     int count, std::vector<double>& xs, std::vector<double>& xns) {
   std::mt19937_64 rng(17);
   std::normal_distribution<double> nd(0, 1);
   std::vector<CcnTransition> batch;
-  std::vector<double> xs, xns;
   for (int i = 0; i < count; ++i) {
     CcnTransition t;
     t.x.resize(sys.width());
     t.x.head<4>() = Eigen::Vector4d(nd(rng), nd(rng), nd(rng), nd(rng)).normalized();
     t.x.segment<3>(4) = Eigen::Vector3d(0, 0, 0);
-    t.x(7) = 0.5 * nd(rng);
+    t.x(7) = 0.5 * nd(rng);  // the elbow's joint angle (the cube: overwritten by its first velocity below)
     for (int j = 0; j < sys.nv(); ++j) t.x(sys.nq() + j) = nd(rng);
     t.x_next = t.x;
     t.x_next(sys.nq() + 5) += 0.6;
@@ -780,13 +778,22 @@ TEST_F(GpuCcn, DeviceLossAndGradientsMatchCpu) {
     kinematics(sys, t.x_next.head(sys.nq()), k);
     MultibodyContacts c;
     contact_frame(sys, k, model.vertices(), c);
-    const double lift = 0.0005 - 0.002 * (i % 3) - c.phi.minCoeff();  // never at |φ'|'s kink, φ' = 0
+    const double lift = 0.0005 - 0.002 * (i % 3) - c.phi.minCoeff();
     t.x(6) += lift;
     t.x_next(6) += lift;
     batch.push_back(t);
     xs.insert(xs.end(), t.x.data(), t.x.data() + t.x.size());
     xns.insert(xns.end(), t.x_next.data(), t.x_next.data() + t.x_next.size());
   }
+  return batch;
+}
+
+void ccn_device_matches_cpu(const MultibodySystem& sys, int count) {
+  CcnModel model(sys, true, 3);
+  model.randomize(6);
+  CcnLossConfig cfg;
+  std::vector<double> xs, xns;
+  const std::vector<CcnTransition> batch = ccn_drops(sys, model, cfg, count, xs, xns);
   BatchOptions opt = cpu_reference();
   CcnLoss cpu(cfg, as_on_device(tight()), opt);
   Eigen::VectorXd cg;
@@ -831,6 +838,72 @@ TEST_F(GpuCcn, DeviceLossAndGradientsMatchCpu) {
   const Eigen::VectorXd cnet = cg.tail(model.network().num_params());
   EXPECT_LT((gnet - cnet).cwiseAbs().maxCoeff(), 1e-5 * (1 + cnet.cwiseAbs().maxCoeff()));
   EXPECT_GT(cnet.cwiseAbs().maxCoeff(), 0);
+}
+
+
+
+TEST_F(GpuCcn, DeviceLossAndGradientsMatchCpu) { ccn_device_matches_cpu(elbow_system(), batch_size(64, 4)); }
+
+TEST_F(GpuCcn, CubeDeviceLossAndGradientsMatchCpu) {  // one link, no joint
+  ccn_device_matches_cpu(cube_system(), batch_size(64, 4));
+}
+
+// a training step end to end: AdamW over mini-batches, the device's summed θ gradient
+// (divided by the batch) against the CPU loss's mean gradient; the parameters after
+// each step agree, and move. Steps 0 and 1 are cold, step 2 revisits step 0's
+// transitions warm-started on the device.
+TEST_F(GpuCcn, AdamStepsMatchCpu) {
+  const MultibodySystem sys = cube_system();
+  CcnModel start(sys, false, 3);
+  start.randomize(8);
+  CcnLossConfig cfg;
+  const int count = batch_size(128, 4), batch = count / 2, steps = 3;
+  std::vector<double> xs, xns;
+  const std::vector<CcnTransition> frames = ccn_drops(sys, start, cfg, count, xs, xns);
+  CcnLoss cpu(cfg, as_on_device(tight()), cpu_reference());
+  cuda::DeviceCcn<double> dev(ccn_qp_system(start, cfg), tight());
+  dev.upload_transitions(0, xs.data(), xns.data(), count);
+  CcnModel cpu_model = start, gpu_model = start;
+  const int np = start.parameter_count();
+  ASSERT_EQ(np, start.net_offset());  // no network
+  AdamWSettings as;
+  as.lr = 1e-3;
+  as.weight_decay = 0;
+  AdamW cpu_adam(np, as), gpu_adam(np, as);
+  const Eigen::VectorXd theta0 = start.parameters();
+  for (int s = 0; s < steps; ++s) {
+    SCOPED_TRACE("step " + std::to_string(s));
+    std::vector<int> idx(static_cast<size_t>(batch));
+    std::vector<CcnTransition> mb;
+    for (int i = 0; i < batch; ++i) {
+      idx[static_cast<size_t>(i)] = (s * batch + i) % count;
+      mb.push_back(frames[static_cast<size_t>(idx[static_cast<size_t>(i)])]);
+    }
+    Eigen::VectorXd cg;
+    const CcnLossResult cr = cpu.evaluate(cpu_model, mb, &cg);
+    EXPECT_EQ(cr.not_solved, 0);
+    const Eigen::VectorXd gtheta = gpu_model.parameters();
+    std::vector<double> dl(static_cast<size_t>(batch)), dg(static_cast<size_t>(np));
+    const cuda::DeviceLossStats st =
+        dev.evaluate(0, gtheta.data(), nullptr, idx.data(), batch, dl.data(), dg.data(), nullptr);
+    EXPECT_EQ(st.not_solved, 0);
+    for (int i = 0; i < batch; ++i)
+      EXPECT_NEAR(dl[static_cast<size_t>(i)], cr.per_transition[static_cast<size_t>(i)],
+                  1e-6 * (1 + std::abs(cr.per_transition[static_cast<size_t>(i)])))
+          << "transition " << idx[static_cast<size_t>(i)];
+    Eigen::VectorXd ct = cpu_model.parameters(), gt = gtheta;
+    const Eigen::VectorXd gg = Eigen::Map<const Eigen::VectorXd>(dg.data(), np) / batch;
+    cpu_adam.step(ct, cg);
+    gpu_adam.step(gt, gg);
+    cpu_model.set_parameters(ct);
+    gpu_model.set_parameters(gt);
+    int moved = 0;
+    for (int j = 0; j < np; ++j) {
+      EXPECT_NEAR(gt(j), ct(j), 1e-7 * (1 + std::abs(ct(j)))) << "parameter " << j;
+      moved += ct(j) != theta0(j);
+    }
+    EXPECT_GT(moved, np / 4) << "the steps moved too few parameters to test anything";
+  }
 }
 
 
