@@ -173,6 +173,16 @@ TEST(ImpactStudy, LearnedModelsRecoverAKnownContactLaw) {
   }
 }
 
+// rows [0, n_train) of `all` as DIR/train.npz and [n_train, n_end) as DIR/test.npz
+// (the project's writer)
+void write_split_files(const ImpactSet& all, int n_train, int n_end, const std::string& dir) {
+  ImpactSet tr = all, te = all;
+  tr.impacts.assign(all.impacts.begin(), all.impacts.begin() + n_train);
+  te.impacts.assign(all.impacts.begin() + n_train, all.impacts.begin() + n_end);
+  write_impacts(dir + "/train.npz", tr);
+  write_impacts(dir + "/test.npz", te);
+}
+
 // --test-data: the real impacts split into two files (the project's writer); fit draws
 // from every impact of the training file, eval and learn score every impact of the test
 // file, and their per-impact errors are those of the internal API on the same impacts.
@@ -180,11 +190,7 @@ TEST(ImpactStudy, HeldOutTestFileIsScoredWhole) {
   if (!std::filesystem::exists(kData)) IMPULSE_SKIP_WITHOUT_DATA("planar impact data not found at " << kData);
   const ImpactSet all = load_impacts(kData);
   const std::string dir = testing::fresh_dir("impact", "held_out");
-  ImpactSet tr = all, te = all;
-  tr.impacts.assign(all.impacts.begin(), all.impacts.begin() + 150);
-  te.impacts.assign(all.impacts.begin() + 150, all.impacts.begin() + 200);
-  write_impacts(dir + "/train.npz", tr);
-  write_impacts(dir + "/test.npz", te);
+  write_split_files(all, 150, 200, dir);
   ImpactStudyOptions o;
   o.data = dir + "/train.npz";
   o.test_data = dir + "/test.npz";
@@ -318,11 +324,7 @@ TEST(ImpactStudy, HeldOutTestFileRefusals) {
   if (!std::filesystem::exists(kData)) IMPULSE_SKIP_WITHOUT_DATA("planar impact data not found at " << kData);
   const ImpactSet all = load_impacts(kData);
   const std::string dir = testing::fresh_dir("impact", "held_out_bad");
-  ImpactSet tr = all, te = all;
-  tr.impacts.assign(all.impacts.begin(), all.impacts.begin() + 40);
-  te.impacts.assign(all.impacts.begin() + 40, all.impacts.begin() + 60);
-  write_impacts(dir + "/train.npz", tr);
-  write_impacts(dir + "/test.npz", te);
+  write_split_files(all, 40, 60, dir);
   ImpactStudyOptions o;
   o.data = dir + "/train.npz";
   o.threads = 1;
