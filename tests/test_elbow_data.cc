@@ -14,7 +14,9 @@
 //  2. Over windows of 5 steps, the velocity change the model predicts from the
 //     recorded states (Σ dt·a(x_k), with Coriolis, centrifugal and joint
 //     coupling) is closer to the recorded one than gravity alone, in the sum of
-//     squares normalized by each coordinate's noise.
+//     squares normalized by each coordinate's noise (a one-step, white-noise
+//     estimate, ~4x too small for these correlated velocities: see the third
+//     test, which compares to a properly estimated noise level).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -142,6 +144,101 @@ TEST(RealElbow, ModelExplainsFreeFlightBetterThanGravityAlone) {
               "(7 = white noise only)\n",
               windows, N, model, grav);
   EXPECT_LT(model, 0.97 * grav);
+}
+
+// The model's accelerations against the recorded ones, to the data's noise
+// level, properly estimated (issue 16).
+//
+// Why the window residual above is 5x its "noise": that noise comes from
+// one-step second differences under a white-noise assumption, but the files'
+// velocities are not white: components are held or smoothed over frames (27 %
+// of consecutive values repeat exactly), so the velocity noise is correlated
+// over ~2 rows (measured from the data: lag-1 correlation ~0.6, lag-2 ~0.2,
+// lag-3 ~0). One-step second differences then see 6C0 − 8C1 + 2C2 instead of
+// 6C0 and underestimate the variance of a 5-step velocity change (2 C0) by ~4x.
+// Estimated at a lag past the correlation (3 rows: var = 6C0 − 8C3 + 2C6 ≈ 6C0,
+// model-free), the noise of a 5-step change is 2C0 = var / 3, and the nominal
+// model's residual over the leading free-flight segments is 7.3 of 7 (white
+// noise in all 7 coordinates); a toss bootstrap gives a spread of 0.33 for this
+// number, so the bound below is 7 + 3 spreads = 8.0. Gravity halved gives 10.5
+// (asserted: the check can fail). The true signal's share in the noise
+// estimate (the model's own lag-3 second differences) is < 1 % (asserted < 5 %).
+// What the data cannot separate at this window: gravity alone, the joint frozen,
+// the joint axis flipped all stay within 0.2 of the model (printed): over 5 steps
+// the Coriolis, gyroscopic and coupling terms change the velocities by much less
+// than the noise, so this asserts a match to the noise, not that those terms are
+// seen (the test above compares them over all free rows).
+TEST(RealElbow, ModelMatchesLeadingFreeFlightToTheNoise) {
+  Segments s;
+  if (!load(s)) IMPULSE_SKIP_WITHOUT_DATA("real elbow tosses not found at " + elbow_dir());
+  const double dt = 0.0068;
+  const int N = 5, L = 3;
+  MultibodySystem half = s.sys;
+  half.gravity = 0.5 * s.sys.gravity;
+  const Eigen::VectorXd pi = stacked_inertial(s.sys);
+  // the joint frozen: base accelerations of the rigid assembly, θ̈ = 0
+  const auto frozen = [&](const Eigen::VectorXd& q, const Eigen::VectorXd& v) {
+    Kinematics k;
+    kinematics(s.sys, q, v, k);
+    Eigen::MatrixXd M;
+    Eigen::VectorXd h;
+    mass_matrix(k, pi, M);
+    bias_force(k, pi, s.sys.gravity, h);
+    Eigen::VectorXd a = Eigen::VectorXd::Zero(7);
+    a.head(6) = -M.topLeftCorner(6, 6).llt().solve(h.head(6));
+    return a;
+  };
+  enum { kModel, kHalf, kGrav, kFrozen, kCount };
+  Eigen::VectorXd se[kCount], d2 = Eigen::VectorXd::Zero(7), d2_model = d2;
+  for (auto& e : se) e = Eigen::VectorXd::Zero(7);
+  int windows = 0, rows = 0;
+  for (size_t ti = 0; ti < s.set.tosses.size(); ++ti) {
+    const SystemToss& t = s.set.tosses[ti];
+    const auto X = [&](int k) { return Eigen::Map<const Eigen::VectorXd>(t.rows.data() + 15 * k, 15); };
+    int n = 0;  // the leading free-flight segment
+    while (n < t.steps(15) && s.free[ti][static_cast<size_t>(n)]) ++n;
+    if (n < 2 * L + 1) continue;
+    // cumulative predicted velocity changes, dt Σ a(x_j), per model
+    std::vector<Eigen::MatrixXd> C(kCount, Eigen::MatrixXd::Zero(7, n + 1));
+    for (int j = 0; j < n; ++j) {
+      const Eigen::VectorXd q = X(j).head(8), v = X(j).tail(7);
+      Eigen::VectorXd a[kCount];
+      a[kModel] = free_acceleration(s.sys, pi, q, v);
+      a[kHalf] = free_acceleration(half, pi, q, v);
+      a[kGrav] = Eigen::VectorXd::Zero(7);
+      a[kGrav](5) = -s.sys.gravity;
+      a[kFrozen] = frozen(q, v);
+      for (int m = 0; m < kCount; ++m) C[static_cast<size_t>(m)].col(j + 1) = C[static_cast<size_t>(m)].col(j) + dt * a[m];
+    }
+    for (int k = L; k + L < n; ++k) {
+      d2 += (X(k + L).tail(7) - 2 * X(k).tail(7) + X(k - L).tail(7)).array().square().matrix();
+      const Eigen::MatrixXd& c = C[kModel];
+      d2_model += (c.col(k + L) - 2 * c.col(k) + c.col(k - L)).array().square().matrix();
+      ++rows;
+    }
+    for (int k = 0; k + N < n; ++k) {
+      const Eigen::VectorXd rec = X(k + N).tail(7) - X(k).tail(7);
+      for (int m = 0; m < kCount; ++m) {
+        const Eigen::MatrixXd& c = C[static_cast<size_t>(m)];
+        se[m] += (rec - (c.col(k + N) - c.col(k))).array().square().matrix();
+      }
+      ++windows;
+    }
+  }
+  ASSERT_GE(windows, 1000) << "too few windows in the leading free-flight segments";
+  ASSERT_GE(rows, 1000);
+  const Eigen::ArrayXd noise2 = (d2 / rows / 3).array();  // 2 C0 per coordinate
+  double r[kCount];
+  for (int m = 0; m < kCount; ++m) r[m] = (se[m].array() / windows / noise2).sum();
+  const double signal_share = (d2_model.array() / d2.array()).maxCoeff();
+  std::printf("[ elbow ] leading free flight, %d windows of %d steps, noise 2C0 from lag-%d second "
+              "differences (%d rows): normalized squared residual model %.2f, gravity alone %.2f, joint "
+              "frozen %.2f, gravity halved %.2f (7 = noise only); signal share of the noise estimate "
+              "%.4f\n",
+              windows, N, L, rows, r[kModel], r[kGrav], r[kFrozen], r[kHalf], signal_share);
+  EXPECT_LT(signal_share, 0.05) << "the lag-3 second differences are not noise-dominated";
+  EXPECT_LT(r[kModel], 8.0) << "the model's velocity changes do not match the recorded ones to the noise";
+  EXPECT_GT(r[kHalf], 8.0) << "the check cannot tell gravity halved from the data";
 }
 
 }  // namespace
