@@ -90,31 +90,27 @@ __device__ __forceinline__ T wsum(T v) {
   for (int o = 16; o > 0; o >>= 1) v += shfl_xor(v, o);
   return v;
 }
-// N maxima at once, level by level: each level's N shuffles are issued before their
-// maxima, so one shuffle latency a level is paid instead of one per value (the same
-// results as N calls of wmax: a maximum is exact)
-template <class T, int N>
-__device__ __forceinline__ void wmax_all(T (&v)[N]) {
+// N reductions at once, level by level: each level's N shuffles are issued before
+// their combinations, so one shuffle latency a level is paid instead of one per value;
+// each value's butterfly is wmax's or wsum's, bit for bit
+template <class T, int N, class Op>
+__device__ __forceinline__ void wreduce_all(T (&v)[N], Op op) {
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) {
     T t[N];
 #pragma unroll
     for (int u = 0; u < N; ++u) t[u] = shfl_xor(v[u], o);
 #pragma unroll
-    for (int u = 0; u < N; ++u) v[u] = max_of(v[u], t[u]);
+    for (int u = 0; u < N; ++u) v[u] = op(v[u], t[u]);
   }
 }
-// N sums at once, level by level (each the same butterfly, bit for bit, as wsum)
+template <class T, int N>
+__device__ __forceinline__ void wmax_all(T (&v)[N]) {
+  wreduce_all(v, [](T a, T b) { return max_of(a, b); });
+}
 template <class T, int N>
 __device__ __forceinline__ void wsum_all(T (&v)[N]) {
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) {
-    T t[N];
-#pragma unroll
-    for (int u = 0; u < N; ++u) t[u] = shfl_xor(v[u], o);
-#pragma unroll
-    for (int u = 0; u < N; ++u) v[u] += t[u];
-  }
+  wreduce_all(v, [](T a, T b) { return a + b; });
 }
 
 // Latency, not instructions: the loops below issue a chunk's independent loads or
