@@ -173,14 +173,21 @@ TEST(ImpactStudy, LearnedModelsRecoverAKnownContactLaw) {
   }
 }
 
-// rows [0, n_train) of `all` as DIR/train.npz and [n_train, n_end) as DIR/test.npz
-// (the project's writer)
-void write_split_files(const ImpactSet& all, int n_train, int n_end, const std::string& dir) {
+// rows [0, n_train) of the real impacts as DIR/train.npz and [n_train, n_end) as
+// DIR/test.npz (the project's writer); the study's options reading them, one thread
+// (on a loaded machine two spin far longer than they gain)
+ImpactStudyOptions held_out_files(int n_train, int n_end, const std::string& dir) {
+  const ImpactSet all = load_impacts(kData);
   ImpactSet tr = all, te = all;
   tr.impacts.assign(all.impacts.begin(), all.impacts.begin() + n_train);
   te.impacts.assign(all.impacts.begin() + n_train, all.impacts.begin() + n_end);
   write_impacts(dir + "/train.npz", tr);
   write_impacts(dir + "/test.npz", te);
+  ImpactStudyOptions o;
+  o.data = dir + "/train.npz";
+  o.test_data = dir + "/test.npz";
+  o.threads = 1;
+  return o;
 }
 
 // --test-data: the real impacts split into two files (the project's writer); fit draws
@@ -188,14 +195,9 @@ void write_split_files(const ImpactSet& all, int n_train, int n_end, const std::
 // file, and their per-impact errors are those of the internal API on the same impacts.
 TEST(ImpactStudy, HeldOutTestFileIsScoredWhole) {
   if (!std::filesystem::exists(kData)) IMPULSE_SKIP_WITHOUT_DATA("planar impact data not found at " << kData);
-  const ImpactSet all = load_impacts(kData);
   const std::string dir = testing::fresh_dir("impact", "held_out");
-  write_split_files(all, 150, 200, dir);
-  ImpactStudyOptions o;
-  o.data = dir + "/train.npz";
-  o.test_data = dir + "/test.npz";
+  ImpactStudyOptions o = held_out_files(150, 200, dir);
   o.out = dir + "/study";
-  o.threads = 1;  // one thread: on a loaded machine two spin far longer than they gain
   o.seed = 3;
   o.k = 150;  // every training impact: more than a 70% split of 150 could give
   o.resamples = 1;
@@ -324,10 +326,8 @@ TEST(ImpactStudy, HeldOutTestFileRefusals) {
   if (!std::filesystem::exists(kData)) IMPULSE_SKIP_WITHOUT_DATA("planar impact data not found at " << kData);
   const ImpactSet all = load_impacts(kData);
   const std::string dir = testing::fresh_dir("impact", "held_out_bad");
-  write_split_files(all, 40, 60, dir);
-  ImpactStudyOptions o;
-  o.data = dir + "/train.npz";
-  o.threads = 1;
+  ImpactStudyOptions o = held_out_files(40, 60, dir);
+  o.test_data.clear();  // each check below names its own test file (or none)
   o.k = 10;
   o.resamples = 1;
   auto error_of = [&](const std::string& test_data, const std::string& out) {

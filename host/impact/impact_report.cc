@@ -81,11 +81,16 @@ Study open_study(const ImpactStudyOptions& o, std::ostream& log) {
     } catch (const Error& e) {
       throw Error(std::string("--test-data: ") + e.what());
     }
-    // observed impulses of each file by its own rule (its IRB fits, else ours)
-    s.observed = observed_impulses(s.set, impact_geometry(s.set), o.threads);
-    const std::vector<Eigen::Vector2d> ot = observed_impulses(test, impact_geometry(test), o.threads);
+    ImpactSet joined = join_impacts(s.set, test);  // refuses another object or shared impacts
+    // each file's geometry (the same object: they concatenate) and observed impulses
+    // by its own rule (its IRB fits, else ours)
+    s.g = impact_geometry(s.set);
+    const std::vector<ImpactGeometry> gt = impact_geometry(test);
+    s.observed = observed_impulses(s.set, s.g, o.threads);
+    const std::vector<Eigen::Vector2d> ot = observed_impulses(test, gt, o.threads);
+    s.g.insert(s.g.end(), gt.begin(), gt.end());
     s.observed.insert(s.observed.end(), ot.begin(), ot.end());
-    s.set = join_impacts(s.set, test);
+    s.set = std::move(joined);
     s.split = impact_split_held_out(s.n_data, static_cast<int>(test.impacts.size()), o.seed);
     const std::string test_path = fs::weakly_canonical(fs::path(o.test_data)).string();
     rec["test_data"] = test_path;
@@ -96,7 +101,8 @@ Study open_study(const ImpactStudyOptions& o, std::ostream& log) {
     s.test_from = std::to_string(test.impacts.size()) + " test impacts (every impact of " + test_path +
                   "; trained and identified on all " + std::to_string(s.n_data) + " impacts of " + data_path + ")";
   } else {
-    s.observed = observed_impulses(s.set, impact_geometry(s.set), o.threads);
+    s.g = impact_geometry(s.set);
+    s.observed = observed_impulses(s.set, s.g, o.threads);
     s.split = impact_split(s.n_data, o.seed, o.test_fraction);
     rec["test_data"] = nullptr;
     rec["test_impacts"] = nullptr;
@@ -105,7 +111,6 @@ Study open_study(const ImpactStudyOptions& o, std::ostream& log) {
     s.test_from = std::to_string(s.split.test.size()) + " test impacts (a seeded " + fmt(100 * o.test_fraction, "%.0f") +
                   "% of " + data_path + "; the rest trains)";
   }
-  s.g = impact_geometry(s.set);
   log << "impact: " << s.test_from << "\n";
   const fs::path rp = s.out / "study.json";
   if (fs::exists(rp)) {
