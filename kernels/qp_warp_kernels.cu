@@ -9,12 +9,14 @@
 // Ruiz equilibration, per-row ρ, iteration, residual checks, duality gap,
 // infeasibility tests, adaptive ρ and finish, with the work spread over the 32 lanes:
 //   - lane j owns variable j: x_j, q_j, σ_j, D_j in registers, and column j of K
-//     (then K⁻¹, by in-register Gauss-Jordan with shuffles) in 32 registers; K is
-//     formed in shared memory from A's nonzeros (the pattern's pairs, row by row);
+//     (then K⁻¹, by in-register Gauss-Jordan, each pivot's column broadcast through
+//     shared memory) in 32 registers; K is formed in shared memory from A's nonzeros
+//     (the pattern's pairs, row by row);
 //   - A's nonzeros sit in shared memory in CSR order, with b, z, y, ρ, 1/ρ, E and
 //     scratch rows; the pattern (CSR and its column view) is the batch's, read
 //     through the cache;
-//   - the x-step K⁻¹·rhs is 32 FMAs per lane with rhs broadcast by shuffles; Ax and
+//   - the x-step K⁻¹·rhs is 32 FMAs per lane with rhs broadcast through shared
+//     memory, loads issued ahead of the FMAs that use them; Ax and
 //     Aᵀv are a lane per row / per column over its nonzeros (in the CPU's order:
 //     csr_matvec's and csr_matvec_t's sums, bit for bit); the projections take a
 //     lane per zero/nonnegative row and per 3-row cone; norms and dot products are
@@ -50,30 +52,19 @@ namespace {
 constexpr int kW = 32;
 constexpr unsigned kFull = 0xffffffffu;
 
-// Warp shuffles as plain PTX. CUDA 13's __shfl_*_sync compile to the form with a
-// predicate output (shfl.sync.idx.b32 d|p, ...), whose value GPGPU-Sim (4.2, as patched
+// Warp shuffles as plain PTX (only the butterfly is used: broadcasts go through the
+// shared broadcast row, Smem::bc). CUDA 13's __shfl_*_sync compile to the form with a
+// predicate output (shfl.sync.bfly.b32 d|p, ...), whose value GPGPU-Sim (4.2, as patched
 // in ../shared/tools/gpgpu-sim) never writes: every such shuffle reads 0 there ("reading
 // undefined register"). The form without the predicate is the same instruction on a
 // device and simulates correctly.
-__device__ __forceinline__ unsigned shfl_idx_b32(unsigned v, int src) {
-  unsigned r;
-  asm volatile("shfl.sync.idx.b32 %0, %1, %2, 31, -1;" : "=r"(r) : "r"(v), "r"(src));
-  return r;
-}
 __device__ __forceinline__ unsigned shfl_xor_b32(unsigned v, int mask) {
   unsigned r;
   asm volatile("shfl.sync.bfly.b32 %0, %1, %2, 31, -1;" : "=r"(r) : "r"(v), "r"(mask));
   return r;
 }
-__device__ __forceinline__ float shfl_idx(float v, int src) {
-  return __uint_as_float(shfl_idx_b32(__float_as_uint(v), src));
-}
 __device__ __forceinline__ float shfl_xor(float v, int mask) {
   return __uint_as_float(shfl_xor_b32(__float_as_uint(v), mask));
-}
-__device__ __forceinline__ double shfl_idx(double v, int src) {
-  return __hiloint2double(int(shfl_idx_b32(unsigned(__double2hiint(v)), src)),
-                          int(shfl_idx_b32(unsigned(__double2loint(v)), src)));
 }
 __device__ __forceinline__ double shfl_xor(double v, int mask) {
   return __hiloint2double(int(shfl_xor_b32(unsigned(__double2hiint(v)), mask)),
