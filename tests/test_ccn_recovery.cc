@@ -32,6 +32,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "host/dynamics/inertia.h"
 #include "host/dynamics/multibody_sim.h"
 #include "host/learning/ccn.h"
 #include "host/learning/evaluate.h"
@@ -72,6 +73,7 @@ Outcome run(const std::string& method, const std::string& system, const std::str
   c.max_epochs = epochs;
   c.patience = patience;
   c.progress = false;
+  c.threads = 1;  // the same answers on any count; one thread does not spin against ctest's other job
   std::ostringstream log;
   train(c, log);
   EvalOptions e;
@@ -96,23 +98,14 @@ Eigen::Vector3d principal_moments(const Eigen::Matrix3d& I) {
   return Eigen::SelfAdjointEigenSolver<Eigen::Matrix3d>(I).eigenvalues();  // ascending
 }
 
-// The elbow at joint angle 0 as one rigid body, in link 1's frame: its centre of
-// mass and its inertia about it. Invariant to moving mass along the hinge axis
-// between the links (see the top), so identified by the tosses.
-struct Composite {
-  Eigen::Vector3d com;
-  Eigen::Matrix3d inertia;
-};
-Composite composite_at_zero(const MultibodySystem& sys, const std::vector<LinkInertia>& li) {
-  const Eigen::Vector3d c1 = li[0].com, c2 = sys.links[1].joint_origin + li[1].com;
-  const double m = li[0].mass + li[1].mass;
-  Composite out;
-  out.com = (li[0].mass * c1 + li[1].mass * c2) / m;
-  const auto shift = [](double mass, const Eigen::Vector3d& d) {
-    return Eigen::Matrix3d(mass * (d.squaredNorm() * Eigen::Matrix3d::Identity() - d * d.transpose()));
-  };
-  out.inertia = li[0].inertia_com + shift(li[0].mass, c1 - out.com) + li[1].inertia_com + shift(li[1].mass, c2 - out.com);
-  return out;
+// The elbow at joint angle 0 as one rigid body, in link 1's frame (link 2's frame is
+// then link 1's moved to the joint origin): the sum of the links' π about link 1's
+// origin (host/dynamics/inertia.h's parallel-axis pair). Invariant to moving mass
+// along the hinge axis between the links (see the top), so identified by the tosses.
+LinkInertia composite_at_zero(const MultibodySystem& sys, const std::vector<LinkInertia>& li) {
+  LinkInertia l2 = li[1];
+  l2.com += sys.links[1].joint_origin;
+  return from_inertial(to_inertial(li[0]) + to_inertial(l2));
 }
 
 TEST(CcnRecovery, CubeGeometryFrictionCentreOfMassAndInertia) {
@@ -166,8 +159,8 @@ TEST(CcnRecovery, ElbowGeometryFrictionAndInertia) {
   // 0.5% of m c_x (start 48%, 35%). Tolerances: 3 mm, 12%, 5%, 5%.
   const MultibodySystem sys = elbow_system();
   const std::vector<LinkInertia> truth = true_inertia("elbow");
-  const Composite cg = composite_at_zero(sys, o.learned), ct = composite_at_zero(sys, truth);
-  const Eigen::Vector3d pg = principal_moments(cg.inertia), pt = principal_moments(ct.inertia);
+  const LinkInertia cg = composite_at_zero(sys, o.learned), ct = composite_at_zero(sys, truth);
+  const Eigen::Vector3d pg = principal_moments(cg.inertia_com), pt = principal_moments(ct.inertia_com);
   std::printf("[ elbow ] link masses %.3f %.3f kg; whole-body COM error %.2f mm, principal moments %.3e %.3e %.3e "
               "(true %.3e %.3e %.3e)\n",
               o.learned[0].mass, o.learned[1].mass, 1e3 * (cg.com - ct.com).norm(), pg(0), pg(1), pg(2), pt(0), pt(1),

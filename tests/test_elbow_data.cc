@@ -171,7 +171,7 @@ TEST(RealElbow, ModelExplainsFreeFlightBetterThanGravityAlone) {
 TEST(RealElbow, ModelMatchesLeadingFreeFlightToTheNoise) {
   Segments s;
   if (!load(s)) IMPULSE_SKIP_WITHOUT_DATA("real elbow tosses not found at " + elbow_dir());
-  const double dt = 0.0068;
+  const double dt = s.set.dt;
   const int N = 5, L = 3;
   MultibodySystem half = s.sys;
   half.gravity = 0.5 * s.sys.gravity;
