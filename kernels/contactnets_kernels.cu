@@ -63,27 +63,167 @@ __global__ void loss_kernel(int B, QpShape shape, cn::LossConsts<T> c, QpSetting
     for (int i = 0; i < cn::kTheta; ++i) grad[size_t(i) * B + k] = g[i];
 }
 
-// The warp layout's three steps (kernels/contactnets_device.h): a thread per
+// The warp layout's three steps (kernels/contactnets_device.h): a warp per
 // transition assembles its loss QP problem-contiguously and loads its warm start,
 // a warp per transition solves it (launch_qp_warp), a thread per transition keeps
 // the answer as the next warm start and computes the loss and gradient.
+constexpr int kAsmWarps = 4;  // transitions (warps) per assembly block
+
+// cn::assemble for a warp: lane j < 24 computes column j of B = [J_nᵀ J_tᵀ] (scaled
+// units, cn::scaled) and keeps it in registers; the columns go through shared memory,
+// and the warp writes P a row at a time (lane j: column j), q, A's penetration rows, b
+// and the warm start with consecutive lanes at consecutive addresses. The same sums,
+// in cn::assemble_frame's order, as the CPU's. (A thread per transition held the whole
+// frame in local memory and wrote 32 separate sectors per warp store.)
 template <class T>
-__global__ void assemble_kernel(int B, int n, int m, int nnz, cn::LossConsts<T> c, const T* __restrict__ theta,
-                                const int* __restrict__ idx, const T* __restrict__ xs, const T* __restrict__ xns,
-                                const T* __restrict__ warm, const int* __restrict__ warm_ok, T* P, T* q, T* A,
-                                T* b, T* x, T* y, T* constant, int* warm_each) {
-  const int k = blockIdx.x * blockDim.x + threadIdx.x;
-  if (k >= B) return;
-  const int t = idx[k];
-  T th[cn::kTheta], x0[13], x1[13];
-  load_transition(theta, xs, xns, t, th, x0, x1);
-  constant[k] = cn::assemble(c, th, x0, x1, unit_view(P + size_t(k) * n * n), unit_view(q + size_t(k) * n),
-                             unit_view(A + size_t(k) * nnz), unit_view(b + size_t(k) * m));
+__global__ void __launch_bounds__(kAsmWarps * 32)
+    assemble_kernel(int B, int n, int m, int nnz, cn::LossConsts<T> c, const T* __restrict__ theta,
+                    const int* __restrict__ idx, const T* __restrict__ xs, const T* __restrict__ xns,
+                    const T* __restrict__ warm, const int* __restrict__ warm_ok, T* P, T* q, T* A, T* b,
+                    T* x, T* y, T* constant, int* warm_each) {
+  constexpr int k = cn::kK, nb = 3 * cn::kK;  // contacts, columns of B
+  __shared__ T sB[kAsmWarps][nb][6];           // B's columns (scaled)
+  __shared__ T sC[kAsmWarps][k][5];            // per contact: φ'², c_0, c_1, ‖c‖, ‖c‖²
+  __shared__ T sTrig[cn::kOctagon][2];         // the octagon's directions
+  const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
+  if (wid == 0 && lane < cn::kOctagon) {
+    const T ang = T(2) * T(3.14159265358979323846) * T(lane) / T(cn::kOctagon);
+    sTrig[lane][0] = cos(ang), sTrig[lane][1] = sin(ang);
+  }
+  __syncthreads();
+  const int kk = blockIdx.x * kAsmWarps + wid;
+  if (kk >= B) return;  // the whole warp
+  const int t = idx[kk];
+  const T* x0 = xs + size_t(t) * 13;
+  const T* x1 = xns + size_t(t) * 13;
+  const T L = c.L;
+  // the scaled velocities and smooth impulse (cn::scaled), every lane
+  T Mi[6], dv[6], nuf[6], nun[6];
+  {
+    const T w[3] = {x0[10], x0[11], x0[12]};
+    const T Iw[3] = {c.inertia[0] * w[0], c.inertia[1] * w[1], c.inertia[2] * w[2]};
+    T gyro[3];
+    cn::cross(w, Iw, gyro);
+    const T Fs[6] = {T(0), T(0), -c.gravity * c.mass * c.dt / L,
+                     -gyro[0] * c.dt / (L * L), -gyro[1] * c.dt / (L * L), -gyro[2] * c.dt / (L * L)};
+    for (int e = 0; e < 3; ++e) {
+      nun[e] = x1[7 + e] / L, nun[3 + e] = x1[10 + e];
+      Mi[e] = T(1) / c.mass;
+      Mi[3 + e] = L * L / c.inertia[e];
+    }
+    for (int e = 0; e < 6; ++e) {
+      const T nu = e < 3 ? x0[7 + e] / L : x0[10 + e - 3];
+      nuf[e] = nu + Mi[e] * Fs[e];
+      dv[e] = nun[e] - nuf[e];
+    }
+  }
+  // lane j < 24: column j of B (cn::frame at x, scaled); lane i < 8 also φ_i and φ'_i
+  T col[6] = {T(0), T(0), T(0), T(0), T(0), T(0)};
+  T phi_s = T(0);
+  if (lane < nb) {
+    T R[9];
+    cn::rotation(x0, R);
+    const T* z = theta;
+    const bool normal = lane < k;
+    const int i = normal ? lane : (lane - k) / 2, r = normal ? 0 : (lane - k) % 2;
+    const T* dir = normal ? z : theta + 3 + 3 * r;              // z or T_r
+    const T* vert = theta + (normal ? 9 : 33) + 3 * i;          // a_i or b_i
+    T u[3], cr[3];
+    cn::rt_mul(R, dir, u);
+    cn::cross(vert, u, cr);
+    for (int e = 0; e < 3; ++e) col[e] = dir[e], col[3 + e] = cr[e] / L;
+    if (normal) {
+      T Rn[9], Ra[3], Rna[3];
+      cn::rotation(x1, Rn);
+      cn::r_mul(R, vert, Ra);
+      cn::r_mul(Rn, vert, Rna);
+      phi_s = (z[0] * (x0[0] + Ra[0]) + z[1] * (x0[1] + Ra[1]) + z[2] * (x0[2] + Ra[2])) / L;
+      const T phin_s = (z[0] * (x1[0] + Rna[0]) + z[1] * (x1[1] + Rna[1]) + z[2] * (x1[2] + Rna[2])) / L;
+      sC[wid][i][0] = phin_s * phin_s;
+    }
+    for (int e = 0; e < 6; ++e) sB[wid][lane][e] = col[e];
+  }
+  // c_i = J_t,i ν' of contact i: its two tangent lanes' entries (through shared
+  // memory: GPGPU-Sim leaves the register of CUDA 13's shfl.sync.idx unwritten)
+  if (lane >= k && lane < nb) {
+    T cv = T(0);
+    for (int e = 0; e < 6; ++e) cv += col[e] * nun[e];
+    sC[wid][(lane - k) / 2][1 + (lane - k) % 2] = cv;
+  }
+  __syncwarp();
+  if (lane < k) {
+    const T cv0 = sC[wid][lane][1], cv1 = sC[wid][lane][2];
+    const T cn2 = cv0 * cv0 + cv1 * cv1;
+    sC[wid][lane][3] = sqrt_of(cn2), sC[wid][lane][4] = cn2;
+  }
+  __syncwarp();
+  // P, a row at a time: 2 w MiBᵀMiB, then the activation, dissipation and slack terms
+  T* Pk = P + size_t(kk) * n * n;
+  for (int i = 0; i < n; ++i) {
+    T v = T(0);
+    if (i < nb && lane < nb) {
+      // the CPU's (row, column) = (max, min) of the pair: the same products in the same order
+      T acc = T(0);
+      for (int e = 0; e < 6; ++e) {
+        const T bi = lane >= i ? col[e] : sB[wid][i][e];
+        const T bj = lane >= i ? sB[wid][i][e] : col[e];
+        acc += Mi[e] * Mi[e] * bi * bj;
+      }
+      v = T(2) * c.w_match * acc;
+    }
+    if (i < k) {
+      const T* ci = sC[wid][i];
+      if (lane == i) v += T(2) * c.w_comp_n * ci[0], v += T(2) * c.w_cone * ci[4];
+      if (lane == k + 2 * i || lane == k + 2 * i + 1) v += T(2) * c.w_cone * ci[1 + lane - k - 2 * i] * ci[3];
+    } else if (i < nb) {
+      const int ci_ = (i - k) / 2, r = (i - k) % 2;
+      const T* ci = sC[wid][ci_];
+      if (lane == i) v += T(2) * c.w_comp_t * ci[0], v += T(2) * c.w_cone * ci[4];
+      if (lane == ci_) v += T(2) * c.w_cone * ci[1 + r] * ci[3];
+    } else if (lane == i) {
+      v += T(2) * c.w_slack;
+    }
+    Pk[i * n + lane] = v;
+  }
+  // q
+  {
+    T qi = T(0);
+    for (int e = 0; e < 6; ++e) qi += Mi[e] * col[e] * dv[e];
+    q[size_t(kk) * n + lane] = lane < nb ? T(-2) * c.w_match * qi : T(0);
+  }
+  // A's penetration rows (−dt J_n,i M⁻¹ B, then the slack's −1), then the cone rows
+  T* Ak = A + size_t(kk) * nnz;
+  for (int i = 0; i < k; ++i) {
+    T acc = T(0);
+    for (int e = 0; e < 6; ++e) acc += sB[wid][i][e] * Mi[e] * col[e];
+    if (lane <= nb) Ak[i * (nb + 1) + lane] = lane < nb ? -c.dt * acc : T(-1);
+  }
+  for (int p = k * (nb + 1) + lane; p < nnz; p += 32) {
+    T v = T(-1);
+    const int r = p - k * (nb + 1) - k;  // octagon: past the λ_n ≥ 0 rows
+    if (c.octagon && r >= 0 && r % 3 != 0) v = sTrig[(r / 3) % cn::kOctagon][r % 3 - 1];
+    Ak[p] = v;
+  }
+  // b: φ_i + dt J_n,i ν_free on the penetration rows, 0 on the cone rows
+  for (int r = lane; r < m; r += 32) {
+    T v = T(0);
+    if (r < k) {
+      T jf = T(0);
+      for (int e = 0; e < 6; ++e) jf += col[e] * nuf[e];
+      v = phi_s + c.dt * jf;
+    }
+    b[size_t(kk) * m + r] = v;
+  }
+  if (lane == 0) {
+    T cst = T(0);
+    for (int e = 0; e < 6; ++e) cst += dv[e] * dv[e];
+    constant[kk] = cst * c.w_match;
+  }
   const int w = warm_ok[t];
-  warm_each[k] = w;
+  if (lane == 0) warm_each[kk] = w;
   if (w)
-    for (int i = 0; i < n + m; ++i)
-      (i < n ? x[size_t(k) * n + i] : y[size_t(k) * m + i - n]) = warm[size_t(t) * (n + m) + i];
+    for (int i = lane; i < n + m; i += 32)
+      (i < n ? x[size_t(kk) * n + i] : y[size_t(kk) * m + i - n]) = warm[size_t(t) * (n + m) + i];
 }
 
 template <class T>
@@ -203,7 +343,7 @@ DeviceLossStats DeviceContactNets<T>::evaluate(int set, const double* theta, con
   if (d.layout == DeviceLayout::kWarp) {
     for (DevBuf<T>* v : {&d.constant, &d.objective, &d.value, &d.prim_res, &d.dual_res}) v->ensure(B);
     for (DevBuf<int>* v : {&d.status, &d.fault, &d.rho_updates, &d.warm_each}) v->ensure(B);
-    assemble_kernel<T><<<blocks, threads>>>(count, d.n, d.m, d.nnz, d.consts, d.theta.p, d.idx.p, S.x.p, S.xn.p,
+    assemble_kernel<T><<<(count + kAsmWarps - 1) / kAsmWarps, kAsmWarps * 32>>>(count, d.n, d.m, d.nnz, d.consts, d.theta.p, d.idx.p, S.x.p, S.xn.p,
                                             S.warm.p, S.warm_ok.p, d.P.p, d.q.p, d.A.p, d.b.p, d.x.p, d.y.p,
                                             d.constant.p, d.warm_each.p);
     check(cudaGetLastError(), "assembly kernel launch");
