@@ -305,9 +305,9 @@ CASES = [  # case, what it is, T bytes, kernel, working set per problem (bytes)
     ("qp_anitescu_float_cold_warp", "Anitescu step QP, float32, eps 1e-5, cold, WARP per problem", 4, "qp_admm_warp_kernel<float>", qp_warp_bytes(24, 24, 4)),
     ("lcp_pgs_cone_double", "PGS LCP, friction-cone block, n = 12, double", 8, "lcp_pgs_kernel<double>", (12 * 12 + 4 * 12 + 4) * 8),
     ("contactnets_loss_double", "ContactNets loss, THREAD layout: one fused kernel (assembly, QP, gradient), double", 8, "loss_kernel<double>", qp_bytes(32, 32, 8) + 6472),
-    ("contactnets_warp_double", "ContactNets loss, WARP layout: assembly, a thread per transition, double", 8, "assemble_kernel<double>", qp_warp_bytes(32, 32, 8, 224) + 13 * 2 * 8),
+    ("contactnets_warp_double", "ContactNets loss, WARP layout: assembly, a warp per transition, double", 8, "assemble_kernel<double>", qp_warp_bytes(32, 32, 8, 224) + 13 * 2 * 8),
     ("contactnets_warp_double", "ContactNets loss, WARP layout: the QP, a warp per transition, double", 8, "qp_admm_warp_kernel<double, fallback>", qp_warp_bytes(32, 32, 8, 224)),
-    ("contactnets_warp_double", "ContactNets loss, WARP layout: gradient, a thread per transition, double", 8, "finish_kernel<double>", qp_warp_bytes(32, 32, 8, 224) + 13 * 2 * 8),
+    ("contactnets_warp_double", "ContactNets loss, WARP layout: gradient, eight lanes per transition, double", 8, "finish_kernel<double>", qp_warp_bytes(32, 32, 8, 224) + 13 * 2 * 8),
 ]
 # training (bench/gpu_counts.sh: 3 epochs, eps 1e-4, warm starts): the last epoch's launches
 TRAIN_CASES = {"contactnets_train_double": "warp", "contactnets_train_thread_double": "thread"}
@@ -421,10 +421,10 @@ def epoch_lines(log, results, qp_used):
     L = ["\n### A ContactNets epoch on 256 tosses\n",
          "The loss-and-gradient GPU test (warp layout, double, 32 transitions, cold at the test's "
          "tolerance) simulated on 132 SMs: each transition's QP warp has an SM to itself, as a "
-         "mini-batch of 64 has on an H100. Each kernel's first launch is one step's: the assembly and "
-         "the gradient (a thread per transition, blocks of 128: the whole mini-batch on one SM), the QP "
-         "and the gradient sum. A mini-batch of 64 puts two warps on the assembly's and the gradient's "
-         "SM where the test put one, so their figures are optimistic. The QP's cycles are scaled to a training step's warm solve (eps 1e-4, "
+         "mini-batch of 64 has on an H100. Each kernel's first launch is one step's: the assembly (a "
+         "warp per transition, blocks of 4), the QP, the gradient (eight lanes per transition, blocks "
+         "of 16) and the gradient sum. A mini-batch of 64 has twice the test's blocks of the assembly "
+         "and the gradient, each SM the same load, so those figures carry over. The QP's cycles are scaled to a training step's warm solve (eps 1e-4, "
          f"warm from the previous epoch) by the functional counts: {warm:,.0f} instructions a transition "
          f"against the test's {cold:,.0f} (x {scale:.3f}), i.e. at the cold solve's cycles per "
          "instruction.\n",
@@ -433,27 +433,29 @@ def epoch_lines(log, results, qp_used):
     for n in names:
         c, insn, winsn = first[n]
         note = f" (x {scale:.3f}: {step_cycles[n]:,.0f})" if n == names[1] else ""
-        # warp instructions a warp issued: the QP's 32 warps (a transition each, their mean)
-        # and the assembly's and gradient's one warp (32 transitions)
-        per_warp = {names[1]: winsn / 32, names[0]: winsn, names[2]: winsn}.get(n)
+        # warp instructions a warp issued (their mean): the QP's and the assembly's 32 warps (a
+        # transition each), the gradient's 8 (four transitions each)
+        per_warp = {names[1]: winsn / 32, names[0]: winsn / 32, names[2]: winsn / 8}.get(n)
         cpi = f"{c / per_warp:,.1f}" if per_warp else "—"
         L.append(f"| `{n}` | {c:,}{note} | {step_cycles[n] / f * 1e6:,.1f} | {cpi} |")
     L.append(f"| a step | {sum(step_cycles.values()):,.0f} | **{step * 1e6:,.1f}** | |")
-    # validation: one chain of 17,969 transitions. The assembly and gradient: blocks of 128
-    # threads, ceil(blocks / SMs) of them on the busiest SM, each block's 4 warps taken one
-    # after another at the single warp's time (pessimistic). The QP: at one full SM's share of
-    # its issue limit, the share the cold cube QP filled (if that run exists)
+    # validation: one chain of 17,969 transitions. The assembly (blocks of 4 transitions) and
+    # the gradient (blocks of 16): ceil(blocks / SMs) blocks on the busiest SM, taken one after
+    # another at the test's time for one block (pessimistic: an SM holds several at once). The
+    # QP: at one full SM's share of its issue limit, the share the cold cube QP filled (if that
+    # run exists)
     x = per["contactnets_train_double"][1]
     _, b = bounds(x[3], x[4], SPECS["H100 SXM"])
     sms = SPECS["H100 SXM"]["sms"]
-    warps = 4 * math.ceil(math.ceil(valid / 128) / sms)
+    asm_blocks = math.ceil(math.ceil(valid / 4) / sms)
+    fin_blocks = math.ceil(math.ceil(valid / 16) / sms)
     if qp_used:
         used, how = qp_used, "the share the cold cube QP filled on one full SM"
     else:
         used, how = 1.0, "its issue limit itself (no cold cube run to measure the share): optimistic"
-    val = warps * (first[names[0]][0] + first[names[2]][0]) / f + valid / (b["issue"] * used)
-    L.append(f"\nValidation, one chain of {valid:,} transitions: {val * 1e3:,.2f} ms (the assembly and gradient "
-             f"as {warps} warps in turn on the busiest SM; the QP at {100 * used:.0f}% of its issue limit "
+    val = (asm_blocks * first[names[0]][0] + fin_blocks * first[names[2]][0]) / f + valid / (b["issue"] * used)
+    L.append(f"\nValidation, one chain of {valid:,} transitions: {val * 1e3:,.2f} ms (the assembly's {asm_blocks} "
+             f"and the gradient's {fin_blocks} blocks in turn on the busiest SM; the QP at {100 * used:.0f}% of its issue limit "
              f"{b['issue']:.3g}/s, {how}).\n")
     L.append("| GPU | host cost per launch (assumed) | steps | **epoch, predicted** | target |")
     L.append("|---|---|---|---|---|")

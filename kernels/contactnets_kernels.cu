@@ -97,48 +97,26 @@ __global__ void __launch_bounds__(kAsmWarps * 32)
   const T* x0 = xs + size_t(t) * 13;
   const T* x1 = xns + size_t(t) * 13;
   const T L = c.L;
-  // the scaled velocities and smooth impulse (cn::scaled), every lane
-  T Mi[6], dv[6], nuf[6], nun[6];
-  {
-    const T w[3] = {x0[10], x0[11], x0[12]};
-    const T Iw[3] = {c.inertia[0] * w[0], c.inertia[1] * w[1], c.inertia[2] * w[2]};
-    T gyro[3];
-    cn::cross(w, Iw, gyro);
-    const T Fs[6] = {T(0), T(0), -c.gravity * c.mass * c.dt / L,
-                     -gyro[0] * c.dt / (L * L), -gyro[1] * c.dt / (L * L), -gyro[2] * c.dt / (L * L)};
-    for (int e = 0; e < 3; ++e) {
-      nun[e] = x1[7 + e] / L, nun[3 + e] = x1[10 + e];
-      Mi[e] = T(1) / c.mass;
-      Mi[3 + e] = L * L / c.inertia[e];
-    }
-    for (int e = 0; e < 6; ++e) {
-      const T nu = e < 3 ? x0[7 + e] / L : x0[10 + e - 3];
-      nuf[e] = nu + Mi[e] * Fs[e];
-      dv[e] = nun[e] - nuf[e];
-    }
-  }
-  // lane j < 24: column j of B (cn::frame at x, scaled); lane i < 8 also φ_i and φ'_i
+  // the scaled velocities (cn::scaled), every lane
+  T nu[6], nun[6], Mi[6], nuf[6], dv[6];
+  cn::scaled_velocities(c, x0, x1, nu, nun, Mi, nuf, dv);
+  // lane j < 24: column j of B (its contact's cn::contact_frame at x, scaled); lane
+  // i < 8 also φ_i and φ'_i
   T col[6] = {T(0), T(0), T(0), T(0), T(0), T(0)};
   T phi_s = T(0);
   if (lane < nb) {
-    T R[9];
+    T R[9], phi, Jn[6], Jt[2][6];
     cn::rotation(x0, R);
-    const T* z = theta;
     const bool normal = lane < k;
-    const int i = normal ? lane : (lane - k) / 2, r = normal ? 0 : (lane - k) % 2;
-    const T* dir = normal ? z : theta + 3 + 3 * r;              // z or T_r
-    const T* vert = theta + (normal ? 9 : 33) + 3 * i;          // a_i or b_i
-    T u[3], cr[3];
-    cn::rt_mul(R, dir, u);
-    cn::cross(vert, u, cr);
-    for (int e = 0; e < 3; ++e) col[e] = dir[e], col[3 + e] = cr[e] / L;
+    const int i = normal ? lane : (lane - k) / 2;
+    cn::contact_frame(theta, R, x0, i, phi, Jn, Jt);
+    cn::scaled_row(normal ? Jn : Jt[(lane - k) % 2], L, col);
     if (normal) {
-      T Rn[9], Ra[3], Rna[3];
-      cn::rotation(x1, Rn);
-      cn::r_mul(R, vert, Ra);
-      cn::r_mul(Rn, vert, Rna);
-      phi_s = (z[0] * (x0[0] + Ra[0]) + z[1] * (x0[1] + Ra[1]) + z[2] * (x0[2] + Ra[2])) / L;
-      const T phin_s = (z[0] * (x1[0] + Rna[0]) + z[1] * (x1[1] + Rna[1]) + z[2] * (x1[2] + Rna[2])) / L;
+      T phin;
+      cn::rotation(x1, R);
+      cn::contact_frame(theta, R, x1, i, phin, Jn, Jt);
+      phi_s = phi / L;
+      const T phin_s = phin / L;
       sC[wid][i][0] = phin_s * phin_s;
     }
     for (int e = 0; e < 6; ++e) sB[wid][lane][e] = col[e];
@@ -226,29 +204,93 @@ __global__ void __launch_bounds__(kAsmWarps * 32)
       (i < n ? x[size_t(kk) * n + i] : y[size_t(kk) * m + i - n]) = warm[size_t(t) * (n + m) + i];
 }
 
+constexpr int kFinPer = 16;  // transitions per gradient block (8 lanes each)
+
+// cn::gradient for eight lanes a transition: lane i of its octet takes contact i (its
+// frame, its part of the QP gradient, regularizers and backpropagation, through the
+// same cn:: functions as the CPU); the sums over contacts (Bλ, J_nᵀy, then dL/dz,
+// dL/dT and the regularizers) go through shared memory, each lane adding the eight
+// parts in contact order. (A thread per transition held the whole frame and its
+// gradient in local memory.)
 template <class T>
-__global__ void finish_kernel(int B, int n, int m, cn::LossConsts<T> c, const T* __restrict__ theta,
-                              const int* __restrict__ idx, const T* __restrict__ xs, const T* __restrict__ xns,
-                              T* warm, int* warm_ok, const T* __restrict__ x, const T* __restrict__ y,
-                              const T* __restrict__ constant, const T* __restrict__ value,
-                              const int* __restrict__ status, T* loss, T* grad, int* solved, int want_grad) {
-  const int k = blockIdx.x * blockDim.x + threadIdx.x;
-  if (k >= B) return;
-  const int t = idx[k];
-  T th[cn::kTheta], x0[13], x1[13];
-  load_transition(theta, xs, xns, t, th, x0, x1);
-  const T* xk = x + size_t(k) * n;
-  const T* yk = y + size_t(k) * m;
-  for (int i = 0; i < n + m; ++i) warm[size_t(t) * (n + m) + i] = i < n ? xk[i] : yk[i - n];
-  warm_ok[t] = 1;
-  solved[k] = is_solved(SolveStatus(status[k])) ? 1 : 0;
-  T g[cn::kTheta];
-  for (int i = 0; i < cn::kTheta; ++i) g[i] = T(0);
-  const T reg = cn::gradient(c, th, x0, x1, unit_view(xk), unit_view(yk), g);
-  const T qp = value[k] + constant[k];
-  loss[k] = (qp > T(0) ? qp : T(0)) + reg;
-  if (want_grad)
-    for (int i = 0; i < cn::kTheta; ++i) grad[size_t(i) * B + k] = g[i];
+__global__ void __launch_bounds__(kFinPer * cn::kK)
+    finish_kernel(int B, int n, int m, cn::LossConsts<T> c, const T* __restrict__ theta,
+                  const int* __restrict__ idx, const T* __restrict__ xs, const T* __restrict__ xns, T* warm,
+                  int* warm_ok, const T* __restrict__ x, const T* __restrict__ y,
+                  const T* __restrict__ constant, const T* __restrict__ value,
+                  const int* __restrict__ status, T* loss, T* grad, int* solved, int want_grad) {
+  constexpr int k = cn::kK;
+  __shared__ T red[kFinPer][k][12];
+  const int oct = threadIdx.x / k, i = threadIdx.x % k;  // transition in the block, contact
+  const int kk_ = blockIdx.x * kFinPer + oct;
+  const bool live = kk_ < B;
+  const int kk = live ? kk_ : B - 1;  // (a dead octet computes a live one's numbers, stores nothing)
+  const int t = idx[kk];
+  const T* x0 = xs + size_t(t) * 13;
+  const T* x1 = xns + size_t(t) * 13;
+  const T* xk = x + size_t(kk) * n;
+  const T* yk = y + size_t(kk) * m;
+  const T L = c.L;
+  T R[9], Rn[9];
+  cn::rotation(x0, R);
+  cn::rotation(x1, Rn);
+  // contact i's frame (SI) and scaled rows
+  T phi, phin, Jn[6], Jt[2][6], Jn2[6], Jt2[2][6];
+  cn::contact_frame(theta, R, x0, i, phi, Jn, Jt);
+  cn::contact_frame(theta, Rn, x1, i, phin, Jn2, Jt2);
+  T Jn_s[6], Jt_s[2][6];
+  cn::scaled_row(Jn, L, Jn_s);
+  cn::scaled_row(Jt[0], L, Jt_s[0]);
+  cn::scaled_row(Jt[1], L, Jt_s[1]);
+  T nu[6], nun[6], Mi[6], nuf[6], dv[6];
+  cn::scaled_velocities(c, x0, x1, nu, nun, Mi, nuf, dv);
+  const T ln = xk[i], l0 = xk[k + 2 * i], l1 = xk[k + 2 * i + 1], yi = yk[i];
+  // Bλ and J_nᵀy over the contacts
+  for (int e = 0; e < 6; ++e) {
+    red[oct][i][e] = Jn_s[e] * ln + Jt_s[0][e] * l0 + Jt_s[1][e] * l1;
+    red[oct][i][6 + e] = Jn_s[e] * yi;
+  }
+  __syncwarp();
+  T Jl[6], jny[6];
+  for (int e = 0; e < 6; ++e) {
+    T a = T(0), b = T(0);
+    for (int j = 0; j < k; ++j) a += red[oct][j][e], b += red[oct][j][6 + e];
+    Jl[e] = a, jny[e] = b;
+  }
+  __syncwarp();
+  T gJ[6], pen_dir[6];
+  cn::gradient_directions(c, Mi, dv, nuf, Jl, jny, gJ, pen_dir);
+  T gphi = T(0), gphin = T(0), gJn[6] = {}, gJt[2][6] = {};
+  cn::contact_qp_gradient(c, phin / L, Jt_s, nun, ln, l0, l1, yi, gJ, pen_dir, gphi, gphin, gJn, gJt);
+  T reg = T(0);
+  cn::contact_regularizers(c, Jn, Jt, reg, gJn, gJt);
+  T dzT[9] = {}, da[3] = {}, db[3] = {};
+  cn::contact_backprop(theta, R, Rn, x0, x1, i, gphi, gphin, gJn, gJt, dzT, dzT + 3, da, db);
+  // dL/dz, dL/dT and the regularizers over the contacts
+  for (int e = 0; e < 9; ++e) red[oct][i][e] = dzT[e];
+  red[oct][i][9] = reg;
+  __syncwarp();
+  if (!live) return;
+  if (want_grad) {
+    for (int e = 0; e < 3; ++e) {
+      grad[size_t(9 + 3 * i + e) * B + kk] = da[e];
+      grad[size_t(33 + 3 * i + e) * B + kk] = db[e];
+    }
+    for (int e = i; e < 9; e += k) {
+      T acc = T(0);
+      for (int j = 0; j < k; ++j) acc += red[oct][j][e];
+      grad[size_t(e) * B + kk] = acc;
+    }
+  }
+  for (int r = i; r < n + m; r += k) warm[size_t(t) * (n + m) + r] = r < n ? xk[r] : yk[r - n];
+  if (i == 0) {
+    T rsum = T(0);
+    for (int j = 0; j < k; ++j) rsum += red[oct][j][9];
+    warm_ok[t] = 1;
+    solved[kk] = is_solved(SolveStatus(status[kk])) ? 1 : 0;
+    const T qp = value[kk] + constant[kk];
+    loss[kk] = (qp > T(0) ? qp : T(0)) + rsum;
+  }
 }
 
 }  // namespace
@@ -356,7 +398,7 @@ DeviceLossStats DeviceContactNets<T>::evaluate(int set, const double* theta, con
     a.warm_each = d.warm_each.p;
     detail::launch_qp_warp(a, d.settings, false);
     check(cudaGetLastError(), "qp_admm_warp_kernel launch");
-    finish_kernel<T><<<blocks, threads>>>(count, d.n, d.m, d.consts, d.theta.p, d.idx.p, S.x.p, S.xn.p, S.warm.p,
+    finish_kernel<T><<<(count + kFinPer - 1) / kFinPer, kFinPer * cn::kK>>>(count, d.n, d.m, d.consts, d.theta.p, d.idx.p, S.x.p, S.xn.p, S.warm.p,
                                           S.warm_ok.p, d.x.p, d.y.p, d.constant.p, d.value.p, d.status.p,
                                           d.loss.p, d.grad.p, d.solved.p, grad ? 1 : 0);
     check(cudaGetLastError(), "loss kernel launch");

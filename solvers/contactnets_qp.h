@@ -72,31 +72,34 @@ IMPULSE_HD void r_mul(const T R[9], const T* v, T* out) {
   for (int r = 0; r < 3; ++r) out[r] = R[3 * r] * v[0] + R[3 * r + 1] * v[1] + R[3 * r + 2] * v[2];
 }
 
+// Contact i's φ, J_n (6) and J_t (2 x 6) at the configuration of x, whose rotation
+// matrix is R (SI).
+template <class T>
+IMPULSE_HD void contact_frame(const T* th, const T R[9], const T* x, int i, T& phi, T Jn[6], T Jt[2][6]) {
+  const T* z = th;
+  const T* Tm = th + 3;
+  const T* a = th + 9 + 3 * i;
+  const T* b = th + 33 + 3 * i;
+  T uz[3], Ra[3], c[3];
+  rt_mul(R, z, uz);
+  r_mul(R, a, Ra);
+  phi = z[0] * (x[0] + Ra[0]) + z[1] * (x[1] + Ra[1]) + z[2] * (x[2] + Ra[2]);
+  cross(a, uz, c);
+  for (int e = 0; e < 3; ++e) Jn[e] = z[e], Jn[3 + e] = c[e];
+  for (int r = 0; r < 2; ++r) {
+    T ut[3];
+    rt_mul(R, Tm + 3 * r, ut);
+    cross(b, ut, c);
+    for (int e = 0; e < 3; ++e) Jt[r][e] = Tm[3 * r + e], Jt[r][3 + e] = c[e];
+  }
+}
+
 // φ_n (8), J_n (8 x 6), J_t (16 x 6) at the configuration of x (SI).
 template <class T>
 IMPULSE_HD void frame(const T* th, const T* x, T phi[kK], T Jn[kK][6], T Jt[2 * kK][6]) {
   T R[9];
   rotation(x, R);
-  const T* z = th;
-  const T* Tm = th + 3;
-  T uz[3], ut[2][3];
-  rt_mul(R, z, uz);
-  rt_mul(R, Tm, ut[0]);
-  rt_mul(R, Tm + 3, ut[1]);
-  for (int i = 0; i < kK; ++i) {
-    const T* a = th + 9 + 3 * i;
-    const T* b = th + 33 + 3 * i;
-    T Ra[3];
-    r_mul(R, a, Ra);
-    phi[i] = z[0] * (x[0] + Ra[0]) + z[1] * (x[1] + Ra[1]) + z[2] * (x[2] + Ra[2]);
-    T c[3];
-    cross(a, uz, c);
-    for (int e = 0; e < 3; ++e) Jn[i][e] = z[e], Jn[i][3 + e] = c[e];
-    for (int r = 0; r < 2; ++r) {
-      cross(b, ut[r], c);
-      for (int e = 0; e < 3; ++e) Jt[2 * i + r][e] = Tm[3 * r + e], Jt[2 * i + r][3 + e] = c[e];
-    }
-  }
+  for (int i = 0; i < kK; ++i) contact_frame(th, R, x, i, phi[i], Jn[i], Jt + 2 * i);
 }
 
 // What a contact model gives the loss (SI): φ_n, J_n, J_t at q and φ_n at q'.
@@ -135,21 +138,17 @@ struct Scaled {
   T nu[6], nun[6], nuf[6], dv[6], Mi[6];
 };
 
+// The transition's velocities in scaled units: ν, ν', M⁻¹ (diagonal), the free
+// velocity ν_free = ν + M⁻¹ F_smooth and Δv = ν' − ν_free (= M⁻¹ F_data).
 template <class T>
-IMPULSE_HD void scaled(const LossConsts<T>& c, const Frame<T>& f, const T* x, const T* xn,
-                       Scaled<T>& s) {
+IMPULSE_HD void scaled_velocities(const LossConsts<T>& c, const T* x, const T* xn, T nu[6], T nun[6], T Mi[6],
+                                  T nuf[6], T dv[6]) {
   const T L = c.L;
-  for (int i = 0; i < kK; ++i) {
-    s.phi[i] = f.phi[i] / L, s.phin[i] = f.phin[i] / L;
-    for (int e = 0; e < 6; ++e) s.Jn[i][e] = e < 3 ? f.Jn[i][e] : f.Jn[i][e] / L;
-  }
-  for (int r = 0; r < 2 * kK; ++r)
-    for (int e = 0; e < 6; ++e) s.Jt[r][e] = e < 3 ? f.Jt[r][e] : f.Jt[r][e] / L;
   for (int e = 0; e < 3; ++e) {
-    s.nu[e] = x[7 + e] / L, s.nu[3 + e] = x[10 + e];
-    s.nun[e] = xn[7 + e] / L, s.nun[3 + e] = xn[10 + e];
-    s.Mi[e] = T(1) / c.mass;
-    s.Mi[3 + e] = L * L / c.inertia[e];
+    nu[e] = x[7 + e] / L, nu[3 + e] = x[10 + e];
+    nun[e] = xn[7 + e] / L, nun[3 + e] = xn[10 + e];
+    Mi[e] = T(1) / c.mass;
+    Mi[3 + e] = L * L / c.inertia[e];
   }
   // smooth impulse: gravity, and −ω × Iω (scaled: linear / L, angular / L²)
   const T* w = x + 10;
@@ -159,9 +158,27 @@ IMPULSE_HD void scaled(const LossConsts<T>& c, const Frame<T>& f, const T* x, co
   T Fs[6] = {T(0), T(0), -c.gravity * c.mass * c.dt / L,
              -gyro[0] * c.dt / (L * L), -gyro[1] * c.dt / (L * L), -gyro[2] * c.dt / (L * L)};
   for (int e = 0; e < 6; ++e) {
-    s.nuf[e] = s.nu[e] + s.Mi[e] * Fs[e];
-    s.dv[e] = s.nun[e] - s.nuf[e];  // = M⁻¹ F_data
+    nuf[e] = nu[e] + Mi[e] * Fs[e];
+    dv[e] = nun[e] - nuf[e];
   }
+}
+
+// a J row (6, SI) in scaled units: rotational columns divided by L
+template <class T>
+IMPULSE_HD void scaled_row(const T* row, T L, T* out) {
+  for (int e = 0; e < 6; ++e) out[e] = e < 3 ? row[e] : row[e] / L;
+}
+
+template <class T>
+IMPULSE_HD void scaled(const LossConsts<T>& c, const Frame<T>& f, const T* x, const T* xn,
+                       Scaled<T>& s) {
+  const T L = c.L;
+  for (int i = 0; i < kK; ++i) {
+    s.phi[i] = f.phi[i] / L, s.phin[i] = f.phin[i] / L;
+    scaled_row(f.Jn[i], L, s.Jn[i]);
+  }
+  for (int r = 0; r < 2 * kK; ++r) scaled_row(f.Jt[r], L, s.Jt[r]);
+  scaled_velocities(c, x, xn, s.nu, s.nun, s.Mi, s.nuf, s.dv);
 }
 
 // column j of B = [J_nᵀ, J_tᵀ] (6), j < 3k
@@ -274,6 +291,48 @@ IMPULSE_HD T assemble_frame(const LossConsts<T>& c, const Frame<T>& f, const T* 
   return constant;
 }
 
+// The contacts' common factors of qp_frame_gradient (scaled): with Jl = Bλ and
+// jny = J_nᵀy, gJ = 2w M⁻¹(M⁻¹Jl − Δv) − dt M⁻¹ jny and pen_dir = M⁻¹Jl + ν_free.
+template <class T>
+IMPULSE_HD void gradient_directions(const LossConsts<T>& c, const T Mi[6], const T dv[6], const T nuf[6],
+                                    const T Jl[6], const T jny[6], T gJ[6], T pen_dir[6]) {
+  for (int e = 0; e < 6; ++e) {
+    const T MiJl = Mi[e] * Jl[e];
+    gJ[e] = T(2) * c.w_match * Mi[e] * (MiJl - dv[e]) - c.dt * Mi[e] * jny[e];
+    pen_dir[e] = MiJl + nuf[e];
+  }
+}
+
+// Contact i's part of qp_frame_gradient: given the batch of contacts' gJ and pen_dir
+// (scaled), its scaled φ', J_t rows and ν', its λ (normal, two tangent) and its
+// penetration row's dual y_i, adds dLoss/d(φ_i, φ'_i, J_n,i, J_t,i) (SI).
+template <class T>
+IMPULSE_HD void contact_qp_gradient(const LossConsts<T>& c, T phin_s, const T (*Jt_s)[6], const T* nun, T ln, T l0,
+                                    T l1, T yi, const T gJ[6], const T pen_dir[6], T& gphi, T& gphin, T gJn[6],
+                                    T (*gJt)[6]) {
+  // scaled → SI: φ_s = φ/L, rotational Jacobian columns were divided by L
+  const T L = c.L, dt = c.dt;
+  for (int e = 0; e < 6; ++e) gJn[e] += (ln * gJ[e] - dt * yi * pen_dir[e]) / (e < 3 ? T(1) : L);
+  gphi += -yi / L;
+  gphin += T(2) * phin_s * (c.w_comp_n * ln * ln + c.w_comp_t * (l0 * l0 + l1 * l1)) / L;
+  T cv[2];
+  for (int r = 0; r < 2; ++r) {
+    cv[r] = T(0);
+    for (int e = 0; e < 6; ++e) cv[r] += Jt_s[r][e] * nun[e];
+  }
+  const T cn = sqrt_of(cv[0] * cv[0] + cv[1] * cv[1]);
+  const T u[2] = {ln * cv[0] + cn * l0, ln * cv[1] + cn * l1};
+  T dc[2] = {T(2) * c.w_cone * ln * u[0], T(2) * c.w_cone * ln * u[1]};
+  if (cn > T(0)) {
+    const T lu = l0 * u[0] + l1 * u[1];
+    dc[0] += T(2) * c.w_cone * lu * cv[0] / cn;
+    dc[1] += T(2) * c.w_cone * lu * cv[1] / cn;
+  }
+  const T lt[2] = {l0, l1};
+  for (int r = 0; r < 2; ++r)
+    for (int e = 0; e < 6; ++e) gJt[r][e] += (lt[r] * gJ[e] + dc[r] * nun[e]) / (e < 3 ? T(1) : L);
+}
+
 // g += dLoss/dframe of the QP part, by the envelope theorem at (λ, y) (the
 // penetration rows' duals are y[0..k)), SI.
 template <class T, class S>
@@ -282,44 +341,47 @@ IMPULSE_HD void qp_frame_gradient(const LossConsts<T>& c, const Frame<T>& f, con
   Scaled<T> s;
   scaled(c, f, x, xn, s);
   const int k = kK;
-  const T L = c.L, dt = c.dt;
-  T Jl[6];
+  T Jl[6], jny[6];
   for (int e = 0; e < 6; ++e) {
     T acc = T(0);
     for (int j = 0; j < 3 * k; ++j) acc += bcol(s, j)[e] * lam[j];
     Jl[e] = acc;
+    acc = T(0);
+    for (int i = 0; i < k; ++i) acc += s.Jn[i][e] * y[i];
+    jny[e] = acc;
   }
   T gJ[6], pen_dir[6];
-  for (int e = 0; e < 6; ++e) {
-    T jny = T(0);
-    for (int i = 0; i < k; ++i) jny += s.Jn[i][e] * y[i];
-    const T MiJl = s.Mi[e] * Jl[e];
-    gJ[e] = T(2) * c.w_match * s.Mi[e] * (MiJl - s.dv[e]) - dt * s.Mi[e] * jny;
-    pen_dir[e] = MiJl + s.nuf[e];
+  gradient_directions(c, s.Mi, s.dv, s.nuf, Jl, jny, gJ, pen_dir);
+  for (int i = 0; i < k; ++i)
+    contact_qp_gradient(c, s.phin[i], s.Jt + 2 * i, s.nun, lam[i], lam[k + 2 * i], lam[k + 2 * i + 1], y[i], gJ,
+                        pen_dir, g.phi[i], g.phin[i], g.Jn[i], g.Jt + 2 * i);
+}
+
+// Contact i's regularizer terms (position columns of its J_n row nv and J_t rows tv)
+// added to reg; gJn and gJt, when given, += their gradient.
+template <class T>
+IMPULSE_HD void contact_regularizers(const LossConsts<T>& c, const T* nv, const T (*tv)[6], T& reg, T* gJn,
+                                     T (*gJt)[6]) {
+  const T nn = sqrt_of(nv[0] * nv[0] + nv[1] * nv[1] + nv[2] * nv[2]);
+  if (c.w_unit != T(0)) {
+    reg += c.w_unit * (nn - T(1)) * (nn - T(1));
+    if (gJn && nn > T(0))
+      for (int e = 0; e < 3; ++e) gJn[e] += T(2) * c.w_unit * (nn - T(1)) / nn * nv[e];
   }
-  // scaled → SI: φ_s = φ/L, rotational Jacobian columns were divided by L
-  for (int i = 0; i < k; ++i) {
-    for (int e = 0; e < 6; ++e)
-      g.Jn[i][e] += (lam[i] * gJ[e] - dt * y[i] * pen_dir[e]) / (e < 3 ? T(1) : L);
-    g.phi[i] += -y[i] / L;
-    const T l0 = lam[k + 2 * i], l1 = lam[k + 2 * i + 1];
-    g.phin[i] += T(2) * s.phin[i] * (c.w_comp_n * lam[i] * lam[i] + c.w_comp_t * (l0 * l0 + l1 * l1)) / L;
-    T cv[2];
+  if (c.w_perp != T(0) && nn > T(0)) {
     for (int r = 0; r < 2; ++r) {
-      cv[r] = T(0);
-      for (int e = 0; e < 6; ++e) cv[r] += s.Jt[2 * i + r][e] * s.nun[e];
+      const T* t = tv[r];
+      const T tn = sqrt_of(t[0] * t[0] + t[1] * t[1] + t[2] * t[2]);
+      if (tn == T(0)) continue;
+      T cc = T(0);
+      for (int e = 0; e < 3; ++e) cc += nv[e] / nn * t[e] / tn;
+      reg += c.w_perp * cc * cc;
+      if (gJn)
+        for (int e = 0; e < 3; ++e) {
+          gJn[e] += T(2) * c.w_perp * cc / nn * (t[e] / tn - cc * nv[e] / nn);
+          gJt[r][e] += T(2) * c.w_perp * cc / tn * (nv[e] / nn - cc * t[e] / tn);
+        }
     }
-    const T cn = sqrt_of(cv[0] * cv[0] + cv[1] * cv[1]);
-    const T u[2] = {lam[i] * cv[0] + cn * l0, lam[i] * cv[1] + cn * l1};
-    T dc[2] = {T(2) * c.w_cone * lam[i] * u[0], T(2) * c.w_cone * lam[i] * u[1]};
-    if (cn > T(0)) {
-      const T lu = l0 * u[0] + l1 * u[1];
-      dc[0] += T(2) * c.w_cone * lu * cv[0] / cn;
-      dc[1] += T(2) * c.w_cone * lu * cv[1] / cn;
-    }
-    for (int r = 0; r < 2; ++r)
-      for (int e = 0; e < 6; ++e)
-        g.Jt[2 * i + r][e] += (lam[k + 2 * i + r] * gJ[e] + dc[r] * s.nun[e]) / (e < 3 ? T(1) : L);
   }
 }
 
@@ -328,31 +390,52 @@ IMPULSE_HD void qp_frame_gradient(const LossConsts<T>& c, const Frame<T>& f, con
 template <class T>
 IMPULSE_HD T regularizers(const LossConsts<T>& c, const Frame<T>& f, FrameGrad<T>* g) {
   T reg = T(0);
-  for (int i = 0; i < kK; ++i) {
-    const T* nv = f.Jn[i];
-    const T nn = sqrt_of(nv[0] * nv[0] + nv[1] * nv[1] + nv[2] * nv[2]);
-    if (c.w_unit != T(0)) {
-      reg += c.w_unit * (nn - T(1)) * (nn - T(1));
-      if (g && nn > T(0))
-        for (int e = 0; e < 3; ++e) g->Jn[i][e] += T(2) * c.w_unit * (nn - T(1)) / nn * nv[e];
-    }
-    if (c.w_perp != T(0) && nn > T(0)) {
-      for (int r = 0; r < 2; ++r) {
-        const T* tv = f.Jt[2 * i + r];
-        const T tn = sqrt_of(tv[0] * tv[0] + tv[1] * tv[1] + tv[2] * tv[2]);
-        if (tn == T(0)) continue;
-        T cc = T(0);
-        for (int e = 0; e < 3; ++e) cc += nv[e] / nn * tv[e] / tn;
-        reg += c.w_perp * cc * cc;
-        if (g)
-          for (int e = 0; e < 3; ++e) {
-            g->Jn[i][e] += T(2) * c.w_perp * cc / nn * (tv[e] / tn - cc * nv[e] / nn);
-            g->Jt[2 * i + r][e] += T(2) * c.w_perp * cc / tn * (nv[e] / nn - cc * tv[e] / tn);
-          }
-      }
-    }
-  }
+  for (int i = 0; i < kK; ++i)
+    contact_regularizers(c, f.Jn[i], f.Jt + 2 * i, reg, g ? g->Jn[i] : nullptr, g ? g->Jt + 2 * i : nullptr);
   return reg;
+}
+
+// Contact i's share of polytope_backprop: given dL/d(φ_i, φ'_i, J_n,i, J_t,i) at (x, x')
+// (rotations R, Rn), dz (3) and dT (6) += its part of dL/dz and dL/dT, da and db (3)
+// += dL/da_i and dL/db_i.
+template <class T>
+IMPULSE_HD void contact_backprop(const T* th, const T R[9], const T Rn[9], const T* x, const T* xn, int i, T gphi,
+                                 T gphin, const T* gJn, const T (*gJt)[6], T* dz, T* dT, T* da, T* db) {
+  const T* z = th;
+  const T* Tm = th + 3;
+  const T* a = th + 9 + 3 * i;
+  const T* bv = th + 33 + 3 * i;
+  T u0[3], un[3];
+  rt_mul(R, z, u0);
+  rt_mul(Rn, z, un);
+  // φ at q and at q'
+  T Ra[3], Rna[3];
+  r_mul(R, a, Ra);
+  r_mul(Rn, a, Rna);
+  for (int e = 0; e < 3; ++e) {
+    dz[e] += gphi * (x[e] + Ra[e]) + gphin * (xn[e] + Rna[e]);
+    da[e] += gphi * u0[e] + gphin * un[e];
+  }
+  // J_n,i = [zᵀ, (a × Rᵀz)ᵀ]
+  const T* gl = gJn;
+  const T* gr = gJn + 3;
+  T t1[3], t2[3];
+  cross(gr, a, t1);
+  r_mul(R, t1, t2);
+  cross(u0, gr, t1);
+  for (int e = 0; e < 3; ++e) dz[e] += gl[e] + t2[e], da[e] += t1[e];
+  // J_t,i row r = [T_r, (b × RᵀT_rᵀ)ᵀ]
+  for (int r = 0; r < 2; ++r) {
+    const T* tl = gJt[r];
+    const T* tr = gJt[r] + 3;
+    T ut[3];
+    rt_mul(R, Tm + 3 * r, ut);
+    cross(tr, bv, t1);
+    r_mul(R, t1, t2);
+    for (int e = 0; e < 3; ++e) dT[3 * r + e] += tl[e] + t2[e];
+    cross(ut, tr, t1);
+    for (int e = 0; e < 3; ++e) db[e] += t1[e];
+  }
 }
 
 // grad (57, SI) += dL/dθ of the Polytope model given dL/dframe of (x, x').
@@ -362,47 +445,9 @@ IMPULSE_HD void polytope_backprop(const T* th, const T* x, const T* xn, const Fr
   T R[9], Rn[9];
   rotation(x, R);
   rotation(xn, Rn);
-  const T* z = th;
-  const T* Tm = th + 3;
-  T u0[3], un[3], ut[2][3];
-  rt_mul(R, z, u0);
-  rt_mul(Rn, z, un);
-  rt_mul(R, Tm, ut[0]);
-  rt_mul(R, Tm + 3, ut[1]);
-  T* dz = grad;
-  T* dT = grad + 3;
-  for (int i = 0; i < kK; ++i) {
-    const T* a = th + 9 + 3 * i;
-    const T* bv = th + 33 + 3 * i;
-    T* da = grad + 9 + 3 * i;
-    T* db = grad + 33 + 3 * i;
-    // φ at q and at q'
-    T Ra[3], Rna[3];
-    r_mul(R, a, Ra);
-    r_mul(Rn, a, Rna);
-    for (int e = 0; e < 3; ++e) {
-      dz[e] += g.phi[i] * (x[e] + Ra[e]) + g.phin[i] * (xn[e] + Rna[e]);
-      da[e] += g.phi[i] * u0[e] + g.phin[i] * un[e];
-    }
-    // J_n,i = [zᵀ, (a × Rᵀz)ᵀ]
-    const T* gl = g.Jn[i];
-    const T* gr = g.Jn[i] + 3;
-    T t1[3], t2[3];
-    cross(gr, a, t1);
-    r_mul(R, t1, t2);
-    cross(u0, gr, t1);
-    for (int e = 0; e < 3; ++e) dz[e] += gl[e] + t2[e], da[e] += t1[e];
-    // J_t,i row r = [T_r, (b × RᵀT_rᵀ)ᵀ]
-    for (int r = 0; r < 2; ++r) {
-      const T* tl = g.Jt[2 * i + r];
-      const T* tr = g.Jt[2 * i + r] + 3;
-      cross(tr, bv, t1);
-      r_mul(R, t1, t2);
-      for (int e = 0; e < 3; ++e) dT[3 * r + e] += tl[e] + t2[e];
-      cross(ut[r], tr, t1);
-      for (int e = 0; e < 3; ++e) db[e] += t1[e];
-    }
-  }
+  for (int i = 0; i < kK; ++i)
+    contact_backprop(th, R, Rn, x, xn, i, g.phi[i], g.phin[i], g.Jn[i], g.Jt + 2 * i, grad, grad + 3,
+                     grad + 9 + 3 * i, grad + 33 + 3 * i);
 }
 
 // The Polytope model's QP of (x, x') at θ (the device's fused path).
