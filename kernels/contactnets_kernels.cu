@@ -110,7 +110,11 @@ __global__ void __launch_bounds__(kAsmWarps * 32)
     const bool normal = lane < k;
     const int i = normal ? lane : (lane - k) / 2;
     cn::contact_frame(theta, R, x0, i, phi, Jn, Jt);
-    cn::scaled_row(normal ? Jn : Jt[(lane - k) % 2], L, col);
+    const bool odd = ((lane - k) & 1) != 0;
+    T row[6];
+#pragma unroll
+    for (int e = 0; e < 6; ++e) row[e] = normal ? Jn[e] : odd ? Jt[1][e] : Jt[0][e];  // (no local array)
+    cn::scaled_row(row, L, col);
     if (normal) {
       T phin;
       cn::rotation(x1, R);
