@@ -61,6 +61,7 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 COUNTS = os.path.join(ROOT, "build-sim", "counts")
+GROUP_LANES = {"assemble_kernel": 32, "finish_kernel": 8}  # lanes per transition (see above)
 
 # Published figures. H100: NVIDIA H100 Tensor Core GPU datasheet (SXM5: FP64 34 TFLOPS,
 # FP32 67 TFLOPS, HBM3 3.35 TB/s, 80 GB) and the NVIDIA H100 Tensor Core GPU Architecture
@@ -596,7 +597,10 @@ def main():
         it = re.search(r"mean ([0-9.]+) iterations", text)
         r = regs.get(kernel, [0, 0, 0, 0])
         per = {k: v / problems for k, v in c.items()}
-        warp_shape = "warp" in kernel
+        # lanes per problem: the warp QP kernel's and the ContactNets assembly's 32 (a warp per
+        # problem), its gradient's 8 (kernels/contactnets_kernels.cu), else 1 (a thread each)
+        group = 32 if "warp" in kernel else GROUP_LANES.get(kernel.split("<")[0], 1)
+        warp_shape = group > 1
         sm = re.search(r"shared memory per block: (\d+) bytes", text)
         smem_block = int(sm.group(1)) if sm else 0
         wb = re.search(r"blocks of (\d+|one) warps?", text)
@@ -615,7 +619,7 @@ def main():
                      f"{per.get('control', 0):,.0f} | {per.get('load', 0):,.0f} | {per.get('store', 0):,.0f} | "
                      f"{per['global_bytes']:,.0f} | {per['local_bytes']:,.0f} | {per.get('shared_bytes', 0):,.0f} | "
                      f"{lanes_src} | {r[0]} | {r[1]}/{r[2]} | {r[3]} | {smem_block:,} ({warps_block}) |")
-        results.append((case, what, kernel, c, problems, r, ws, dict(warp=warp_shape, smem=smem_block,
+        results.append((case, what, kernel, c, problems, r, ws, dict(warp=warp_shape, group=group, smem=smem_block,
                                                                       lanes=lanes, compulsory=compulsory,
                                                                       warps_block=warps_block)))
     for gpu, spec in SPECS.items():
@@ -627,14 +631,14 @@ def main():
         for case, what, kernel, c, problems, r, ws, x in results:
             per, b = bounds(c, problems, spec, x["lanes"], x["compulsory"])
             warps, by = occupancy(r[0], spec, x["smem"], x["warps_block"])
-            resident = warps * (1 if x["warp"] else 32) * spec["sms"] * ws
+            resident = warps * (32 // x["group"]) * spec["sms"] * ws
             fits = resident <= spec["l2_mb"] * 1e6
             upper = {k: v for k, v in b.items() if k != "DRAM"}
             lim = min(upper, key=upper.get)
             low = min(b["DRAM"], upper[lim]) if ("DRAM" in b and not fits) else upper[lim]
             # one problem's instructions issued back to back by its warp: a thread issues its
             # own; a warp per problem issues them `lanes` at a time
-            alone_us = per["total"] / (x["lanes"] if x["warp"] else 1) / (spec["ghz"] * 1e3)
+            alone_us = per["total"] / (x["lanes"] * x["group"] / 32 if x["warp"] else 1) / (spec["ghz"] * 1e3)
             fmt = lambda k: f"{b[k]:.3g}" if k in b else "—"
             rng = f"{low:.3g} – {upper[lim]:.3g}" if low < upper[lim] else f"≤ {upper[lim]:.3g}"
             lines.append(f"| {what} | {warps} ({by}) | {resident / 1e6:,.0f} MB ({'fits' if fits else 'exceeds'} "
@@ -661,8 +665,8 @@ def main():
         lines.append(f"{train:,} training transitions in mini-batches of {batch} (one launch chain per Adam "
                      f"step: {steps} chains), {valid:,} validation transitions in one chain. Each kernel "
                      "of a chain takes at least the longer of one transition alone (its instructions issued "
-                     "back to back, one per cycle: a thread per transition issues its own, a warp per "
-                     "transition a 32nd of its lanes' sum) and its batch at the kernel's upper throughput "
+                     "back to back, one per cycle: a thread per transition issues its own, g lanes per "
+                     "transition a g-th of their sum: the QP and the assembly a warp, the gradient 8 lanes) and its batch at the kernel's upper throughput "
                      "limit; so the epoch time is a lower bound. Not counted: launch overheads and the "
                      "gradient sum (57 blocks of 256 threads, ~100 instructions a thread). Counts: the last "
                      "epoch of a 3-epoch training run at the trainer's defaults (double, eps 1e-4, warm "
@@ -681,7 +685,7 @@ def main():
                 for case, what, kernel, c, problems, r, ws, x in ks:
                     per, b = bounds(c, problems, spec)
                     rate = min(v for k, v in b.items() if k != "DRAM")  # the upper limit
-                    alone = per["total"] / (32 if x["warp"] else 1) / (spec["ghz"] * 1e9)
+                    alone = per["total"] / x["group"] / (spec["ghz"] * 1e9)
                     step += max(alone, batch / rate)
                     val += max(alone, valid / rate)
                     lines.append(f"| {gpu} | {name} ({case}) | `{kernel}` | {alone * 1e6:,.1f} µs | ≤ {rate:.3g} | "

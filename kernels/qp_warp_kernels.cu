@@ -271,58 +271,76 @@ __device__ void set_rho(const Problem& pr, const Smem<T>& s, T rho, T eq_scale, 
 }
 
 // (A v)_r over row r's nonzeros in CSR order (csr_matvec's sums), v in shared; a
-// chunk's column indices and values are loaded before its multiply-adds
+// chunk's values are loaded before its multiply-adds, and the next chunk's column
+// indices before them too (the index loads' latency then overlaps a chunk's work)
 template <class T>
 __device__ __forceinline__ T row_dot(const Smem<T>& s, const Pattern& pt, int r, const T* v) {
   T acc = T(0);
-  const int e = pt.row_ptr[r + 1];
-  for (int k = pt.row_ptr[r]; k < e; k += kChunk) {
-    int c[kChunk];
-    T a[kChunk], w[kChunk];
+  const int b0 = pt.row_ptr[r], e = pt.row_ptr[r + 1];
+  int c[kChunk];
 #pragma unroll
-    for (int u = 0; u < kChunk; ++u) c[u] = k + u < e ? pt.col[k + u] : 0;
+  for (int u = 0; u < kChunk; ++u) c[u] = b0 + u < e ? pt.col[b0 + u] : 0;
+  for (int k = b0; k < e; k += kChunk) {
+    T a[kChunk], w[kChunk];
 #pragma unroll
     for (int u = 0; u < kChunk; ++u)
       if (k + u < e) a[u] = s.A[k + u], w[u] = v[c[u]];
+    const int kn = k + kChunk;
+#pragma unroll
+    for (int u = 0; u < kChunk; ++u) c[u] = kn + u < e ? pt.col[kn + u] : 0;
 #pragma unroll
     for (int u = 0; u < kChunk; ++u)
       if (k + u < e) acc += a[u] * w[u];
   }
   return acc;
 }
-// acc + (Aᵀ w)_j over column j's nonzeros in row order (csr_matvec_t's sums), w in shared
+// acc + (Aᵀ w)_j over column j's nonzeros in row order (csr_matvec_t's sums), w in shared;
+// the next chunk's positions and rows loaded ahead as in row_dot
 template <class T>
 __device__ __forceinline__ T col_dot(const Smem<T>& s, const Pattern& pt, int j, const T* w, T acc = T(0)) {
-  const int e = pt.col_ptr[j + 1];
-  for (int k = pt.col_ptr[j]; k < e; k += kChunk) {
-    int p[kChunk], r[kChunk];
-    T a[kChunk], x[kChunk];
+  const int b0 = pt.col_ptr[j], e = pt.col_ptr[j + 1];
+  int p[kChunk], r[kChunk];
 #pragma unroll
-    for (int u = 0; u < kChunk; ++u) {
-      p[u] = k + u < e ? pt.csc_pos[k + u] : 0;
-      r[u] = k + u < e ? pt.csc_row[k + u] : 0;
-    }
+  for (int u = 0; u < kChunk; ++u) {
+    p[u] = b0 + u < e ? pt.csc_pos[b0 + u] : 0;
+    r[u] = b0 + u < e ? pt.csc_row[b0 + u] : 0;
+  }
+  for (int k = b0; k < e; k += kChunk) {
+    T a[kChunk], x[kChunk];
 #pragma unroll
     for (int u = 0; u < kChunk; ++u)
       if (k + u < e) a[u] = s.A[p[u]], x[u] = w[r[u]];
+    const int kn = k + kChunk;
+#pragma unroll
+    for (int u = 0; u < kChunk; ++u) {
+      p[u] = kn + u < e ? pt.csc_pos[kn + u] : 0;
+      r[u] = kn + u < e ? pt.csc_row[kn + u] : 0;
+    }
 #pragma unroll
     for (int u = 0; u < kChunk; ++u)
       if (k + u < e) acc += a[u] * x[u];
   }
   return acc;
 }
-// (P v)_j, v in shared: P symmetric, so column j (coalesced over the lanes) in row order
+// (P v)_j, v in shared: P symmetric, so column j (coalesced over the lanes) in row order;
+// the next chunk loaded before a chunk's multiply-adds
 template <class T>
 __device__ __forceinline__ T p_dot(const T* __restrict__ P, int n, int j, const T* v) {
   T acc = T(0);
+  T a[kChunk], w[kChunk];
+#pragma unroll
+  for (int u = 0; u < kChunk; ++u)
+    if (u < n) a[u] = P[u * n + j], w[u] = v[u];
   for (int i = 0; i < n; i += kChunk) {
-    T a[kChunk], w[kChunk];
+    T an[kChunk], wn[kChunk];
 #pragma unroll
     for (int u = 0; u < kChunk; ++u)
-      if (i + u < n) a[u] = P[(i + u) * n + j], w[u] = v[i + u];
+      if (i + kChunk + u < n) an[u] = P[(i + kChunk + u) * n + j], wn[u] = v[i + kChunk + u];
 #pragma unroll
     for (int u = 0; u < kChunk; ++u)
       if (i + u < n) acc += a[u] * w[u];
+#pragma unroll
+    for (int u = 0; u < kChunk; ++u) a[u] = an[u], w[u] = wn[u];
   }
   return acc;
 }
@@ -335,7 +353,7 @@ __device__ __forceinline__ T p_dot(const T* __restrict__ P, int n, int j, const 
 // Kept: the kept factorization (WarpLaunch::kept) is compiled in, a variant launched
 // only with it: the code that loads and stores it costs the others registers (spills).
 template <class T, bool Fallback, bool Kept>
-__global__ void __launch_bounds__(kW, 16) qp_admm_warp_kernel(int batch, Problem pr, Pattern pt,
+__global__ void __launch_bounds__(kW, Fallback ? 8 : 16) qp_admm_warp_kernel(int batch, Problem pr, Pattern pt,
                                     const T* __restrict__ Pg,
                                     const T* __restrict__ qg, const T* __restrict__ Ag,
                                     const T* __restrict__ bg, T* xg, T* yg, T* objective, T* value,
