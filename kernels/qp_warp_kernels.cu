@@ -35,7 +35,8 @@
 //
 // Blocks hold one warp. Under GPGPU-Sim (functional mode) shuffles in blocks of
 // several warps read warp 0's registers (a simulator fault; see the note above), and
-// on sm_90 the 128 registers a lane allow 16 resident warps per SM either way.
+// on sm_90 the 128 registers a lane allow 16 resident warps per SM either way (the
+// stagnation-restart variants take up to 255 and 8 warps: below).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -271,81 +272,66 @@ __device__ void set_rho(const Problem& pr, const Smem<T>& s, T rho, T eq_scale, 
 }
 
 // (A v)_r over row r's nonzeros in CSR order (csr_matvec's sums), v in shared; a
-// chunk's values are loaded before its multiply-adds, and the next chunk's column
-// indices before them too (the index loads' latency then overlaps a chunk's work)
+// chunk's column indices and values are loaded before its multiply-adds
 template <class T>
 __device__ __forceinline__ T row_dot(const Smem<T>& s, const Pattern& pt, int r, const T* v) {
   T acc = T(0);
-  const int b0 = pt.row_ptr[r], e = pt.row_ptr[r + 1];
-  int c[kChunk];
-#pragma unroll
-  for (int u = 0; u < kChunk; ++u) c[u] = b0 + u < e ? pt.col[b0 + u] : 0;
-  for (int k = b0; k < e; k += kChunk) {
+  const int e = pt.row_ptr[r + 1];
+  for (int k = pt.row_ptr[r]; k < e; k += kChunk) {
+    int c[kChunk];
     T a[kChunk], w[kChunk];
+#pragma unroll
+    for (int u = 0; u < kChunk; ++u) c[u] = k + u < e ? pt.col[k + u] : 0;
 #pragma unroll
     for (int u = 0; u < kChunk; ++u)
       if (k + u < e) a[u] = s.A[k + u], w[u] = v[c[u]];
-    const int kn = k + kChunk;
-#pragma unroll
-    for (int u = 0; u < kChunk; ++u) c[u] = kn + u < e ? pt.col[kn + u] : 0;
 #pragma unroll
     for (int u = 0; u < kChunk; ++u)
       if (k + u < e) acc += a[u] * w[u];
   }
   return acc;
 }
-// acc + (Aᵀ w)_j over column j's nonzeros in row order (csr_matvec_t's sums), w in shared;
-// the next chunk's positions and rows loaded ahead as in row_dot
+// acc + (Aᵀ w)_j over column j's nonzeros in row order (csr_matvec_t's sums), w in shared
 template <class T>
 __device__ __forceinline__ T col_dot(const Smem<T>& s, const Pattern& pt, int j, const T* w, T acc = T(0)) {
-  const int b0 = pt.col_ptr[j], e = pt.col_ptr[j + 1];
-  int p[kChunk], r[kChunk];
-#pragma unroll
-  for (int u = 0; u < kChunk; ++u) {
-    p[u] = b0 + u < e ? pt.csc_pos[b0 + u] : 0;
-    r[u] = b0 + u < e ? pt.csc_row[b0 + u] : 0;
-  }
-  for (int k = b0; k < e; k += kChunk) {
+  const int e = pt.col_ptr[j + 1];
+  for (int k = pt.col_ptr[j]; k < e; k += kChunk) {
+    int p[kChunk], r[kChunk];
     T a[kChunk], x[kChunk];
+#pragma unroll
+    for (int u = 0; u < kChunk; ++u) {
+      p[u] = k + u < e ? pt.csc_pos[k + u] : 0;
+      r[u] = k + u < e ? pt.csc_row[k + u] : 0;
+    }
 #pragma unroll
     for (int u = 0; u < kChunk; ++u)
       if (k + u < e) a[u] = s.A[p[u]], x[u] = w[r[u]];
-    const int kn = k + kChunk;
-#pragma unroll
-    for (int u = 0; u < kChunk; ++u) {
-      p[u] = kn + u < e ? pt.csc_pos[kn + u] : 0;
-      r[u] = kn + u < e ? pt.csc_row[kn + u] : 0;
-    }
 #pragma unroll
     for (int u = 0; u < kChunk; ++u)
       if (k + u < e) acc += a[u] * x[u];
   }
   return acc;
 }
-// (P v)_j, v in shared: P symmetric, so column j (coalesced over the lanes) in row order;
-// the next chunk loaded before a chunk's multiply-adds
+// (P v)_j, v in shared: P symmetric, so column j (coalesced over the lanes) in row order
 template <class T>
 __device__ __forceinline__ T p_dot(const T* __restrict__ P, int n, int j, const T* v) {
   T acc = T(0);
-  T a[kChunk], w[kChunk];
-#pragma unroll
-  for (int u = 0; u < kChunk; ++u)
-    if (u < n) a[u] = P[u * n + j], w[u] = v[u];
   for (int i = 0; i < n; i += kChunk) {
-    T an[kChunk], wn[kChunk];
+    T a[kChunk], w[kChunk];
 #pragma unroll
     for (int u = 0; u < kChunk; ++u)
-      if (i + kChunk + u < n) an[u] = P[(i + kChunk + u) * n + j], wn[u] = v[i + kChunk + u];
+      if (i + u < n) a[u] = P[(i + u) * n + j], w[u] = v[i + u];
 #pragma unroll
     for (int u = 0; u < kChunk; ++u)
       if (i + u < n) acc += a[u] * w[u];
-#pragma unroll
-    for (int u = 0; u < kChunk; ++u) a[u] = an[u], w[u] = wn[u];
   }
   return acc;
 }
 
-// blocks of one warp; at most 128 registers (16 resident warps per SM on sm_90)
+// blocks of one warp; at most 128 registers (16 resident warps per SM on sm_90), the
+// stagnation-restart variants 255 (8 warps): at 128 the double one spilled 1,024 B a
+// lane (stores; 1,680 B loads), and it is ContactNets' QP, whose training steps put
+// one problem's warp on an SM (latency-bound: registers matter, occupancy not).
 // Fallback: the stagnation restart (QpSettings::fallback) is compiled in (a second
 // phase, cold, with qp_fallback_settings for the rest of the budget, as qp_admm_solve);
 // the launch picks the variant, so a solve without it pays nothing for it.
