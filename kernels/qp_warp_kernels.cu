@@ -229,8 +229,10 @@ __device__ __forceinline__ bool gj_inverse(T (&Kc)[kW], int lane, T* __restrict_
 // then its inverse. K is formed in shared memory from A's nonzeros: for each row r of
 // the pattern (L entries), lane b adds ρ_r·(A_ra·A_rb) to K[c_a][c_b] for every entry a,
 // L steps a row (the nonzero pairs, in row order as qp_form_K adds them) instead of a
-// dense m x n sweep.
-template <class T>
+// dense m x n sweep, taken Chunk at a time (loads first: one memory latency a chunk,
+// not one an entry; the sums unchanged). Chunk > 1 costs registers: the kernel takes 4
+// in its 255-register variants, 1 in the others (at 2 the float plain one spilled).
+template <int Chunk, class T>
 __device__ bool factor(const Problem& pr, const Pattern& pt, const T* __restrict__ P, const Smem<T>& s, T sig,
                        T (&Kc)[kW], int lane) {
   const int n = pr.n, m = pr.m, ldk = Smem<T>::ldk;
@@ -247,10 +249,19 @@ __device__ bool factor(const Problem& pr, const Pattern& pt, const T* __restrict
     const bool mine = lane < L;
     const int cb = mine ? col[k0 + lane] : 0;
     const T ab = mine ? s.A[k0 + lane] : T(0);
-    for (int a = 0; a < L; ++a) {
-      const int ca = col[k0 + a];
-      const T aa = s.A[k0 + a];
-      if (mine) s.K[ca * ldk + cb] += rr * (aa * ab);
+    // Chunk entries a at a time: their columns, values and K's entries loaded before
+    // the multiply-adds and stores (distinct K entries: a row's columns are distinct)
+    for (int a0 = 0; a0 < L; a0 += Chunk) {
+      int ca[Chunk];
+      T aa[Chunk], kv[Chunk];
+#pragma unroll
+      for (int u = 0; u < Chunk; ++u) ca[u] = a0 + u < L ? col[k0 + a0 + u] : 0;
+#pragma unroll
+      for (int u = 0; u < Chunk; ++u)
+        if (a0 + u < L) aa[u] = s.A[k0 + a0 + u], kv[u] = mine ? s.K[ca[u] * ldk + cb] : T(0);
+#pragma unroll
+      for (int u = 0; u < Chunk; ++u)
+        if (a0 + u < L && mine) s.K[ca[u] * ldk + cb] = kv[u] + rr * (aa[u] * ab);
     }
     __syncwarp();
   }
@@ -347,6 +358,7 @@ __global__ void __launch_bounds__(kW, Fallback ? 8 : 16) qp_admm_warp_kernel(int
                                     int* iterations_out, int* rho_updates_out, QpSettings<T> st0,
                                     bool warm, const int* __restrict__ warm_each, T* kept, bool reuse) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
+  constexpr int kFactorChunk = Fallback ? 4 : 1;  // the 255-register variants (factor)
   const int lane = threadIdx.x;
   const int k = blockIdx.x;
   if (k >= batch) return;
@@ -543,7 +555,7 @@ __global__ void __launch_bounds__(kW, Fallback ? 8 : 16) qp_admm_warp_kernel(int
       const T* kp = kept_at();
 #pragma unroll
       for (int i = 0; i < kW; ++i) Kc[i] = own && i < n ? kp[i * n + lane] : (i == lane ? T(1) : T(0));
-    } else if (!factor(pr, pt, P, s, sig, Kc, lane)) {
+    } else if (!factor<kFactorChunk>(pr, pt, P, s, sig, Kc, lane)) {
       info.status = SolveStatus::kNumericalError;
       info.iterations += used, info.rho_updates += updates;
       keep_flag(false);
@@ -753,7 +765,7 @@ __global__ void __launch_bounds__(kW, Fallback ? 8 : 16) qp_admm_warp_kernel(int
           rho = rho_new;
           sc.last_check = 0;
           set_rho(pr, s, rho, st.rho_eq_scale, cscale, lane);
-          if (!factor(pr, pt, P, s, sig, Kc, lane))
+          if (!factor<kFactorChunk>(pr, pt, P, s, sig, Kc, lane))
             verdict = SolveStatus::kNumericalError;
           else
             ++info.rho_updates;
