@@ -7,9 +7,10 @@
 // from the transition's previous solution, kept on the device), and the envelope
 // gradient computed; a last kernel sums the gradients. Two layouts
 // (kernels/qp_kernels.h): thread, one fused kernel with a thread per transition;
-// warp (what kAuto takes: the QP has n = 32), assembly and gradient a thread per
-// transition around the warp-per-problem QP kernel, so that one transition's QP
-// is solved by 32 lanes with its working set on chip.
+// warp (what kAuto takes: the QP has n = 32): a warp per transition assembles
+// (a lane per column of B = [J_nᵀ J_tᵀ]), the warp-per-problem QP kernel solves
+// with the working set on chip, and eight lanes per transition (a lane per contact)
+// compute the gradient.
 // Without CUDA (kernels/no_cuda.cc) every method throws "CUDA not available".
 #pragma once
 

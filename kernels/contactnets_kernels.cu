@@ -1,6 +1,7 @@
 // ContactNets loss and gradient on the device (see kernels/contactnets_device.h):
-// one fused kernel, a thread per transition (the thread layout), or assembly and
-// gradient a thread per transition around the warp-per-problem QP kernel (warp).
+// one fused kernel, a thread per transition (the thread layout), or a warp per
+// transition assembling, the warp-per-problem QP kernel, and eight lanes per
+// transition for the gradient (warp).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -65,8 +66,8 @@ __global__ void loss_kernel(int B, QpShape shape, cn::LossConsts<T> c, QpSetting
 
 // The warp layout's three steps (kernels/contactnets_device.h): a warp per
 // transition assembles its loss QP problem-contiguously and loads its warm start,
-// a warp per transition solves it (launch_qp_warp), a thread per transition keeps
-// the answer as the next warm start and computes the loss and gradient.
+// a warp per transition solves it (launch_qp_warp), eight lanes per transition keep
+// the answer as the next warm start and compute the loss and gradient.
 constexpr int kAsmWarps = 4;  // transitions (warps) per assembly block
 
 // cn::assemble for a warp: lane j < 24 computes column j of B = [J_nᵀ J_tᵀ] (scaled
