@@ -191,7 +191,8 @@ def static_mix(ptx):
 
 
 def ptxas_report(paths):
-    """kernel short name -> (registers, spill stores, spill loads, stack) for sm_90"""
+    """kernel short name -> (registers, spill stores, spill loads, stack, static shared
+    bytes a block) for sm_90"""
     out = {}
     for path in paths:
         name = None
@@ -205,6 +206,8 @@ def ptxas_report(paths):
             m = re.search(r"Used (\d+) registers", line)
             if m and name and name in out and out[name][0] == 0:
                 out[name][0] = int(m.group(1))
+                sm = re.search(r"(\d+) bytes smem", line)  # static shared memory a block
+                out[name].append(int(sm.group(1)) if sm else 0)
     return out
 
 
@@ -606,8 +609,10 @@ def main():
         wb = re.search(r"blocks of (\d+|one) warps?", text)
         # the warp kernel: blocks of one warp; the thread kernel: blocks of 128 threads
         warps_block = (1 if wb.group(1) == "one" else int(wb.group(1))) if wb else 4
-        if warp_shape and case in WARP_SHAPES:
+        if "warp" in kernel and case in WARP_SHAPES:
             smem_block, warps_block = warp_shared_bytes(*WARP_SHAPES[case], tb), 1
+        elif len(r) > 4 and r[4]:  # static shared memory (the ContactNets assembly and gradient:
+            smem_block, warps_block = r[4], 4  # blocks of 4 warps)
         nz = re.search(r"nnz=(\d+)", text)
         compulsory = qp_compulsory_bytes(32, 48, int(nz.group(1)) if nz else CUBE_NNZ, tb) if "cube" in case else 0
         if case in KEPT_CASES:
