@@ -84,13 +84,10 @@ __global__ void __launch_bounds__(kAsmWarps * 32)
                     T* x, T* y, T* constant, int* warm_each) {
   constexpr int k = cn::kK, nb = 3 * cn::kK;  // contacts, columns of B
   __shared__ T sB[kAsmWarps][nb][6];           // B's columns (scaled)
-  __shared__ T sC[kAsmWarps][k][5];            // per contact: φ'², c_0, c_1, ‖c‖, ‖c‖²
+  __shared__ T sC[kAsmWarps][k][6];            // per contact: φ'_s, c_0, c_1, then cn::contact_p's terms
   __shared__ T sTrig[cn::kOctagon][2];         // the octagon's directions
   const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
-  if (wid == 0 && lane < cn::kOctagon) {
-    const T ang = T(2) * T(3.14159265358979323846) * T(lane) / T(cn::kOctagon);
-    sTrig[lane][0] = cos(ang), sTrig[lane][1] = sin(ang);
-  }
+  if (wid == 0 && lane < cn::kOctagon) cn::octagon_direction(lane, sTrig[lane][0], sTrig[lane][1]);
   __syncthreads();
   const int kk = blockIdx.x * kAsmWarps + wid;
   if (kk >= B) return;  // the whole warp
@@ -117,70 +114,48 @@ __global__ void __launch_bounds__(kAsmWarps * 32)
     for (int e = 0; e < 6; ++e) row[e] = normal ? Jn[e] : odd ? Jt[1][e] : Jt[0][e];  // (no local array)
     cn::scaled_row(row, L, col);
     if (normal) {
-      T phin;
       cn::rotation(x1, R);
-      cn::contact_frame(theta, R, x1, i, phin, Jn, Jt);
       phi_s = phi / L;
-      const T phin_s = phin / L;
-      sC[wid][i][0] = phin_s * phin_s;
+      sC[wid][i][0] = cn::contact_phi(theta, R, x1, i) / L;
     }
     for (int e = 0; e < 6; ++e) sB[wid][lane][e] = col[e];
   }
   // c_i = J_t,i ν' of contact i: its two tangent lanes' entries (through shared
   // memory: GPGPU-Sim leaves the register of CUDA 13's shfl.sync.idx unwritten)
   if (lane >= k && lane < nb) {
-    T cv = T(0);
-    for (int e = 0; e < 6; ++e) cv += col[e] * nun[e];
-    sC[wid][(lane - k) / 2][1 + (lane - k) % 2] = cv;
+    sC[wid][(lane - k) / 2][1 + (lane - k) % 2] = cn::row_velocity(col, nun);
   }
   __syncwarp();
   if (lane < k) {
-    const T cv0 = sC[wid][lane][1], cv1 = sC[wid][lane][2];
-    const T cn2 = cv0 * cv0 + cv1 * cv1;
-    sC[wid][lane][3] = sqrt_of(cn2), sC[wid][lane][4] = cn2;
+    const T cv[2] = {sC[wid][lane][1], sC[wid][lane][2]};
+    const cn::ContactP<T> cp = cn::contact_p(c, sC[wid][lane][0], cv);
+    sC[wid][lane][1] = cp.comp_n, sC[wid][lane][2] = cp.comp_t, sC[wid][lane][3] = cp.cone;
+    sC[wid][lane][4] = cp.nt[0], sC[wid][lane][5] = cp.nt[1];
   }
   __syncwarp();
   // P, a row at a time: 2 w MiBᵀMiB, then the activation, dissipation and slack terms
+  // (cn::contact_p's, added in assemble_frame's order)
   T* Pk = P + size_t(kk) * n * n;
   for (int i = 0; i < n; ++i) {
     T v = T(0);
-    if (i < nb && lane < nb) {
-      // the CPU's (row, column) = (max, min) of the pair: the same products in the same order
-      T acc = T(0);
-      for (int e = 0; e < 6; ++e) {
-        const T bi = lane >= i ? col[e] : sB[wid][i][e];
-        const T bj = lane >= i ? sB[wid][i][e] : col[e];
-        acc += Mi[e] * Mi[e] * bi * bj;
-      }
-      v = T(2) * c.w_match * acc;
-    }
-    if (i < k) {
-      const T* ci = sC[wid][i];
-      if (lane == i) v += T(2) * c.w_comp_n * ci[0], v += T(2) * c.w_cone * ci[4];
-      if (lane == k + 2 * i || lane == k + 2 * i + 1) v += T(2) * c.w_cone * ci[1 + lane - k - 2 * i] * ci[3];
-    } else if (i < nb) {
-      const int ci_ = (i - k) / 2, r = (i - k) % 2;
-      const T* ci = sC[wid][ci_];
-      if (lane == i) v += T(2) * c.w_comp_t * ci[0], v += T(2) * c.w_cone * ci[4];
-      if (lane == ci_) v += T(2) * c.w_cone * ci[1 + r] * ci[3];
+    if (i < nb && lane < nb)  // the CPU's (row, column) = (max, min) of the pair
+      v = lane >= i ? cn::p_match(c, Mi, col, sB[wid][i]) : cn::p_match(c, Mi, sB[wid][i], col);
+    if (i < nb) {
+      const int ci = i < k ? i : (i - k) / 2;  // row i's contact
+      const T* cp = sC[wid][ci];              // comp_n, comp_t, cone, nt[0], nt[1] at [1..5]
+      if (lane == i) v += i < k ? cp[1] : cp[2], v += cp[3];
+      if (i < k && (lane == k + 2 * i || lane == k + 2 * i + 1)) v += cp[4 + lane - k - 2 * i];
+      if (i >= k && lane == ci) v += cp[4 + (i - k) % 2];
     } else if (lane == i) {
       v += T(2) * c.w_slack;
     }
     Pk[i * n + lane] = v;
   }
-  // q
-  {
-    T qi = T(0);
-    for (int e = 0; e < 6; ++e) qi += Mi[e] * col[e] * dv[e];
-    q[size_t(kk) * n + lane] = lane < nb ? T(-2) * c.w_match * qi : T(0);
-  }
+  q[size_t(kk) * n + lane] = lane < nb ? cn::q_match(c, Mi, col, dv) : T(0);
   // A's penetration rows (−dt J_n,i M⁻¹ B, then the slack's −1), then the cone rows
   T* Ak = A + size_t(kk) * nnz;
-  for (int i = 0; i < k; ++i) {
-    T acc = T(0);
-    for (int e = 0; e < 6; ++e) acc += sB[wid][i][e] * Mi[e] * col[e];
-    if (lane <= nb) Ak[i * (nb + 1) + lane] = lane < nb ? -c.dt * acc : T(-1);
-  }
+  for (int i = 0; i < k; ++i)
+    if (lane <= nb) Ak[i * (nb + 1) + lane] = lane < nb ? cn::a_penetration(c, sB[wid][i], Mi, col) : T(-1);
   for (int p = k * (nb + 1) + lane; p < nnz; p += 32) {
     T v = T(-1);
     const int r = p - k * (nb + 1) - k;  // octagon: past the λ_n ≥ 0 rows
@@ -188,20 +163,8 @@ __global__ void __launch_bounds__(kAsmWarps * 32)
     Ak[p] = v;
   }
   // b: φ_i + dt J_n,i ν_free on the penetration rows, 0 on the cone rows
-  for (int r = lane; r < m; r += 32) {
-    T v = T(0);
-    if (r < k) {
-      T jf = T(0);
-      for (int e = 0; e < 6; ++e) jf += col[e] * nuf[e];
-      v = phi_s + c.dt * jf;
-    }
-    b[size_t(kk) * m + r] = v;
-  }
-  if (lane == 0) {
-    T cst = T(0);
-    for (int e = 0; e < 6; ++e) cst += dv[e] * dv[e];
-    constant[kk] = cst * c.w_match;
-  }
+  for (int r = lane; r < m; r += 32) b[size_t(kk) * m + r] = r < k ? cn::b_penetration(c, phi_s, col, nuf) : T(0);
+  if (lane == 0) constant[kk] = cn::match_constant(c, dv);
   const int w = warm_ok[t];
   if (lane == 0) warm_each[kk] = w;
   if (w)
@@ -240,9 +203,9 @@ __global__ void __launch_bounds__(kFinPer * cn::kK)
   cn::rotation(x0, R);
   cn::rotation(x1, Rn);
   // contact i's frame (SI) and scaled rows
-  T phi, phin, Jn[6], Jt[2][6], Jn2[6], Jt2[2][6];
+  T phi, Jn[6], Jt[2][6];
   cn::contact_frame(theta, R, x0, i, phi, Jn, Jt);
-  cn::contact_frame(theta, Rn, x1, i, phin, Jn2, Jt2);
+  const T phin = cn::contact_phi(theta, Rn, x1, i);
   T Jn_s[6], Jt_s[2][6];
   cn::scaled_row(Jn, L, Jn_s);
   cn::scaled_row(Jt[0], L, Jt_s[0]);

@@ -72,6 +72,16 @@ IMPULSE_HD void r_mul(const T R[9], const T* v, T* out) {
   for (int r = 0; r < 3; ++r) out[r] = R[3 * r] * v[0] + R[3 * r + 1] * v[1] + R[3 * r + 2] * v[2];
 }
 
+// Contact i's φ at the configuration of x, whose rotation matrix is R (SI).
+template <class T>
+IMPULSE_HD T contact_phi(const T* th, const T R[9], const T* x, int i) {
+  const T* z = th;
+  const T* a = th + 9 + 3 * i;
+  T Ra[3];
+  r_mul(R, a, Ra);
+  return z[0] * (x[0] + Ra[0]) + z[1] * (x[1] + Ra[1]) + z[2] * (x[2] + Ra[2]);
+}
+
 // Contact i's φ, J_n (6) and J_t (2 x 6) at the configuration of x, whose rotation
 // matrix is R (SI).
 template <class T>
@@ -80,10 +90,9 @@ IMPULSE_HD void contact_frame(const T* th, const T R[9], const T* x, int i, T& p
   const T* Tm = th + 3;
   const T* a = th + 9 + 3 * i;
   const T* b = th + 33 + 3 * i;
-  T uz[3], Ra[3], c[3];
+  T uz[3], c[3];
   rt_mul(R, z, uz);
-  r_mul(R, a, Ra);
-  phi = z[0] * (x[0] + Ra[0]) + z[1] * (x[1] + Ra[1]) + z[2] * (x[2] + Ra[2]);
+  phi = contact_phi(th, R, x, i);
   cross(a, uz, c);
   for (int e = 0; e < 3; ++e) Jn[e] = z[e], Jn[3 + e] = c[e];
   for (int r = 0; r < 2; ++r) {
@@ -213,6 +222,73 @@ inline void pattern(int octagon, std::vector<int>& row_ptr, std::vector<int>& co
   }
 }
 
+// The loss QP's entries in scaled units, one formula each, for assemble_frame and the
+// device's warp assembly (kernels/contactnets_kernels.cu). b_j: column j of B.
+// P's prediction entry 2w (M⁻¹b_hi)ᵀ(M⁻¹b_lo), columns hi ≥ lo (in this order)
+template <class T>
+IMPULSE_HD T p_match(const LossConsts<T>& c, const T Mi[6], const T* bhi, const T* blo) {
+  T acc = T(0);
+  for (int e = 0; e < 6; ++e) acc += Mi[e] * Mi[e] * bhi[e] * blo[e];
+  return T(2) * c.w_match * acc;
+}
+// q_j = −2w (M⁻¹b_j)ᵀΔv
+template <class T>
+IMPULSE_HD T q_match(const LossConsts<T>& c, const T Mi[6], const T* bj, const T dv[6]) {
+  T acc = T(0);
+  for (int e = 0; e < 6; ++e) acc += Mi[e] * bj[e] * dv[e];
+  return T(-2) * c.w_match * acc;
+}
+// the constant w‖Δv‖²
+template <class T>
+IMPULSE_HD T match_constant(const LossConsts<T>& c, const T dv[6]) {
+  T acc = T(0);
+  for (int e = 0; e < 6; ++e) acc += dv[e] * dv[e];
+  return acc * c.w_match;
+}
+// a J row's velocity J_r ν (scaled): c_i = J_t,i ν' is contact i's tangential velocity
+// at ν', its two rows' values
+template <class T>
+IMPULSE_HD T row_velocity(const T* row, const T* nu) {
+  T acc = T(0);
+  for (int e = 0; e < 6; ++e) acc += row[e] * nu[e];
+  return acc;
+}
+// penetration row i: A's entry −dt J_n,i M⁻¹ b_j, and b_i = φ_i + dt J_n,i ν_free
+template <class T>
+IMPULSE_HD T a_penetration(const LossConsts<T>& c, const T* jn, const T Mi[6], const T* bj) {
+  T acc = T(0);
+  for (int e = 0; e < 6; ++e) acc += jn[e] * Mi[e] * bj[e];
+  return -c.dt * acc;
+}
+template <class T>
+IMPULSE_HD T b_penetration(const LossConsts<T>& c, T phi_s, const T* jn, const T nuf[6]) {
+  return phi_s + c.dt * row_velocity(jn, nuf);
+}
+template <class T>
+IMPULSE_HD void tangent_velocity(const T (*Jt_s)[6], const T* nun, T cv[2]) {
+  for (int r = 0; r < 2; ++r) cv[r] = row_velocity(Jt_s[r], nun);
+}
+// what contact i adds to P beyond the prediction: activation 2w φ'² on its normal
+// (comp_n) and tangent (comp_t) diagonals; dissipation 2w_cone ‖c‖² on all three
+// diagonals (cone) and 2w_cone c_r ‖c‖ between λ_n and λ_t,r (nt)
+template <class T>
+struct ContactP {
+  T comp_n, comp_t, cone, nt[2];
+};
+template <class T>
+IMPULSE_HD ContactP<T> contact_p(const LossConsts<T>& c, T phin_s, const T cv[2]) {
+  const T p2 = phin_s * phin_s;
+  const T cn2 = cv[0] * cv[0] + cv[1] * cv[1], cn = sqrt_of(cn2);
+  return {T(2) * c.w_comp_n * p2, T(2) * c.w_comp_t * p2, T(2) * c.w_cone * cn2,
+          {T(2) * c.w_cone * cv[0] * cn, T(2) * c.w_cone * cv[1] * cn}};
+}
+// the octagon's direction j (cos, sin)
+template <class T>
+IMPULSE_HD void octagon_direction(int j, T& cs, T& sn) {
+  const T ang = T(2) * T(3.14159265358979323846) * T(j) / T(kOctagon);
+  cs = cos(ang), sn = sin(ang);
+}
+
 // Writes P (32 x 32 row-major), q (32), A (values in pattern()), b from a frame;
 // returns the constant term (loss = ½λᵀPλ + qᵀλ + constant at the optimum).
 template <class T, class S>
@@ -223,56 +299,39 @@ IMPULSE_HD T assemble_frame(const LossConsts<T>& c, const Frame<T>& f, const T* 
   const int k = kK, n = kN;
   for (int i = 0; i < n * n; ++i) P[i] = T(0);
   for (int i = 0; i < n; ++i) q[i] = T(0);
-  T constant = T(0);
-  for (int e = 0; e < 6; ++e) constant += s.dv[e] * s.dv[e];
-  constant *= c.w_match;
+  const T constant = match_constant(c, s.dv);
   // prediction: 2 w MiBᵀMiB and −2 w MiBᵀ dv
   for (int i = 0; i < 3 * k; ++i) {
     const T* bi = bcol(s, i);
-    T qi = T(0);
-    for (int e = 0; e < 6; ++e) qi += s.Mi[e] * bi[e] * s.dv[e];
-    q[i] = T(-2) * c.w_match * qi;
+    q[i] = q_match(c, s.Mi, bi, s.dv);
     for (int j = 0; j <= i; ++j) {
-      const T* bj = bcol(s, j);
-      T acc = T(0);
-      for (int e = 0; e < 6; ++e) acc += s.Mi[e] * s.Mi[e] * bi[e] * bj[e];
-      P[i * n + j] = T(2) * c.w_match * acc;
-      P[j * n + i] = T(2) * c.w_match * acc;
+      const T v = p_match(c, s.Mi, bi, bcol(s, j));
+      P[i * n + j] = v;
+      P[j * n + i] = v;
     }
   }
   // activation, dissipation (u_i = λ_n,i c_i + ‖c_i‖ λ_t,i, c_i = J_t,i ν'), slack
   for (int i = 0; i < k; ++i) {
-    const T p2 = s.phin[i] * s.phin[i];
-    P[i * n + i] += T(2) * c.w_comp_n * p2;
-    for (int r = 0; r < 2; ++r) P[(k + 2 * i + r) * n + k + 2 * i + r] += T(2) * c.w_comp_t * p2;
     T cv[2];
-    for (int r = 0; r < 2; ++r) {
-      cv[r] = T(0);
-      for (int e = 0; e < 6; ++e) cv[r] += s.Jt[2 * i + r][e] * s.nun[e];
-    }
-    const T cn2 = cv[0] * cv[0] + cv[1] * cv[1], cn = sqrt_of(cn2);
-    P[i * n + i] += T(2) * c.w_cone * cn2;
+    tangent_velocity(s.Jt + 2 * i, s.nun, cv);
+    const ContactP<T> cp = contact_p(c, s.phin[i], cv);
+    P[i * n + i] += cp.comp_n;
+    for (int r = 0; r < 2; ++r) P[(k + 2 * i + r) * n + k + 2 * i + r] += cp.comp_t;
+    P[i * n + i] += cp.cone;
     for (int r = 0; r < 2; ++r) {
       const int t = k + 2 * i + r;
-      P[i * n + t] += T(2) * c.w_cone * cv[r] * cn;
-      P[t * n + i] += T(2) * c.w_cone * cv[r] * cn;
-      P[t * n + t] += T(2) * c.w_cone * cn2;
+      P[i * n + t] += cp.nt[r];
+      P[t * n + i] += cp.nt[r];
+      P[t * n + t] += cp.cone;
     }
     P[(3 * k + i) * n + 3 * k + i] += T(2) * c.w_slack;
   }
   // penetration rows: −dt J_n,i M⁻¹ B λ − s_i + s_c = φ_i + dt J_n,i ν_free
   int p = 0;
   for (int i = 0; i < k; ++i) {
-    for (int j = 0; j < 3 * k; ++j) {
-      const T* bj = bcol(s, j);
-      T acc = T(0);
-      for (int e = 0; e < 6; ++e) acc += s.Jn[i][e] * s.Mi[e] * bj[e];
-      A[p++] = -c.dt * acc;
-    }
+    for (int j = 0; j < 3 * k; ++j) A[p++] = a_penetration(c, s.Jn[i], s.Mi, bcol(s, j));
     A[p++] = T(-1);
-    T jf = T(0);
-    for (int e = 0; e < 6; ++e) jf += s.Jn[i][e] * s.nuf[e];
-    b[i] = s.phi[i] + c.dt * jf;
+    b[i] = b_penetration(c, s.phi[i], s.Jn[i], s.nuf);
   }
   const int m = rows(c.octagon);
   for (int r = k; r < m; ++r) b[r] = T(0);
@@ -282,10 +341,11 @@ IMPULSE_HD T assemble_frame(const LossConsts<T>& c, const Frame<T>& f, const T* 
     for (int i = 0; i < k; ++i) A[p++] = T(-1);
     for (int i = 0; i < k; ++i)
       for (int j = 0; j < kOctagon; ++j) {
-        const T ang = T(2) * T(3.14159265358979323846) * T(j) / T(kOctagon);
+        T cs, sn;
+        octagon_direction(j, cs, sn);
         A[p++] = T(-1);
-        A[p++] = cos(ang);
-        A[p++] = sin(ang);
+        A[p++] = cs;
+        A[p++] = sn;
       }
   }
   return constant;
@@ -316,10 +376,7 @@ IMPULSE_HD void contact_qp_gradient(const LossConsts<T>& c, T phin_s, const T (*
   gphi += -yi / L;
   gphin += T(2) * phin_s * (c.w_comp_n * ln * ln + c.w_comp_t * (l0 * l0 + l1 * l1)) / L;
   T cv[2];
-  for (int r = 0; r < 2; ++r) {
-    cv[r] = T(0);
-    for (int e = 0; e < 6; ++e) cv[r] += Jt_s[r][e] * nun[e];
-  }
+  tangent_velocity(Jt_s, nun, cv);
   const T cn = sqrt_of(cv[0] * cv[0] + cv[1] * cv[1]);
   const T u[2] = {ln * cv[0] + cn * l0, ln * cv[1] + cn * l1};
   T dc[2] = {T(2) * c.w_cone * ln * u[0], T(2) * c.w_cone * ln * u[1]};
