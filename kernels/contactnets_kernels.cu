@@ -138,8 +138,15 @@ __global__ void __launch_bounds__(kAsmWarps * 32)
   T* Pk = P + size_t(kk) * n * n;
   for (int i = 0; i < n; ++i) {
     T v = T(0);
-    if (i < nb && lane < nb)  // the CPU's (row, column) = (max, min) of the pair
-      v = lane >= i ? cn::p_match(c, Mi, col, sB[wid][i]) : cn::p_match(c, Mi, sB[wid][i], col);
+    if (i < nb && lane < nb) {  // the CPU's (row, column) = (max, min) of the pair, selected
+      T bhi[6], blo[6];         // element by element (one call, no divergent pair of calls)
+#pragma unroll
+      for (int e = 0; e < 6; ++e) {
+        bhi[e] = lane >= i ? col[e] : sB[wid][i][e];
+        blo[e] = lane >= i ? sB[wid][i][e] : col[e];
+      }
+      v = cn::p_match(c, Mi, bhi, blo);
+    }
     if (i < nb) {
       const int ci = i < k ? i : (i - k) / 2;  // row i's contact
       const T* cp = sC[wid][ci];              // comp_n, comp_t, cone, nt[0], nt[1] at [1..5]
