@@ -10,8 +10,8 @@
 # warm-started (from the solution of the same batch with q 0.1% off, as consecutive
 # Adam steps change it little); the Anitescu step QP in float32 at eps 1e-5; the PGS
 # LCP with the friction-cone block (double; 4 contacts); the ContactNets loss (double:
-# what the device trainer runs) in the thread layout (one fused kernel) and the warp
-# layout (assembly, the warp QP kernel, gradient). Logs go to build-sim/counts/<case>/sim.log.
+# what the device trainer runs) in the thread layout (assembly, the thread QP kernel,
+# gradient) and the warp layout (assembly, the warp QP kernel, gradient). Logs go to build-sim/counts/<case>/sim.log.
 # The warp-per-problem QP kernel (kernels/qp_warp_kernels.cu) runs on the same batches
 # through bench/gpu_warp_variant.cu (cases *_warp; that driver checks every answer against
 # the CPU and fails the run on a disagreement).

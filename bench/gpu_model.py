@@ -114,6 +114,9 @@ def kernel_short(mangled):
                 t += ", fallback"
             if t and key == "qp_admm_warp_kernel" and rest[6:10] == "Lb1E":
                 t += ", kept"
+            # the ContactNets assembly and gradient: the thread layout's batch-fastest arrays (Lb1E)
+            if t and key in ("assemble_kernel", "finish_kernel") and rest[2:6] == "Lb1E":
+                t += ", batch-fastest"
             return key + (f"<{t}>" if t else "")
     return mangled[:40]
 
@@ -308,7 +311,11 @@ CASES = [  # case, what it is, T bytes, kernel, working set per problem (bytes)
     ("qp_cube_float_kept_warp", "same, warm, WARP, the factorization kept (q and b replaced)", 4, "qp_admm_warp_kernel<float, kept>", qp_warp_bytes(32, 48, 4) + (32 * 32 + 32 + 48 + 6) * 4),
     ("qp_anitescu_float_cold_warp", "Anitescu step QP, float32, eps 1e-5, cold, WARP per problem", 4, "qp_admm_warp_kernel<float>", qp_warp_bytes(24, 24, 4)),
     ("lcp_pgs_cone_double", "PGS LCP, friction-cone block, n = 12, double", 8, "lcp_pgs_kernel<double>", (12 * 12 + 4 * 12 + 4) * 8),
-    ("contactnets_loss_double", "ContactNets loss, THREAD layout: one fused kernel (assembly, QP, gradient), double", 8, "loss_kernel<double>", qp_bytes(32, 32, 8) + 6472),
+    # the thread layout: the same assembly and gradient kernels (batch-fastest arrays), the
+    # thread-per-problem QP kernel (before 2026-11-27: one fused kernel, loss_kernel)
+    ("contactnets_loss_double", "ContactNets loss, THREAD layout: assembly, a warp per transition, double", 8, "assemble_kernel<double, batch-fastest>", qp_bytes(32, 32, 8) + 13 * 2 * 8),
+    ("contactnets_loss_double", "ContactNets loss, THREAD layout: the QP, a thread per transition, double", 8, "qp_admm_kernel<double>", qp_bytes(32, 32, 8)),
+    ("contactnets_loss_double", "ContactNets loss, THREAD layout: gradient, eight lanes per transition, double", 8, "finish_kernel<double, batch-fastest>", qp_bytes(32, 32, 8) + 13 * 2 * 8),
     ("contactnets_warp_double", "ContactNets loss, WARP layout: assembly, a warp per transition, double", 8, "assemble_kernel<double>", qp_warp_bytes(32, 32, 8, 224) + 13 * 2 * 8),
     ("contactnets_warp_double", "ContactNets loss, WARP layout: the QP, a warp per transition, double", 8, "qp_admm_warp_kernel<double, fallback>", qp_warp_bytes(32, 32, 8, 224)),
     ("contactnets_warp_double", "ContactNets loss, WARP layout: gradient, eight lanes per transition, double", 8, "finish_kernel<double>", qp_warp_bytes(32, 32, 8, 224) + 13 * 2 * 8),
@@ -319,7 +326,9 @@ CASES += [
     ("contactnets_train_double", "ContactNets training (eps 1e-4, warm), WARP layout: assembly", 8, "assemble_kernel<double>", qp_warp_bytes(32, 32, 8, 224) + 13 * 2 * 8),
     ("contactnets_train_double", "ContactNets training (eps 1e-4, warm), WARP layout: the QP", 8, "qp_admm_warp_kernel<double, fallback>", qp_warp_bytes(32, 32, 8, 224)),
     ("contactnets_train_double", "ContactNets training (eps 1e-4, warm), WARP layout: gradient", 8, "finish_kernel<double>", qp_warp_bytes(32, 32, 8, 224) + 13 * 2 * 8),
-    ("contactnets_train_thread_double", "ContactNets training (eps 1e-4, warm), THREAD layout: fused kernel", 8, "loss_kernel<double>", qp_bytes(32, 32, 8) + 6472),
+    ("contactnets_train_thread_double", "ContactNets training (eps 1e-4, warm), THREAD layout: assembly", 8, "assemble_kernel<double, batch-fastest>", qp_bytes(32, 32, 8) + 13 * 2 * 8),
+    ("contactnets_train_thread_double", "ContactNets training (eps 1e-4, warm), THREAD layout: the QP", 8, "qp_admm_kernel<double>", qp_bytes(32, 32, 8)),
+    ("contactnets_train_thread_double", "ContactNets training (eps 1e-4, warm), THREAD layout: gradient", 8, "finish_kernel<double, batch-fastest>", qp_bytes(32, 32, 8) + 13 * 2 * 8),
 ]
 
 
@@ -659,7 +668,7 @@ def main():
     # the counts: a training run's last epoch (eps 1e-4, warm) where bench/gpu_counts.sh ran
     # one, else the loss tests' first (cold, tight tolerance) evaluation
     have = {x[0] for x in results}
-    layouts = [("thread (one fused kernel)", ["contactnets_train_thread_double"]
+    layouts = [("thread (assembly, QP a thread per transition, gradient)", ["contactnets_train_thread_double"]
                 if "contactnets_train_thread_double" in have else ["contactnets_loss_double"]),
                ("warp (assembly, QP, gradient)", ["contactnets_train_double"]
                 if "contactnets_train_double" in have else ["contactnets_warp_double"])]

@@ -5,12 +5,13 @@
 // O(transitions x QP size). Per transition: the loss QP is assembled
 // (solvers/contactnets_qp.h), solved by qp_admm_solve's algorithm (warm-started
 // from the transition's previous solution, kept on the device), and the envelope
-// gradient computed; a last kernel sums the gradients. Two layouts
-// (kernels/qp_kernels.h): thread, one fused kernel with a thread per transition;
-// warp (what kAuto takes: the QP has n = 32): a warp per transition assembles
-// (a lane per column of B = [J_nᵀ J_tᵀ]), the warp-per-problem QP kernel solves
-// with the working set on chip, and eight lanes per transition (a lane per contact)
-// compute the gradient.
+// gradient computed; a last kernel sums the gradients. A warp per transition
+// assembles (a lane per column of B = [J_nᵀ J_tᵀ]) and eight lanes per transition (a
+// lane per contact) compute the gradient; the layout (kernels/qp_kernels.h) is the
+// QP's: warp (what kAuto takes: the QP has n = 32), the warp-per-problem QP kernel
+// with the working set on chip; thread, the thread-per-problem QP kernel on
+// batch-fastest arrays. (The thread layout was one fused kernel a thread per
+// transition: 255 registers and 2 KB of spills a thread on sm_90.)
 // Without CUDA (kernels/no_cuda.cc) every method throws "CUDA not available".
 #pragma once
 

@@ -1,7 +1,6 @@
-// ContactNets loss and gradient on the device (see kernels/contactnets_device.h):
-// one fused kernel, a thread per transition (the thread layout), or a warp per
-// transition assembling, the warp-per-problem QP kernel, and eight lanes per
-// transition for the gradient (warp).
+// ContactNets loss and gradient on the device (see kernels/contactnets_device.h): a
+// warp per transition assembles, the layout's QP kernel solves (a warp per problem, or
+// a thread per problem), and eight lanes per transition compute the gradient.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -21,54 +20,27 @@ using detail::check;
 using detail::DevBuf;
 
 
-// θ, and the states x, x' of transition t, into registers (or the thread's stack)
-template <class T>
-__device__ void load_transition(const T* __restrict__ theta, const T* __restrict__ xs, const T* __restrict__ xns,
-                                int t, T (&th)[cn::kTheta], T (&x0)[13], T (&x1)[13]) {
-  for (int i = 0; i < cn::kTheta; ++i) th[i] = theta[i];
-  for (int i = 0; i < 13; ++i) x0[i] = xs[size_t(t) * 13 + i], x1[i] = xns[size_t(t) * 13 + i];
-}
-
-template <class T>
-__global__ void loss_kernel(int B, QpShape shape, cn::LossConsts<T> c, QpSettings<T> st,
-                            const T* __restrict__ theta, const int* __restrict__ idx,
-                            const T* __restrict__ xs, const T* __restrict__ xns, T* warm,
-                            int* warm_ok, T* P, T* q, T* A, T* b, T* x, T* y, T* work, T* loss,
-                            T* grad, int* iters, int* solved, int want_grad) {
-  const int k = blockIdx.x * blockDim.x + threadIdx.x;
-  if (k >= B) return;
-  const int n = shape.n, m = shape.m();
-  const RunStride s{B};
-  const int t = idx[k];
-  T th[cn::kTheta], x0[13], x1[13];
-  load_transition(theta, xs, xns, t, th, x0, x1);
-  View<T, RunStride> Pv{P + k, s}, qv{q + k, s}, Av{A + k, s}, bv{b + k, s}, xv{x + k, s},
-      yv{y + k, s};
-  const T constant = cn::assemble(c, th, x0, x1, Pv, qv, Av, bv);
-  const bool have_warm = warm_ok[t] != 0;
-  if (have_warm)
-    for (int i = 0; i < n + m; ++i) (i < n ? xv[i] : yv[i - n]) = warm[size_t(t) * (n + m) + i];
-  QpData<T, RunStride> d{Pv.as_const(), qv.as_const(), Av.as_const(), bv.as_const()};
-  auto w = QpWork<T, RunStride>::carve(View<T, RunStride>{work + k, s}, n, m);
-  const QpInfo<T> info = qp_admm_solve(shape, d, xv, yv, w, st, have_warm);
-  for (int i = 0; i < n + m; ++i) warm[size_t(t) * (n + m) + i] = i < n ? xv[i] : yv[i - n];
-  warm_ok[t] = 1;
-  iters[k] = info.iterations;
-  solved[k] = is_solved(info.status) ? 1 : 0;
-  T g[cn::kTheta];
-  for (int i = 0; i < cn::kTheta; ++i) g[i] = T(0);
-  const T reg = cn::gradient(c, th, x0, x1, xv.as_const(), yv.as_const(), g);
-  const T qp = info.value + constant;
-  loss[k] = (qp > T(0) ? qp : T(0)) + reg;
-  if (want_grad)
-    for (int i = 0; i < cn::kTheta; ++i) grad[size_t(i) * B + k] = g[i];
-}
-
-// The warp layout's three steps (kernels/contactnets_device.h): a warp per
-// transition assembles its loss QP problem-contiguously and loads its warm start,
-// a warp per transition solves it (launch_qp_warp), eight lanes per transition keep
-// the answer as the next warm start and compute the loss and gradient.
+// Three steps in either layout (kernels/contactnets_device.h): a warp per transition
+// assembles its loss QP and loads its warm start; the QP kernel of the layout solves
+// it (launch_qp_warp: a warp per problem, problem-contiguous arrays; launch_qp_thread:
+// a thread per problem, batch-fastest arrays); eight lanes per transition keep the
+// answer as the next warm start and compute the loss and gradient. The assembly and
+// gradient kernels address the QP's arrays through Layout.
 constexpr int kAsmWarps = 4;  // transitions (warps) per assembly block
+
+// element e (of len) of problem kk: problem-contiguous (the warp QP's) or batch-fastest
+// (the thread QP's: consecutive problems at consecutive addresses)
+// (a template parameter of the kernels: the warp layout's code is as it was without it)
+template <bool BatchFastest>
+struct Layout {
+  int B;
+  __device__ size_t at(int kk, int len, int e) const {
+    return BatchFastest ? size_t(e) * B + kk : size_t(kk) * len + e;
+  }
+  // problem kk's first element and the step between its elements
+  __device__ size_t base(int kk, int len) const { return BatchFastest ? size_t(kk) : size_t(kk) * len; }
+  __device__ size_t step() const { return BatchFastest ? size_t(B) : size_t(1); }
+};
 
 // cn::assemble for a warp: lane j < 24 computes column j of B = [J_nᵀ J_tᵀ] (scaled
 // units, cn::scaled) and keeps it in registers; the columns go through shared memory,
@@ -76,12 +48,12 @@ constexpr int kAsmWarps = 4;  // transitions (warps) per assembly block
 // and the warm start with consecutive lanes at consecutive addresses. The same sums,
 // in cn::assemble_frame's order, as the CPU's. (A thread per transition held the whole
 // frame in local memory and wrote 32 separate sectors per warp store.)
-template <class T>
+template <class T, bool BF>
 __global__ void __launch_bounds__(kAsmWarps * 32)
     assemble_kernel(int B, int n, int m, int nnz, cn::LossConsts<T> c, const T* __restrict__ theta,
                     const int* __restrict__ idx, const T* __restrict__ xs, const T* __restrict__ xns,
                     const T* __restrict__ warm, const int* __restrict__ warm_ok, T* P, T* q, T* A, T* b,
-                    T* x, T* y, T* constant, int* warm_each) {
+                    T* x, T* y, T* constant, int* warm_each, Layout<BF> lay) {
   constexpr int k = cn::kK, nb = 3 * cn::kK;  // contacts, columns of B
   __shared__ T sB[kAsmWarps][nb][6];           // B's columns (scaled)
   __shared__ T sC[kAsmWarps][k][6];            // per contact: φ'_s, c_0, c_1, then cn::contact_p's terms
@@ -135,7 +107,6 @@ __global__ void __launch_bounds__(kAsmWarps * 32)
   __syncwarp();
   // P, a row at a time: 2 w MiBᵀMiB, then the activation, dissipation and slack terms
   // (cn::contact_p's, added in assemble_frame's order)
-  T* Pk = P + size_t(kk) * n * n;
   for (int i = 0; i < n; ++i) {
     T v = T(0);
     if (i < nb && lane < nb) {  // the CPU's (row, column) = (max, min) of the pair, selected
@@ -156,28 +127,32 @@ __global__ void __launch_bounds__(kAsmWarps * 32)
     } else if (lane == i) {
       v += T(2) * c.w_slack;
     }
-    Pk[i * n + lane] = v;
+    P[lay.at(kk, n * n, i * n + lane)] = v;
   }
-  q[size_t(kk) * n + lane] = lane < nb ? cn::q_match(c, Mi, col, dv) : T(0);
+  q[lay.at(kk, n, lane)] = lane < nb ? cn::q_match(c, Mi, col, dv) : T(0);
   // A's penetration rows (−dt J_n,i M⁻¹ B, then the slack's −1), then the cone rows
-  T* Ak = A + size_t(kk) * nnz;
   for (int i = 0; i < k; ++i)
-    if (lane <= nb) Ak[i * (nb + 1) + lane] = lane < nb ? cn::a_penetration(c, sB[wid][i], Mi, col) : T(-1);
+    if (lane <= nb) A[lay.at(kk, nnz, i * (nb + 1) + lane)] = lane < nb ? cn::a_penetration(c, sB[wid][i], Mi, col) : T(-1);
   for (int p = k * (nb + 1) + lane; p < nnz; p += 32) {
     T v = T(-1);
     const int r = p - k * (nb + 1) - k;  // octagon: past the λ_n ≥ 0 rows
     if (c.octagon && r >= 0 && r % 3 != 0) v = sTrig[(r / 3) % cn::kOctagon][r % 3 - 1];
-    Ak[p] = v;
+    A[lay.at(kk, nnz, p)] = v;
   }
   // b: φ_i + dt J_n,i ν_free on the penetration rows, 0 on the cone rows
-  for (int r = lane; r < m; r += 32) b[size_t(kk) * m + r] = r < k ? cn::b_penetration(c, phi_s, col, nuf) : T(0);
+  for (int r = lane; r < m; r += 32) b[lay.at(kk, m, r)] = r < k ? cn::b_penetration(c, phi_s, col, nuf) : T(0);
   if (lane == 0) constant[kk] = cn::match_constant(c, dv);
   const int w = warm_ok[t];
   if (lane == 0) warm_each[kk] = w;
   if (w)
     for (int i = lane; i < n + m; i += 32)
-      (i < n ? x[size_t(kk) * n + i] : y[size_t(kk) * m + i - n]) = warm[size_t(t) * (n + m) + i];
+      (i < n ? x[lay.at(kk, n, i)] : y[lay.at(kk, m, i - n)]) = warm[size_t(t) * (n + m) + i];
 }
+
+template <bool BatchFastest>
+struct LayoutTag {
+  static constexpr bool batch_fastest = BatchFastest;
+};
 
 constexpr int kFinPer = 16;  // transitions per gradient block (8 lanes each)
 
@@ -187,13 +162,13 @@ constexpr int kFinPer = 16;  // transitions per gradient block (8 lanes each)
 // dL/dT and the regularizers) go through shared memory, each lane adding the eight
 // parts in contact order. (A thread per transition held the whole frame and its
 // gradient in local memory.)
-template <class T>
+template <class T, bool BF>
 __global__ void __launch_bounds__(kFinPer * cn::kK)
     finish_kernel(int B, int n, int m, cn::LossConsts<T> c, const T* __restrict__ theta,
                   const int* __restrict__ idx, const T* __restrict__ xs, const T* __restrict__ xns, T* warm,
                   int* warm_ok, const T* __restrict__ x, const T* __restrict__ y,
                   const T* __restrict__ constant, const T* __restrict__ value,
-                  const int* __restrict__ status, T* loss, T* grad, int* solved, int want_grad) {
+                  const int* __restrict__ status, T* loss, T* grad, int* solved, int want_grad, Layout<BF> lay) {
   constexpr int k = cn::kK;
   __shared__ T red[kFinPer][k][12];
   const int oct = threadIdx.x / k, i = threadIdx.x % k;  // transition in the block, contact
@@ -203,8 +178,9 @@ __global__ void __launch_bounds__(kFinPer * cn::kK)
   const int t = idx[kk];
   const T* x0 = xs + size_t(t) * 13;
   const T* x1 = xns + size_t(t) * 13;
-  const T* xk = x + size_t(kk) * n;
-  const T* yk = y + size_t(kk) * m;
+  const T* xk = x + lay.base(kk, n);
+  const T* yk = y + lay.base(kk, m);
+  const size_t st = lay.step();
   const T L = c.L;
   T R[9], Rn[9];
   cn::rotation(x0, R);
@@ -219,7 +195,7 @@ __global__ void __launch_bounds__(kFinPer * cn::kK)
   cn::scaled_row(Jt[1], L, Jt_s[1]);
   T nu[6], nun[6], Mi[6], nuf[6], dv[6];
   cn::scaled_velocities(c, x0, x1, nu, nun, Mi, nuf, dv);
-  const T ln = xk[i], l0 = xk[k + 2 * i], l1 = xk[k + 2 * i + 1], yi = yk[i];
+  const T ln = xk[i * st], l0 = xk[(k + 2 * i) * st], l1 = xk[(k + 2 * i + 1) * st], yi = yk[i * st];
   // Bλ and J_nᵀy over the contacts
   for (int e = 0; e < 6; ++e) {
     red[oct][i][e] = Jn_s[e] * ln + Jt_s[0][e] * l0 + Jt_s[1][e] * l1;
@@ -257,7 +233,7 @@ __global__ void __launch_bounds__(kFinPer * cn::kK)
       grad[size_t(e) * B + kk] = acc;
     }
   }
-  for (int r = i; r < n + m; r += k) warm[size_t(t) * (n + m) + r] = r < n ? xk[r] : yk[r - n];
+  for (int r = i; r < n + m; r += k) warm[size_t(t) * (n + m) + r] = r < n ? xk[r * st] : yk[(r - n) * st];
   if (i == 0) {
     T rsum = T(0);
     for (int j = 0; j < k; ++j) rsum += red[oct][j][9];
@@ -281,7 +257,7 @@ struct DeviceContactNets<T>::Impl {
   detail::ResidentSet<T> sets[2];
   DevBuf<T> theta, P, q, A, b, x, y, work, loss, grad, grad_sum;
   DevBuf<int> idx, iters, solved;
-  // the warp layout's per-problem results
+  // per-problem results (either layout)
   DevBuf<T> constant, objective, value, prim_res, dual_res;
   DevBuf<int> status, fault, rho_updates, warm_each;
   cudaEvent_t start = nullptr, stop = nullptr;
@@ -355,15 +331,28 @@ DeviceLossStats DeviceContactNets<T>::evaluate(int set, const double* theta, con
   d.grad.ensure(B * cn::kTheta);
   d.iters.ensure(B);
   d.solved.ensure(B);
-  const int threads = 128, blocks = int((B + threads - 1) / threads);
+  for (DevBuf<T>* v : {&d.constant, &d.objective, &d.value, &d.prim_res, &d.dual_res}) v->ensure(B);
+  for (DevBuf<int>* v : {&d.status, &d.fault, &d.rho_updates, &d.warm_each}) v->ensure(B);
+  const bool warp = d.layout == DeviceLayout::kWarp;
   check(cudaEventRecord(d.start), "event");
-  if (d.layout == DeviceLayout::kWarp) {
-    for (DevBuf<T>* v : {&d.constant, &d.objective, &d.value, &d.prim_res, &d.dual_res}) v->ensure(B);
-    for (DevBuf<int>* v : {&d.status, &d.fault, &d.rho_updates, &d.warm_each}) v->ensure(B);
-    assemble_kernel<T><<<(count + kAsmWarps - 1) / kAsmWarps, kAsmWarps * 32>>>(count, d.n, d.m, d.nnz, d.consts, d.theta.p, d.idx.p, S.x.p, S.xn.p,
-                                            S.warm.p, S.warm_ok.p, d.P.p, d.q.p, d.A.p, d.b.p, d.x.p, d.y.p,
-                                            d.constant.p, d.warm_each.p);
-    check(cudaGetLastError(), "assembly kernel launch");
+  auto assemble = [&](auto lay) {
+    constexpr bool BF = decltype(lay)::batch_fastest;
+    assemble_kernel<T, BF><<<(count + kAsmWarps - 1) / kAsmWarps, kAsmWarps * 32>>>(
+        count, d.n, d.m, d.nnz, d.consts, d.theta.p, d.idx.p, S.x.p, S.xn.p, S.warm.p, S.warm_ok.p, d.P.p, d.q.p,
+        d.A.p, d.b.p, d.x.p, d.y.p, d.constant.p, d.warm_each.p, Layout<BF>{count});
+  };
+  auto finish = [&](auto lay) {
+    constexpr bool BF = decltype(lay)::batch_fastest;
+    finish_kernel<T, BF><<<(count + kFinPer - 1) / kFinPer, kFinPer * cn::kK>>>(
+        count, d.n, d.m, d.consts, d.theta.p, d.idx.p, S.x.p, S.xn.p, S.warm.p, S.warm_ok.p, d.x.p, d.y.p,
+        d.constant.p, d.value.p, d.status.p, d.loss.p, d.grad.p, d.solved.p, grad ? 1 : 0, Layout<BF>{count});
+  };
+  if (warp)
+    assemble(LayoutTag<false>{});
+  else
+    assemble(LayoutTag<true>{});
+  check(cudaGetLastError(), "assembly kernel launch");
+  if (warp) {
     detail::WarpLaunch<T> a;
     a.batch = count, a.n = d.n, a.m = d.m, a.nnz = d.nnz, a.cones = d.shape.cones;
     a.set_pattern(d.pat);
@@ -373,18 +362,18 @@ DeviceLossStats DeviceContactNets<T>::evaluate(int set, const double* theta, con
     a.warm_each = d.warm_each.p;
     detail::launch_qp_warp(a, d.settings, false);
     check(cudaGetLastError(), "qp_admm_warp_kernel launch");
-    finish_kernel<T><<<(count + kFinPer - 1) / kFinPer, kFinPer * cn::kK>>>(count, d.n, d.m, d.consts, d.theta.p, d.idx.p, S.x.p, S.xn.p, S.warm.p,
-                                          S.warm_ok.p, d.x.p, d.y.p, d.constant.p, d.value.p, d.status.p,
-                                          d.loss.p, d.grad.p, d.solved.p, grad ? 1 : 0);
-    check(cudaGetLastError(), "loss kernel launch");
   } else {
     d.work.ensure(B * qp_work_size(d.n, d.m));
-    loss_kernel<T><<<blocks, threads>>>(count, d.shape, d.consts, d.settings, d.theta.p, d.idx.p, S.x.p,
-                                        S.xn.p, S.warm.p, S.warm_ok.p, d.P.p, d.q.p, d.A.p, d.b.p, d.x.p,
-                                        d.y.p, d.work.p, d.loss.p, d.grad.p, d.iters.p, d.solved.p,
-                                        grad ? 1 : 0);
-    check(cudaGetLastError(), "loss kernel launch");
+    detail::launch_qp_thread(count, d.shape, d.P.p, d.q.p, d.A.p, d.b.p, d.x.p, d.y.p, d.work.p, d.objective.p,
+                             d.value.p, d.prim_res.p, d.dual_res.p, d.status.p, d.fault.p, d.iters.p,
+                             d.rho_updates.p, d.settings, false, d.warm_each.p);
+    check(cudaGetLastError(), "qp_admm_kernel launch");
   }
+  if (warp)
+    finish(LayoutTag<false>{});
+  else
+    finish(LayoutTag<true>{});
+  check(cudaGetLastError(), "gradient kernel launch");
   if (grad) {
     detail::sum_rows_kernel<T><<<cn::kTheta, 256>>>(count, d.grad.p, d.grad_sum.p);
     check(cudaGetLastError(), "gradient sum launch");

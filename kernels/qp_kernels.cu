@@ -32,9 +32,11 @@ __global__ void qp_admm_kernel(int batch, QpShape shape, const T* __restrict__ P
                                const T* __restrict__ q, const T* __restrict__ A,
                                const T* __restrict__ b, T* x, T* y, T* work, T* objective,
                                T* value, T* prim_res, T* dual_res, int* status, int* fault, int* iterations,
-                               int* rho_updates, QpSettings<T> st, bool warm, bool reuse) {
+                               int* rho_updates, QpSettings<T> st, bool warm, bool reuse,
+                               const int* __restrict__ warm_each) {
   const int k = blockIdx.x * blockDim.x + threadIdx.x;
   if (k >= batch) return;
+  if (warm_each) warm = warm_each[k] != 0;
   const RunStride s{batch};
   QpData<T, RunStride> d{View<const T, RunStride>{P + k, s}, View<const T, RunStride>{q + k, s},
                          View<const T, RunStride>{A + k, s}, View<const T, RunStride>{b + k, s}};
@@ -52,6 +54,25 @@ __global__ void qp_admm_kernel(int batch, QpShape shape, const T* __restrict__ P
 }
 
 }  // namespace
+
+namespace detail {
+template <class T>
+void launch_qp_thread(int batch, const QpShape& shape, const T* P, const T* q, const T* A, const T* b, T* x, T* y,
+                      T* work, T* objective, T* value, T* prim_res, T* dual_res, int* status, int* fault,
+                      int* iterations, int* rho_updates, const QpSettings<T>& st, bool warm, const int* warm_each) {
+  const int threads = 128, blocks = (batch + threads - 1) / threads;
+  qp_admm_kernel<T><<<blocks, threads>>>(batch, shape, P, q, A, b, x, y, work, objective, value, prim_res, dual_res,
+                                         status, fault, iterations, rho_updates, device_settings(st), warm, false,
+                                         warm_each);
+}
+template void launch_qp_thread<float>(int, const QpShape&, const float*, const float*, const float*, const float*,
+                                      float*, float*, float*, float*, float*, float*, float*, int*, int*, int*, int*,
+                                      const QpSettings<float>&, bool, const int*);
+template void launch_qp_thread<double>(int, const QpShape&, const double*, const double*, const double*,
+                                       const double*, double*, double*, double*, double*, double*, double*,
+                                       double*, int*, int*, int*, int*, const QpSettings<double>&, bool,
+                                       const int*);
+}  // namespace detail
 
 DeviceInfo device_info() {
   DeviceInfo info;
@@ -223,7 +244,7 @@ double DeviceQpBatch<T>::solve(const QpSettings<T>& st, bool warm, bool reuse) {
     qp_admm_kernel<T><<<blocks, threads>>>(d.batch, shape, d.P.p, d.q.p, d.A.p, d.b.p, d.x.p, d.y.p,
                                            d.work.p, d.objective.p, d.value.p, d.prim_res.p, d.dual_res.p,
                                            d.status.p, d.fault.p, d.iterations.p, d.rho_updates.p,
-                                           detail::device_settings(st), warm, reuse);
+                                           detail::device_settings(st), warm, reuse, nullptr);
     check(cudaGetLastError(), "qp_admm_kernel launch");
   }
   check(cudaEventRecord(d.stop), "cudaEventRecord");

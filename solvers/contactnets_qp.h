@@ -507,7 +507,8 @@ IMPULSE_HD void polytope_backprop(const T* th, const T* x, const T* xn, const Fr
                      grad + 9 + 3 * i, grad + 33 + 3 * i);
 }
 
-// The Polytope model's QP of (x, x') at θ (the device's fused path).
+// The Polytope model's QP of (x, x') at θ from θ alone (the whole frame at once; the
+// device assembles per contact with the functions above; tests check the two paths).
 template <class T, class S>
 IMPULSE_HD T assemble(const LossConsts<T>& c, const T* th, const T* x, const T* xn, View<T, S> P,
                       View<T, S> q, View<T, S> A, View<T, S> b) {
@@ -517,7 +518,7 @@ IMPULSE_HD T assemble(const LossConsts<T>& c, const T* th, const T* x, const T* 
 }
 
 // grad (57, SI) += dL/dθ of (x, x') at (λ, y), regularizers included; returns
-// the regularizers' value (the device's fused path).
+// the regularizers' value (the whole frame at once, as assemble).
 template <class T, class S>
 IMPULSE_HD T gradient(const LossConsts<T>& c, const T* th, const T* x, const T* xn,
                       View<const T, S> lam, View<const T, S> y, T* grad) {

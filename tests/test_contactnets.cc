@@ -252,7 +252,7 @@ TEST(ContactNetsDeep, GradientMatchesFiniteDifferences) {
 namespace impulse {
 namespace {
 
-// The device's fused Polytope path (cn::assemble / cn::gradient from θ) against
+// The whole-frame Polytope path (cn::assemble / cn::gradient from θ) against
 // the host's path through a contact model's frame (PolytopeModel, the loss
 // batch, PolytopeContactModel::backprop): the same QP data in the batch's
 // pattern and the same gradient for arbitrary (λ, y), for both friction models.

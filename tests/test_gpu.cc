@@ -676,7 +676,7 @@ TEST_F(GpuContactNets, DeviceLossAndGradientMatchCpu) {  // auto: a warp per tra
   device_loss_matches_cpu(cuda::DeviceLayout::kAuto, batch_size(300, 32));
 }
 
-TEST_F(GpuContactNets, DeviceLossThreadLayoutMatchesCpu) {  // the fused kernel, a thread per transition
+TEST_F(GpuContactNets, DeviceLossThreadLayoutMatchesCpu) {  // a thread per transition's QP
   device_loss_matches_cpu(cuda::DeviceLayout::kThread, batch_size(300, 16));
 }
 
