@@ -313,9 +313,9 @@ CASES = [  # case, what it is, T bytes, kernel, working set per problem (bytes)
     ("lcp_pgs_cone_double", "PGS LCP, friction-cone block, n = 12, double", 8, "lcp_pgs_kernel<double>", (12 * 12 + 4 * 12 + 4) * 8),
     # the thread layout: the same assembly and gradient kernels (batch-fastest arrays), the
     # thread-per-problem QP kernel (before 2026-11-27: one fused kernel, loss_kernel)
-    ("contactnets_loss_double", "ContactNets loss, THREAD layout: assembly, a warp per transition, double", 8, "assemble_kernel<double, batch-fastest>", qp_bytes(32, 32, 8) + 13 * 2 * 8),
+    ("contactnets_loss_double", "ContactNets loss, THREAD layout: assembly, a warp per transition, double", 8, "assemble_kernel<double, batch-fastest>", qp_warp_bytes(32, 32, 8, 224) + 13 * 2 * 8),
     ("contactnets_loss_double", "ContactNets loss, THREAD layout: the QP, a thread per transition, double", 8, "qp_admm_kernel<double>", qp_bytes(32, 32, 8)),
-    ("contactnets_loss_double", "ContactNets loss, THREAD layout: gradient, eight lanes per transition, double", 8, "finish_kernel<double, batch-fastest>", qp_bytes(32, 32, 8) + 13 * 2 * 8),
+    ("contactnets_loss_double", "ContactNets loss, THREAD layout: gradient, eight lanes per transition, double", 8, "finish_kernel<double, batch-fastest>", qp_warp_bytes(32, 32, 8, 224) + 13 * 2 * 8),
     ("contactnets_warp_double", "ContactNets loss, WARP layout: assembly, a warp per transition, double", 8, "assemble_kernel<double>", qp_warp_bytes(32, 32, 8, 224) + 13 * 2 * 8),
     ("contactnets_warp_double", "ContactNets loss, WARP layout: the QP, a warp per transition, double", 8, "qp_admm_warp_kernel<double, fallback>", qp_warp_bytes(32, 32, 8, 224)),
     ("contactnets_warp_double", "ContactNets loss, WARP layout: gradient, eight lanes per transition, double", 8, "finish_kernel<double>", qp_warp_bytes(32, 32, 8, 224) + 13 * 2 * 8),
@@ -326,9 +326,9 @@ CASES += [
     ("contactnets_train_double", "ContactNets training (eps 1e-4, warm), WARP layout: assembly", 8, "assemble_kernel<double>", qp_warp_bytes(32, 32, 8, 224) + 13 * 2 * 8),
     ("contactnets_train_double", "ContactNets training (eps 1e-4, warm), WARP layout: the QP", 8, "qp_admm_warp_kernel<double, fallback>", qp_warp_bytes(32, 32, 8, 224)),
     ("contactnets_train_double", "ContactNets training (eps 1e-4, warm), WARP layout: gradient", 8, "finish_kernel<double>", qp_warp_bytes(32, 32, 8, 224) + 13 * 2 * 8),
-    ("contactnets_train_thread_double", "ContactNets training (eps 1e-4, warm), THREAD layout: assembly", 8, "assemble_kernel<double, batch-fastest>", qp_bytes(32, 32, 8) + 13 * 2 * 8),
+    ("contactnets_train_thread_double", "ContactNets training (eps 1e-4, warm), THREAD layout: assembly", 8, "assemble_kernel<double, batch-fastest>", qp_warp_bytes(32, 32, 8, 224) + 13 * 2 * 8),
     ("contactnets_train_thread_double", "ContactNets training (eps 1e-4, warm), THREAD layout: the QP", 8, "qp_admm_kernel<double>", qp_bytes(32, 32, 8)),
-    ("contactnets_train_thread_double", "ContactNets training (eps 1e-4, warm), THREAD layout: gradient", 8, "finish_kernel<double, batch-fastest>", qp_bytes(32, 32, 8) + 13 * 2 * 8),
+    ("contactnets_train_thread_double", "ContactNets training (eps 1e-4, warm), THREAD layout: gradient", 8, "finish_kernel<double, batch-fastest>", qp_warp_bytes(32, 32, 8, 224) + 13 * 2 * 8),
 ]
 
 
@@ -680,7 +680,7 @@ def main():
                      f"step: {steps} chains), {valid:,} validation transitions in one chain. Each kernel "
                      "of a chain takes at least the longer of one transition alone (its instructions issued "
                      "back to back, one per cycle: a thread per transition issues its own, g lanes per "
-                     "transition a g-th of their sum: the QP and the assembly a warp, the gradient 8 lanes) and its batch at the kernel's upper throughput "
+                     "transition a g-th of their sum: the assembly a warp, the gradient 8 lanes, the QP a warp in the warp layout and a thread in the thread layout) and its batch at the kernel's upper throughput "
                      "limit; so the epoch time is a lower bound. Not counted: launch overheads and the "
                      "gradient sum (57 blocks of 256 threads, ~100 instructions a thread). Counts: the last "
                      "epoch of a 3-epoch training run at the trainer's defaults (double, eps 1e-4, warm "

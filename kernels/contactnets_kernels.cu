@@ -45,7 +45,10 @@ struct Layout {
 // cn::assemble for a warp: lane j < 24 computes column j of B = [J_nᵀ J_tᵀ] (scaled
 // units, cn::scaled) and keeps it in registers; the columns go through shared memory,
 // and the warp writes P a row at a time (lane j: column j), q, A's penetration rows, b
-// and the warm start with consecutive lanes at consecutive addresses. The same sums,
+// and the warm start with consecutive lanes at consecutive addresses (problem-contiguous
+// arrays, the warp layout's; in the thread layout's batch-fastest arrays those lanes'
+// addresses are B elements apart, a sector each, as the gradient kernel's reads of x and
+// y are: that layout is not the default and was not tuned for it). The same sums,
 // in cn::assemble_frame's order, as the CPU's. (A thread per transition held the whole
 // frame in local memory and wrote 32 separate sectors per warp store.)
 template <class T, bool BF>
@@ -347,10 +350,13 @@ DeviceLossStats DeviceContactNets<T>::evaluate(int set, const double* theta, con
         count, d.n, d.m, d.consts, d.theta.p, d.idx.p, S.x.p, S.xn.p, S.warm.p, S.warm_ok.p, d.x.p, d.y.p,
         d.constant.p, d.value.p, d.status.p, d.loss.p, d.grad.p, d.solved.p, grad ? 1 : 0, Layout<BF>{count});
   };
-  if (warp)
-    assemble(LayoutTag<false>{});
-  else
-    assemble(LayoutTag<true>{});
+  auto in_layout = [&](auto&& launch) {
+    if (warp)
+      launch(LayoutTag<false>{});
+    else
+      launch(LayoutTag<true>{});
+  };
+  in_layout(assemble);
   check(cudaGetLastError(), "assembly kernel launch");
   if (warp) {
     detail::WarpLaunch<T> a;
@@ -369,10 +375,7 @@ DeviceLossStats DeviceContactNets<T>::evaluate(int set, const double* theta, con
                              d.rho_updates.p, d.settings, false, d.warm_each.p);
     check(cudaGetLastError(), "qp_admm_kernel launch");
   }
-  if (warp)
-    finish(LayoutTag<false>{});
-  else
-    finish(LayoutTag<true>{});
+  in_layout(finish);
   check(cudaGetLastError(), "gradient kernel launch");
   if (grad) {
     detail::sum_rows_kernel<T><<<cn::kTheta, 256>>>(count, d.grad.p, d.grad_sum.p);

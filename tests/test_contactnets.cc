@@ -258,7 +258,7 @@ namespace {
 // pattern and the same gradient for arbitrary (λ, y), for both friction models.
 class DeviceLossMath : public ::testing::TestWithParam<FrictionModel> {};
 
-TEST_P(DeviceLossMath, FusedPolytopePathMatchesHostPath) {
+TEST_P(DeviceLossMath, WholeFramePolytopePathMatchesHostPath) {
   ContactNetsLossConfig cfg;
   cfg.friction = GetParam();
   cfg.body.inertia = Eigen::Vector3d(0.0008, 0.0009, 0.0007).asDiagonal();
@@ -273,14 +273,14 @@ TEST_P(DeviceLossMath, FusedPolytopePathMatchesHostPath) {
   std::normal_distribution<double> N(0.0, 1.0);
   for (const auto& t : frames) {
     const double constant = assemble_loss_qp(cfg, t, host, 0);
-    const double fused = cn::assemble<double, UnitStride>(
+    const double whole = cn::assemble<double, UnitStride>(
         c, theta.data(), t.x.data(), t.x_next.data(), View<double, UnitStride>{dev.P.data(), {}},
         View<double, UnitStride>{dev.q.data(), {}}, View<double, UnitStride>{dev.A.data(), {}},
         View<double, UnitStride>{dev.b.data(), {}});
     // the constant term is a sum of the same terms in another order on the two
     // paths: equal to rounding (bitwise only where the compiler happens to
     // vectorize both alike: on AVX-512 it did, on AVX2 the last bit differs)
-    EXPECT_NEAR(fused, constant, 1e-14 * (1 + std::abs(constant)));
+    EXPECT_NEAR(whole, constant, 1e-14 * (1 + std::abs(constant)));
     EXPECT_EQ(dev.P, host.P);
     EXPECT_EQ(dev.q, host.q);
     EXPECT_EQ(dev.A, host.A);
