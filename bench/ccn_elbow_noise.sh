@@ -19,7 +19,8 @@
 # commit), CCN_WORK (default /tmp/ccn_elbow_noise; nothing is written into the repo), JOBS
 # (parallel runs, default 2, each --threads 1), SYSTEM (elbow | cube, default elbow), DATA
 # (default the system's real tosses under ../shared/data), TOSSES (the grid's N, default 32),
-# EPOCHS and PATIENCE (default 100 and 12), SELECTS (default "loss").
+# EPOCHS and PATIENCE (default 100 and 12), SELECTS (default "loss"), METHODS (the grid's
+# methods, default "ccn diffsim end-to-end"; ccn-r too: METHODS=ccn-r adds its grid).
 # Each run is evaluated on its validation tosses (valid.json) and its test tosses
 # (test.json); a run with test.json is skipped, so the script resumes (logs are appended).
 # Nothing is chosen on the test split. Exit status 1 when any run or evaluation failed.
@@ -61,7 +62,7 @@ run_one() {  # METHOD H SELECT N SEED
 }
 export -f run_one
 {
-  for m in ccn diffsim end-to-end; do
+  for m in ${METHODS:-ccn diffsim end-to-end}; do
     for h in 0 1 2 3; do
       for sel in ${SELECTS:-loss}; do
         for s in 1 2 3; do echo "$m $h $sel $TOSSES $s"; done
