@@ -33,13 +33,12 @@ constexpr int kAsmWarps = 4;  // transitions (warps) per assembly block
 // (a template parameter of the kernels: the warp layout's code is as it was without it)
 template <bool BatchFastest>
 struct Layout {
+  static constexpr bool batch_fastest = BatchFastest;
   int B;
-  __device__ size_t at(int kk, int len, int e) const {
-    return BatchFastest ? size_t(e) * B + kk : size_t(kk) * len + e;
-  }
   // problem kk's first element and the step between its elements
   __device__ size_t base(int kk, int len) const { return BatchFastest ? size_t(kk) : size_t(kk) * len; }
   __device__ size_t step() const { return BatchFastest ? size_t(B) : size_t(1); }
+  __device__ size_t at(int kk, int len, int e) const { return base(kk, len) + size_t(e) * step(); }
 };
 
 // cn::assemble for a warp: lane j < 24 computes column j of B = [J_nᵀ J_tᵀ] (scaled
@@ -59,7 +58,8 @@ __global__ void __launch_bounds__(kAsmWarps * 32)
                     T* x, T* y, T* constant, int* warm_each, Layout<BF> lay) {
   constexpr int k = cn::kK, nb = 3 * cn::kK;  // contacts, columns of B
   __shared__ T sB[kAsmWarps][nb][6];           // B's columns (scaled)
-  __shared__ T sC[kAsmWarps][k][6];            // per contact: φ'_s, c_0, c_1, then cn::contact_p's terms
+  __shared__ T sC[kAsmWarps][k][3];            // per contact: φ'_s, c_0, c_1
+  __shared__ cn::ContactP<T> sP[kAsmWarps][k];  // per contact: cn::contact_p
   __shared__ T sTrig[cn::kOctagon][2];         // the octagon's directions
   const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
   if (wid == 0 && lane < cn::kOctagon) cn::octagon_direction(lane, sTrig[lane][0], sTrig[lane][1]);
@@ -103,13 +103,11 @@ __global__ void __launch_bounds__(kAsmWarps * 32)
   __syncwarp();
   if (lane < k) {
     const T cv[2] = {sC[wid][lane][1], sC[wid][lane][2]};
-    const cn::ContactP<T> cp = cn::contact_p(c, sC[wid][lane][0], cv);
-    sC[wid][lane][1] = cp.comp_n, sC[wid][lane][2] = cp.comp_t, sC[wid][lane][3] = cp.cone;
-    sC[wid][lane][4] = cp.nt[0], sC[wid][lane][5] = cp.nt[1];
+    sP[wid][lane] = cn::contact_p(c, sC[wid][lane][0], cv);
   }
   __syncwarp();
   // P, a row at a time: 2 w MiBᵀMiB, then the activation, dissipation and slack terms
-  // (cn::contact_p's, added in assemble_frame's order)
+  // (cn::p_entry, as assemble_frame)
   for (int i = 0; i < n; ++i) {
     T v = T(0);
     if (i < nb && lane < nb) {  // the CPU's (row, column) = (max, min) of the pair, selected
@@ -121,16 +119,7 @@ __global__ void __launch_bounds__(kAsmWarps * 32)
       }
       v = cn::p_match(c, Mi, bhi, blo);
     }
-    if (i < nb) {
-      const int ci = i < k ? i : (i - k) / 2;  // row i's contact
-      const T* cp = sC[wid][ci];              // comp_n, comp_t, cone, nt[0], nt[1] at [1..5]
-      if (lane == i) v += i < k ? cp[1] : cp[2], v += cp[3];
-      if (i < k && (lane == k + 2 * i || lane == k + 2 * i + 1)) v += cp[4 + lane - k - 2 * i];
-      if (i >= k && lane == ci) v += cp[4 + (i - k) % 2];
-    } else if (lane == i) {
-      v += T(2) * c.w_slack;
-    }
-    P[lay.at(kk, n * n, i * n + lane)] = v;
+    P[lay.at(kk, n * n, i * n + lane)] = cn::p_entry(c, sP[wid], i, lane, v);
   }
   q[lay.at(kk, n, lane)] = lane < nb ? cn::q_match(c, Mi, col, dv) : T(0);
   // A's penetration rows (−dt J_n,i M⁻¹ B, then the slack's −1), then the cone rows
@@ -151,11 +140,6 @@ __global__ void __launch_bounds__(kAsmWarps * 32)
     for (int i = lane; i < n + m; i += 32)
       (i < n ? x[lay.at(kk, n, i)] : y[lay.at(kk, m, i - n)]) = warm[size_t(t) * (n + m) + i];
 }
-
-template <bool BatchFastest>
-struct LayoutTag {
-  static constexpr bool batch_fastest = BatchFastest;
-};
 
 constexpr int kFinPer = 16;  // transitions per gradient block (8 lanes each)
 
@@ -339,22 +323,20 @@ DeviceLossStats DeviceContactNets<T>::evaluate(int set, const double* theta, con
   const bool warp = d.layout == DeviceLayout::kWarp;
   check(cudaEventRecord(d.start), "event");
   auto assemble = [&](auto lay) {
-    constexpr bool BF = decltype(lay)::batch_fastest;
-    assemble_kernel<T, BF><<<(count + kAsmWarps - 1) / kAsmWarps, kAsmWarps * 32>>>(
+    assemble_kernel<T, decltype(lay)::batch_fastest><<<(count + kAsmWarps - 1) / kAsmWarps, kAsmWarps * 32>>>(
         count, d.n, d.m, d.nnz, d.consts, d.theta.p, d.idx.p, S.x.p, S.xn.p, S.warm.p, S.warm_ok.p, d.P.p, d.q.p,
-        d.A.p, d.b.p, d.x.p, d.y.p, d.constant.p, d.warm_each.p, Layout<BF>{count});
+        d.A.p, d.b.p, d.x.p, d.y.p, d.constant.p, d.warm_each.p, lay);
   };
   auto finish = [&](auto lay) {
-    constexpr bool BF = decltype(lay)::batch_fastest;
-    finish_kernel<T, BF><<<(count + kFinPer - 1) / kFinPer, kFinPer * cn::kK>>>(
+    finish_kernel<T, decltype(lay)::batch_fastest><<<(count + kFinPer - 1) / kFinPer, kFinPer * cn::kK>>>(
         count, d.n, d.m, d.consts, d.theta.p, d.idx.p, S.x.p, S.xn.p, S.warm.p, S.warm_ok.p, d.x.p, d.y.p,
-        d.constant.p, d.value.p, d.status.p, d.loss.p, d.grad.p, d.solved.p, grad ? 1 : 0, Layout<BF>{count});
+        d.constant.p, d.value.p, d.status.p, d.loss.p, d.grad.p, d.solved.p, grad ? 1 : 0, lay);
   };
-  auto in_layout = [&](auto&& launch) {
+  auto in_layout = [&](auto&& launch) {  // the kernels' instantiation for the layout
     if (warp)
-      launch(LayoutTag<false>{});
+      launch(Layout<false>{count});
     else
-      launch(LayoutTag<true>{});
+      launch(Layout<true>{count});
   };
   in_layout(assemble);
   check(cudaGetLastError(), "assembly kernel launch");
@@ -372,7 +354,7 @@ DeviceLossStats DeviceContactNets<T>::evaluate(int set, const double* theta, con
     d.work.ensure(B * qp_work_size(d.n, d.m));
     detail::launch_qp_thread(count, d.shape, d.P.p, d.q.p, d.A.p, d.b.p, d.x.p, d.y.p, d.work.p, d.objective.p,
                              d.value.p, d.prim_res.p, d.dual_res.p, d.status.p, d.fault.p, d.iters.p,
-                             d.rho_updates.p, d.settings, false, d.warm_each.p);
+                             d.rho_updates.p, d.settings, false, false, d.warm_each.p);
     check(cudaGetLastError(), "qp_admm_kernel launch");
   }
   in_layout(finish);

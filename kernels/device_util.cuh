@@ -188,12 +188,13 @@ template <class T>
 void launch_qp_warp(const WarpLaunch<T>& a, const QpSettings<T>& st, bool warm);
 // the thread-per-problem QP kernel (kernels/qp_kernels.cu) on batch-fastest arrays
 // (element e of problem k at e·batch + k), `work` qp_work_size(n, m) elements a problem;
-// the pattern (shape.a) in device memory; warm_each as WarpLaunch's (asynchronous; the
-// caller checks)
+// the pattern (shape.a) in device memory; reuse as qp_admm_solve's (the factorization
+// the last solve left in `work`); warm_each as WarpLaunch's (asynchronous; the caller
+// checks)
 template <class T>
 void launch_qp_thread(int batch, const QpShape& shape, const T* P, const T* q, const T* A, const T* b, T* x, T* y,
                       T* work, T* objective, T* value, T* prim_res, T* dual_res, int* status, int* fault,
-                      int* iterations, int* rho_updates, const QpSettings<T>& st, bool warm,
+                      int* iterations, int* rho_updates, const QpSettings<T>& st, bool warm, bool reuse = false,
                       const int* warm_each = nullptr);
 
 }  // namespace detail

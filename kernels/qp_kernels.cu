@@ -59,18 +59,19 @@ namespace detail {
 template <class T>
 void launch_qp_thread(int batch, const QpShape& shape, const T* P, const T* q, const T* A, const T* b, T* x, T* y,
                       T* work, T* objective, T* value, T* prim_res, T* dual_res, int* status, int* fault,
-                      int* iterations, int* rho_updates, const QpSettings<T>& st, bool warm, const int* warm_each) {
+                      int* iterations, int* rho_updates, const QpSettings<T>& st, bool warm, bool reuse,
+                      const int* warm_each) {
   const int threads = 128, blocks = (batch + threads - 1) / threads;
   qp_admm_kernel<T><<<blocks, threads>>>(batch, shape, P, q, A, b, x, y, work, objective, value, prim_res, dual_res,
-                                         status, fault, iterations, rho_updates, device_settings(st), warm, false,
+                                         status, fault, iterations, rho_updates, device_settings(st), warm, reuse,
                                          warm_each);
 }
 template void launch_qp_thread<float>(int, const QpShape&, const float*, const float*, const float*, const float*,
                                       float*, float*, float*, float*, float*, float*, float*, int*, int*, int*, int*,
-                                      const QpSettings<float>&, bool, const int*);
+                                      const QpSettings<float>&, bool, bool, const int*);
 template void launch_qp_thread<double>(int, const QpShape&, const double*, const double*, const double*,
                                        const double*, double*, double*, double*, double*, double*, double*,
-                                       double*, int*, int*, int*, int*, const QpSettings<double>&, bool,
+                                       double*, int*, int*, int*, int*, const QpSettings<double>&, bool, bool,
                                        const int*);
 }  // namespace detail
 
@@ -239,12 +240,9 @@ double DeviceQpBatch<T>::solve(const QpSettings<T>& st, bool warm, bool reuse) {
     detail::launch_qp_warp(a, st, warm);
     check(cudaGetLastError(), "qp_admm_warp_kernel launch");
   } else {
-    const int threads = 128;
-    const int blocks = (d.batch + threads - 1) / threads;
-    qp_admm_kernel<T><<<blocks, threads>>>(d.batch, shape, d.P.p, d.q.p, d.A.p, d.b.p, d.x.p, d.y.p,
-                                           d.work.p, d.objective.p, d.value.p, d.prim_res.p, d.dual_res.p,
-                                           d.status.p, d.fault.p, d.iterations.p, d.rho_updates.p,
-                                           detail::device_settings(st), warm, reuse, nullptr);
+    detail::launch_qp_thread(d.batch, shape, d.P.p, d.q.p, d.A.p, d.b.p, d.x.p, d.y.p, d.work.p, d.objective.p,
+                             d.value.p, d.prim_res.p, d.dual_res.p, d.status.p, d.fault.p, d.iterations.p,
+                             d.rho_updates.p, st, warm, reuse);
     check(cudaGetLastError(), "qp_admm_kernel launch");
   }
   check(cudaEventRecord(d.stop), "cudaEventRecord");

@@ -282,6 +282,24 @@ IMPULSE_HD ContactP<T> contact_p(const LossConsts<T>& c, T phin_s, const T cv[2]
   return {T(2) * c.w_comp_n * p2, T(2) * c.w_comp_t * p2, T(2) * c.w_cone * cn2,
           {T(2) * c.w_cone * cv[0] * cn, T(2) * c.w_cone * cv[1] * cn}};
 }
+// P's entry (i, j): v (the prediction entry 2w (M⁻¹b_max(i,j))ᵀ(M⁻¹b_min(i,j)), or 0
+// past B's columns) plus what the contacts add there, in this order: on a normal or
+// tangent diagonal comp_n or comp_t, then cone; between λ_n,i and λ_t,i,r nt[r]; on a
+// slack's diagonal 2 w_slack. cp: the kK contacts' contact_p.
+template <class T>
+IMPULSE_HD T p_entry(const LossConsts<T>& c, const ContactP<T>* cp, int i, int j, T v) {
+  constexpr int k = kK, nb = 3 * kK;
+  if (i >= nb || j >= nb) return i == j ? v + T(2) * c.w_slack : v;
+  if (i == j) {
+    const ContactP<T>& ci = cp[i < k ? i : (i - k) / 2];
+    v += i < k ? ci.comp_n : ci.comp_t;
+    return v + ci.cone;
+  }
+  if (i < k && j >= k && (j - k) / 2 == i) return v + cp[i].nt[(j - k) % 2];
+  if (j < k && i >= k && (i - k) / 2 == j) return v + cp[j].nt[(i - k) % 2];
+  return v;
+}
+
 // the octagon's direction j (cos, sin)
 template <class T>
 IMPULSE_HD void octagon_direction(int j, T& cs, T& sn) {
@@ -297,34 +315,25 @@ IMPULSE_HD T assemble_frame(const LossConsts<T>& c, const Frame<T>& f, const T* 
   Scaled<T> s;
   scaled(c, f, x, xn, s);
   const int k = kK, n = kN;
-  for (int i = 0; i < n * n; ++i) P[i] = T(0);
   for (int i = 0; i < n; ++i) q[i] = T(0);
   const T constant = match_constant(c, s.dv);
-  // prediction: 2 w MiBᵀMiB and −2 w MiBᵀ dv
-  for (int i = 0; i < 3 * k; ++i) {
-    const T* bi = bcol(s, i);
-    q[i] = q_match(c, s.Mi, bi, s.dv);
-    for (int j = 0; j <= i; ++j) {
-      const T v = p_match(c, s.Mi, bi, bcol(s, j));
-      P[i * n + j] = v;
-      P[j * n + i] = v;
-    }
-  }
-  // activation, dissipation (u_i = λ_n,i c_i + ‖c_i‖ λ_t,i, c_i = J_t,i ν'), slack
+  // activation, dissipation (u_i = λ_n,i c_i + ‖c_i‖ λ_t,i, c_i = J_t,i ν'): per contact
+  ContactP<T> cp[kK];
   for (int i = 0; i < k; ++i) {
     T cv[2];
     tangent_velocity(s.Jt + 2 * i, s.nun, cv);
-    const ContactP<T> cp = contact_p(c, s.phin[i], cv);
-    P[i * n + i] += cp.comp_n;
-    for (int r = 0; r < 2; ++r) P[(k + 2 * i + r) * n + k + 2 * i + r] += cp.comp_t;
-    P[i * n + i] += cp.cone;
-    for (int r = 0; r < 2; ++r) {
-      const int t = k + 2 * i + r;
-      P[i * n + t] += cp.nt[r];
-      P[t * n + i] += cp.nt[r];
-      P[t * n + t] += cp.cone;
+    cp[i] = contact_p(c, s.phin[i], cv);
+  }
+  // P: the prediction 2 w MiBᵀMiB, then the contacts' and slacks' terms (p_entry);
+  // q: −2 w MiBᵀ dv
+  for (int i = 0; i < n; ++i) {
+    const T* bi = i < 3 * k ? bcol(s, i) : nullptr;
+    if (bi) q[i] = q_match(c, s.Mi, bi, s.dv);
+    for (int j = 0; j <= i; ++j) {
+      const T v = bi && j < 3 * k ? p_match(c, s.Mi, bi, bcol(s, j)) : T(0);
+      P[i * n + j] = p_entry(c, cp, i, j, v);
+      if (j != i) P[j * n + i] = p_entry(c, cp, j, i, v);
     }
-    P[(3 * k + i) * n + 3 * k + i] += T(2) * c.w_slack;
   }
   // penetration rows: −dt J_n,i M⁻¹ B λ − s_i + s_c = φ_i + dt J_n,i ν_free
   int p = 0;
