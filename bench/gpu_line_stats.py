@@ -4,9 +4,17 @@
 summed per source line through the PTX's .loc lines (the innermost inlined function's line).
 
     python3 bench/gpu_line_stats.py build-sim/timing/CASE [--ptx qp_warp_kernels] [--top 30]
+    python3 bench/gpu_line_stats.py build-sim/timing/CASE --phases [--count-line N]
 
 Prints each source line's share of the summed pipeline latency (for a warp alone on its SM
 the sum is close to its cycles), its executions (thread instructions) and the line's text.
+
+--phases sums it by the kernel's phases instead: the marker comments `// ---- NAME` in the
+kernel's own body (the function holding most of the executed lines' call sites). A line of
+an inlined function counts in the phase of its call site in the kernel (PTX's `inlined_at`;
+a function inlined into an inlined function takes the call site last seen in the kernel,
+since PTX names one level). With each phase: how many times its first executed line ran per
+warp (thread executions / 32), to turn a phase's latency into cycles per occurrence.
 """
 import argparse
 import collections
@@ -21,6 +29,7 @@ def main():
     ap.add_argument("case", help="a case folder of bench/gpu_timing.sh (line_stats.txt and the PTX files)")
     ap.add_argument("--ptx", default="qp_warp_kernels", help="which PTX file (its name's start)")
     ap.add_argument("--top", type=int, default=30)
+    ap.add_argument("--phases", action="store_true", help="sum by the kernel's `// ---- NAME` phases")
     a = ap.parse_args()
     stats = os.path.join(a.case, "line_stats.txt")
     ptxs = sorted(glob.glob(os.path.join(a.case, a.ptx + "*.ptx")))
@@ -29,6 +38,7 @@ def main():
                  "(run the case with GPU_TIMING_LINE_STATS=1)")
     ptx_name = os.path.basename(ptxs[0])
     files, loc, cur = {}, {}, None
+    outer, site = {}, None  # per PTX line: the call site (file, line) named by inlined_at, or its own
     with open(ptxs[0]) as f:
         for i, line in enumerate(f, 1):
             m = re.match(r'\s*\.file\s+(\d+)\s+"([^"]+)"', line)
@@ -37,10 +47,14 @@ def main():
             m = re.match(r"\s*\.loc\s+(\d+)\s+(\d+)", line)
             if m:
                 cur = (m.group(1), int(m.group(2)))
+                mi = re.search(r"inlined_at\s+(\d+)\s+(\d+)", line)
+                site = (mi.group(1), int(mi.group(2))) if mi else cur
+            outer[i] = site
             if re.match(r"\s*\.(visible\s+)?\.entry\s", line):
                 cur = None
             loc[i] = cur
     lat, cnt, total = collections.Counter(), collections.Counter(), 0
+    rows = []  # (PTX line, executions, latency)
     with open(stats) as f:
         for line in f:
             m = re.match(r"(\S+) (\d+) : (\d+) (\d+) ", line)
@@ -50,8 +64,12 @@ def main():
             lat[key] += int(m.group(4))
             cnt[key] += int(m.group(3))
             total += int(m.group(4))
+            rows.append((int(m.group(2)), int(m.group(3)), int(m.group(4))))
     if total == 0:
         sys.exit(f"gpu_line_stats: no statistics for {ptx_name} in {stats}")
+    if a.phases:
+        phases(rows, outer, files, total, ptx_name)
+        return
     sources = {}
     print(f"{ptx_name}: summed latency {total} (thread-cycles; /32 for a warp's)")
     print(f"{'share':>6} {'executions':>11}  source")
@@ -69,6 +87,46 @@ def main():
             text = lines[key[1] - 1].strip() if 0 < key[1] <= len(lines) else ""
             where = f"{os.path.basename(path)}:{key[1]}"
         print(f"{100 * v / total:5.1f}% {cnt[key]:>11}  {where:<28} {text[:80]}")
+
+
+def phases(rows, outer, files, total, ptx_name):
+    """The summed latency by the kernel's `// ---- NAME` phases (see the module's doc)."""
+    sites = collections.Counter()
+    for ptx_line, _, v in rows:
+        if outer.get(ptx_line):
+            sites[outer[ptx_line][0]] += v
+    if not sites:
+        sys.exit("gpu_line_stats: the PTX has no line information")
+    fid = sites.most_common(1)[0][0]
+    with open(files[fid]) as src:
+        text = src.read().split("\n")
+    marks = [(i + 1, re.sub(r"\s*-+\s*$", "", t.strip()[len("// ----"):]).strip())
+             for i, t in enumerate(text) if t.strip().startswith("// ----")]
+    if not marks:
+        sys.exit(f"gpu_line_stats: {files[fid]} has no `// ---- NAME` markers")
+
+    def phase_of(line):
+        name = "(before the first marker)"
+        for at, nm in marks:
+            if at <= line:
+                name = nm
+        return name
+
+    lat, first = collections.Counter(), {}
+    last_kernel_site = None
+    for ptx_line, n, v in sorted(rows):
+        s = outer.get(ptx_line)
+        if s and s[0] == fid and s[1] >= marks[0][0]:
+            last_kernel_site = s[1]
+        name = phase_of(last_kernel_site) if last_kernel_site else "(no line)"
+        lat[name] += v
+        if name not in first and n > 0:
+            first[name] = n
+    print(f"{ptx_name}: summed latency {total} (thread-cycles; /32 for a warp's), by phase of "
+          f"{os.path.basename(files[fid])}")
+    print(f"{'share':>6} {'warp-cycles':>12} {'warp runs':>10}  phase")
+    for name, v in sorted(lat.items(), key=lambda kv: -kv[1]):
+        print(f"{100 * v / total:5.1f}% {v / 32:12.0f} {first.get(name, 0) / 32:10.0f}  {name}")
 
 
 if __name__ == "__main__":

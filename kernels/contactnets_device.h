@@ -27,6 +27,9 @@ namespace cuda {
 struct DeviceLossStats {
   long iterations = 0;  // ADMM iterations over the batch
   int not_solved = 0;   // QPs that did not reach tolerance
+  // the batch's slowest QP: its most iterations and most ρ updates (refactorizations),
+  // each over the batch (ContactNets; 0 where not counted). A device step waits for it.
+  int max_iterations = 0, max_rho_updates = 0;
   double kernel_ms = 0;
 };
 

@@ -369,7 +369,7 @@ DeviceLossStats DeviceContactNets<T>::evaluate(int set, const double* theta, con
   float ms = 0;
   cudaEventElapsedTime(&ms, d.start, d.stop);
   st.kernel_ms = ms;
-  detail::download_losses(B, d.loss, d.iters, d.solved, loss, st);
+  detail::download_losses(B, d.loss, d.iters, d.solved, loss, st, &d.rho_updates);
   if (grad) {
     T g[cn::kTheta];
     check(cudaMemcpy(g, d.grad_sum.p, sizeof g, cudaMemcpyDeviceToHost), "download gradient");

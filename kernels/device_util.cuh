@@ -4,6 +4,7 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -136,14 +137,21 @@ struct ResidentSet {
 // unsolved QPs into the stats.
 template <class T>
 void download_losses(size_t B, const DevBuf<T>& loss, const DevBuf<int>& iters, const DevBuf<int>& solved,
-                     double* loss_out, DeviceLossStats& st) {
+                     double* loss_out, DeviceLossStats& st, const DevBuf<int>* rho_updates = nullptr) {
   std::vector<T> lt(B);
   check(cudaMemcpy(lt.data(), loss.p, sizeof(T) * B, cudaMemcpyDeviceToHost), "download losses");
   for (size_t i = 0; i < B; ++i) loss_out[i] = double(lt[i]);
   std::vector<int> it(B), ok(B);
   check(cudaMemcpy(it.data(), iters.p, sizeof(int) * B, cudaMemcpyDeviceToHost), "download stats");
   check(cudaMemcpy(ok.data(), solved.p, sizeof(int) * B, cudaMemcpyDeviceToHost), "download stats");
-  for (size_t i = 0; i < B; ++i) st.iterations += it[i], st.not_solved += ok[i] ? 0 : 1;
+  for (size_t i = 0; i < B; ++i) {
+    st.iterations += it[i], st.not_solved += ok[i] ? 0 : 1;
+    st.max_iterations = std::max(st.max_iterations, it[i]);
+  }
+  if (rho_updates) {
+    check(cudaMemcpy(it.data(), rho_updates->p, sizeof(int) * B, cudaMemcpyDeviceToHost), "download stats");
+    for (size_t i = 0; i < B; ++i) st.max_rho_updates = std::max(st.max_rho_updates, it[i]);
+  }
 }
 
 // problem-contiguous (batch x len) -> batch-fastest (len x batch).

@@ -115,18 +115,22 @@ constexpr int kChunk = 4;  // P's column, A's row and column nonzeros (8: spills
 // the shared-memory rows of one problem (T elements), carved per warp. K comes first,
 // at the aligned base: while K is not being formed, its first 32 elements are the
 // broadcast row `bc` (Gauss-Jordan's pivot column, the x-step's right-hand side), read
-// with 16-byte loads.
+// with 16-byte loads. Dense (warp_shared_bytes_dense): no K block but the broadcast row,
+// then A dense, m rows of kWarpDenseLd (16-byte aligned).
 template <class T>
 struct Smem {
   T *A, *xs, *xts, *ds, *tn;                       // A: nnz values (CSR order); n-sized: 32 each
   T *z, *v, *y, *yp, *rho, *rinv, *b, *e, *tm;     // m-sized
   T* K;                                            // K while it is formed: 32 x 33
   T* bc;                                           // K's first row otherwise: 32
+  T* Ad;                                           // dense: A, m x kWarpDenseLd
   static constexpr int ldk = kW + 1;
-  __device__ static Smem carve(T* base, int nnz, int m) {  // warp_shared_bytes' rows
+  // warp_shared_bytes' rows, or warp_shared_bytes_dense's
+  __device__ static Smem carve(T* base, int nnz, int m, bool dense) {
     Smem s;
     T* p = base;
-    s.K = s.bc = p, p += kW * ldk;
+    s.K = s.bc = p, p += dense ? kW : kW * ldk;
+    s.Ad = p, p += dense ? m * kWarpDenseLd : 0;
     s.A = p, p += nnz;
     s.xs = p, p += kW;
     s.xts = p, p += kW;
@@ -165,6 +169,7 @@ __device__ __forceinline__ void store4(double* p, double a, double b, double c, 
 struct Problem {  // the batch's shape (problem-contiguous arrays)
   int n, m, nnz;
   ConeSpec cones;
+  bool dense;  // A also dense in shared memory (the stagnation-restart variants, when it fits)
 };
 
 // A's pattern, shared by the batch: CSR (row_ptr, col) and its column view (col_ptr;
@@ -232,13 +237,39 @@ __device__ __forceinline__ bool gj_inverse(T (&Kc)[kW], int lane, T* __restrict_
 // dense m x n sweep, taken Chunk at a time (loads first: one memory latency a chunk,
 // not one an entry; the sums unchanged). Chunk > 1 costs registers: the kernel takes 4
 // in its 255-register variants, 1 in the others (at 2 the float plain one spilled).
-template <int Chunk, class T>
+//
+// Dense (A also dense in shared memory, Problem::dense): lane j forms column j in its
+// registers, P's column and σ, then for each row r of column j's nonzeros in row order
+// ρ_r·(A_ri·A_rj) for every i (A_ri = 0 off the pattern adds an exact zero), so each
+// entry takes the same terms in the same order as above, with no shared K and no pass
+// over the rows one at a time.
+template <int Chunk, bool Dense, class T>
 __device__ bool factor(const Problem& pr, const Pattern& pt, const T* __restrict__ P, const Smem<T>& s, T sig,
                        T (&Kc)[kW], int lane) {
   const int n = pr.n, m = pr.m, ldk = Smem<T>::ldk;
   const int* __restrict__ row_ptr = pt.row_ptr;
   const int* __restrict__ col = pt.col;
   const bool own = lane < n;
+  if (Dense && pr.dense) {
+#pragma unroll
+    for (int i = 0; i < kW; ++i)
+      Kc[i] = own && i < n ? P[i * n + lane] + (i == lane ? sig : T(0)) : (i == lane ? T(1) : T(0));
+    if (own) {
+      for (int k = pt.col_ptr[lane], e = pt.col_ptr[lane + 1]; k < e; ++k) {
+        const int r = pt.csc_row[k];
+        const T ab = s.A[pt.csc_pos[k]], rr = s.rho[r];
+        const T* __restrict__ ar = s.Ad + r * kWarpDenseLd;
+#pragma unroll
+        for (int i0 = 0; i0 < kW; i0 += 4) {
+          T a[4];
+          load4(ar + i0, a);
+#pragma unroll
+          for (int u = 0; u < 4; ++u) Kc[i0 + u] = Kc[i0 + u] + rr * (a[u] * ab);
+        }
+      }
+    }
+    return gj_inverse(Kc, lane, s.bc);
+  }
   __syncwarp();  // K's first row may still be read as the broadcast row
   for (int i = 0; i < n; ++i)
     if (own) s.K[i * ldk + lane] = P[i * n + lane] + (i == lane ? sig : T(0));
@@ -364,7 +395,7 @@ __global__ void __launch_bounds__(kW, Fallback ? 8 : 16) qp_admm_warp_kernel(int
   if (k >= batch) return;
   const int n = pr.n, m = pr.m, nnz = pr.nnz;
   const ConeSpec cones = pr.cones;
-  const Smem<T> s = Smem<T>::carve(reinterpret_cast<T*>(smem_raw), nnz, m);
+  const Smem<T> s = Smem<T>::carve(reinterpret_cast<T*>(smem_raw), nnz, m, Fallback && pr.dense);
   const T* __restrict__ P = Pg + size_t(k) * n * n;
   const T* __restrict__ A = Ag + size_t(k) * nnz;
   const bool own = lane < n;
@@ -373,6 +404,12 @@ __global__ void __launch_bounds__(kW, Fallback ? 8 : 16) qp_admm_warp_kernel(int
   // ---- set-up: A's nonzeros and b into shared memory -------------------------------
   for (int i = lane; i < nnz; i += kW) s.A[i] = A[i];
   for (int r = lane; r < m; r += kW) s.b[r] = bg[size_t(k) * m + r];
+  if (Fallback && pr.dense) {  // A dense: zeros, then a lane per row scatters its nonzeros
+    for (int i = lane; i < m * kWarpDenseLd; i += kW) s.Ad[i] = T(0);
+    __syncwarp();
+    for (int r = lane; r < m; r += kW)
+      for (int e = pt.row_ptr[r], e1 = pt.row_ptr[r + 1]; e < e1; ++e) s.Ad[r * kWarpDenseLd + pt.col[e]] = A[e];
+  }
   __syncwarp();
 
   QpInfo<T> info;
@@ -541,6 +578,7 @@ __global__ void __launch_bounds__(kW, Fallback ? 8 : 16) qp_admm_warp_kernel(int
       __syncwarp();
     }
     if (iters == 0) cscale = T(1);
+    // ---- ρ and the factorization (qp_setup) -----------------------------------------
     T rho = st.rho;
     if (kept_ph) {
       const T* kp = kept_at();
@@ -555,7 +593,7 @@ __global__ void __launch_bounds__(kW, Fallback ? 8 : 16) qp_admm_warp_kernel(int
       const T* kp = kept_at();
 #pragma unroll
       for (int i = 0; i < kW; ++i) Kc[i] = own && i < n ? kp[i * n + lane] : (i == lane ? T(1) : T(0));
-    } else if (!factor<kFactorChunk>(pr, pt, P, s, sig, Kc, lane)) {
+    } else if (!factor<kFactorChunk, Fallback>(pr, pt, P, s, sig, Kc, lane)) {
       info.status = SolveStatus::kNumericalError;
       info.iterations += used, info.rho_updates += updates;
       keep_flag(false);
@@ -765,7 +803,7 @@ __global__ void __launch_bounds__(kW, Fallback ? 8 : 16) qp_admm_warp_kernel(int
           rho = rho_new;
           sc.last_check = 0;
           set_rho(pr, s, rho, st.rho_eq_scale, cscale, lane);
-          if (!factor<kFactorChunk>(pr, pt, P, s, sig, Kc, lane))
+          if (!factor<kFactorChunk, Fallback>(pr, pt, P, s, sig, Kc, lane))
             verdict = SolveStatus::kNumericalError;
           else
             ++info.rho_updates;
@@ -834,9 +872,11 @@ __global__ void __launch_bounds__(kW, Fallback ? 8 : 16) qp_admm_warp_kernel(int
 
 template <class T>
 void launch_qp_warp(const WarpLaunch<T>& a, const QpSettings<T>& st, bool warm) {
-  const Problem pr{a.n, a.m, a.nnz, a.cones};
+  // A dense in the stagnation-restart variants when it fits (factor)
+  const bool dense = st.fallback && warp_shared_bytes_dense(a.m, a.nnz, sizeof(T)) <= kWarpSharedLimit;
+  const Problem pr{a.n, a.m, a.nnz, a.cones, dense};
   const Pattern pt{a.row_ptr, a.col, a.col_ptr, a.csc_pos, a.csc_row};
-  const size_t smem = warp_shared_bytes(a.m, a.nnz, sizeof(T));
+  const size_t smem = dense ? warp_shared_bytes_dense(a.m, a.nnz, sizeof(T)) : warp_shared_bytes(a.m, a.nnz, sizeof(T));
   static_assert(sizeof(T) == 4 || sizeof(T) == 8, "float or double");
   auto kernel = st.fallback ? (a.kept ? qp_admm_warp_kernel<T, true, true> : qp_admm_warp_kernel<T, true, false>)
                             : (a.kept ? qp_admm_warp_kernel<T, false, true> : qp_admm_warp_kernel<T, false, false>);

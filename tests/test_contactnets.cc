@@ -161,6 +161,39 @@ TEST(ContactNetsLoss, QpValueEqualsTermsWrittenOut) {
   }
 }
 
+// the batch's slowest QP (what a device step waits for): the most iterations and ρ
+// updates of its transitions, each solved alone (one problem at a time: a problem's
+// solve does not depend on the rest of its batch)
+TEST(ContactNetsLoss, ReportsTheSlowestQpOfTheBatch) {
+  BatchOptions opt;
+  opt.threads = 1;
+  opt.lanes = false;
+  QpSettings<double> st;
+  st.eps_abs = st.eps_rel = 1e-6;
+  ContactNetsLoss loss(ContactNetsLossConfig{}, st, opt);
+  PolytopeContactModel model(perturb_polytope(PolytopeParams::cube(0.0524, 0.18), 0.3, 3));
+  auto frames = random_transitions(model, 12, 5);
+  model.frames(frames, 1);
+  LossBatchResult all;
+  loss.evaluate(frames, false, all);
+  long sum = 0;
+  int most = 0, most_rho = 0, least = 1 << 30;
+  for (const TransitionFrame& f : frames) {
+    LossBatchResult one;
+    loss.evaluate({f}, false, one);
+    EXPECT_EQ(one.max_iterations, one.iterations);
+    sum += one.iterations;
+    most = std::max(most, one.max_iterations);
+    least = std::min(least, one.max_iterations);
+    most_rho = std::max(most_rho, one.max_rho_updates);
+  }
+  EXPECT_EQ(all.iterations, sum);
+  EXPECT_EQ(all.max_iterations, most);
+  EXPECT_EQ(all.max_rho_updates, most_rho);
+  EXPECT_GT(most, least) << "the transitions' QPs all took as long: the test tells nothing";
+  EXPECT_GT(most_rho, 0) << "no QP updated rho: the test tells nothing";
+}
+
 TEST(ContactNetsLoss, RejectsMismatchedFrames) {
   ContactNetsLoss loss(ContactNetsLossConfig{});
   PolytopeContactModel model(PolytopeParams::cube(0.0524, 0.18));

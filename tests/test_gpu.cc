@@ -639,6 +639,10 @@ void device_loss_matches_cpu(cuda::DeviceLayout layout, int count) {
       dev.evaluate(0, theta.data(), idx.data(), static_cast<int>(idx.size()), dl.data(), dg.data());
   EXPECT_EQ(st.not_solved, 0);
   EXPECT_GT(st.iterations, long(5 * frames.size()));
+  // the slowest QP's figures (what a step waits for): at least the mean, less than the sum
+  EXPECT_GE(long(st.max_iterations) * long(frames.size()), st.iterations);
+  EXPECT_LT(long(st.max_iterations), st.iterations);
+  EXPECT_GE(st.max_rho_updates, 0);
   std::vector<double> per, hg;
   cpu_loss(loss, model, frames, &per, hg);
   for (size_t i = 0; i < frames.size(); ++i)
@@ -663,6 +667,8 @@ void device_loss_matches_cpu(cuda::DeviceLayout layout, int count) {
   const cuda::DeviceLossStats r1 = rev.evaluate(0, theta.data(), ridx.data(), B, rl.data(), rg.data());
   for (int k = 0; k < B; ++k) EXPECT_EQ(rl[k], dl[ridx[k]]) << "reversed, cold, transition " << ridx[k];
   EXPECT_EQ(r1.iterations, st.iterations);
+  EXPECT_EQ(r1.max_iterations, st.max_iterations);
+  EXPECT_EQ(r1.max_rho_updates, st.max_rho_updates);
   const cuda::DeviceLossStats r2 = rev.evaluate(0, theta.data(), ridx.data(), B, rl.data(), rg.data());
   for (int k = 0; k < B; ++k) EXPECT_EQ(rl[k], dl2[ridx[k]]) << "reversed, warm, transition " << ridx[k];
   EXPECT_EQ(r2.iterations, st2.iterations);

@@ -186,10 +186,13 @@ void ContactNetsLoss::evaluate(const std::vector<TransitionFrame>& frames, bool 
   out.reg_loss.assign(B, 0.0);
   out.not_solved = 0;
   out.iterations = 0;
+  out.max_iterations = out.max_rho_updates = 0;
   if (want_grad) out.grad.resize(B);
   for (int i = 0; i < B; ++i) {
     if (!is_solved(sol_.status[i])) ++out.not_solved;
     out.iterations += sol_.iterations[i];
+    out.max_iterations = std::max(out.max_iterations, sol_.iterations[i]);
+    out.max_rho_updates = std::max(out.max_rho_updates, sol_.rho_updates[i]);
   }
   parallel_for(B, options_.threads, [&](int, int begin, int end) {
     cn::Frame<double> f;

@@ -103,6 +103,8 @@ struct LossBatchResult {
   std::vector<FrameGradient> grad;        // per transition (when requested)
   int not_solved = 0;                     // transitions whose QP did not reach tolerance
   long iterations = 0;                    // ADMM iterations over the batch
+  int max_iterations = 0;                 // the batch's slowest QP's iterations
+  int max_rho_updates = 0;                // the most ρ updates (refactorizations) of a QP
 };
 
 class ContactNetsLoss {

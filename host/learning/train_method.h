@@ -31,6 +31,10 @@ using GradVector = std::vector<double, Eigen::aligned_allocator<double>>;
 struct BatchStats {
   long qp_iterations = 0;
   int qp_count = 0, not_solved = 0;
+  // per loss call (a training step's mini-batch): the slowest QP's iterations and the
+  // most ρ updates, summed over the calls that count them (ContactNets)
+  long slowest_iterations = 0, slowest_rho_updates = 0;
+  int slowest_calls = 0;
 };
 
 class Method {

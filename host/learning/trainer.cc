@@ -110,6 +110,8 @@ std::vector<EpochRecord> history_from_json(const nlohmann::json& hist) {
     r.train_seconds = h.value("train_seconds", 0.0);
     r.valid_rollout_m = h.contains("valid_position_error_m") ? h["valid_position_error_m"].get<double>() : NAN;
     r.mean_qp_iterations = h.at("mean_qp_iterations");
+    r.slowest_qp_iterations = h.value("slowest_qp_iterations", 0.0);
+    r.slowest_qp_rho_updates = h.value("slowest_qp_rho_updates", 0.0);
     r.not_solved = h.at("not_solved");
     out.push_back(r);
   }
@@ -123,12 +125,14 @@ std::string history_csv(const std::vector<EpochRecord>& history) {
   bool rollout = false;
   for (const auto& r : history) rollout = rollout || std::isfinite(r.valid_rollout_m);
   std::ostringstream h;
-  h << "epoch,train_loss,valid_loss,seconds,train_seconds,mean_qp_iterations,not_solved"
+  h << "epoch,train_loss,valid_loss,seconds,train_seconds,mean_qp_iterations,slowest_qp_iterations,"
+       "slowest_qp_rho_updates,not_solved"
     << (rollout ? ",valid_position_error_m" : "") << '\n';
   h << std::setprecision(10);
   for (const auto& r : history) {
     h << r.epoch << ',' << r.train_loss << ',' << r.valid_loss << ',' << r.seconds << ',' << r.train_seconds << ','
-      << r.mean_qp_iterations << ',' << r.not_solved;
+      << r.mean_qp_iterations << ',' << r.slowest_qp_iterations << ',' << r.slowest_qp_rho_updates << ','
+      << r.not_solved;
     if (rollout) h << ',' << r.valid_rollout_m;
     h << '\n';
   }
@@ -275,6 +279,8 @@ class ContactNetsMethod : public Method {
     stats.qp_iterations += r.iterations;
     stats.qp_count += B;
     stats.not_solved += r.not_solved;
+    stats.slowest_iterations += r.max_iterations, stats.slowest_rho_updates += r.max_rho_updates;
+    ++stats.slowest_calls;
     double sum = 0;
     for (int i = 0; i < B; ++i) sum += r.qp_loss[i] + r.reg_loss[i];
     if (grad) {
@@ -302,6 +308,8 @@ class ContactNetsMethod : public Method {
     stats.qp_iterations += st.iterations;
     stats.qp_count += static_cast<int>(idx.size());
     stats.not_solved += st.not_solved;
+    stats.slowest_iterations += st.max_iterations, stats.slowest_rho_updates += st.max_rho_updates;
+    ++stats.slowest_calls;
     if (grad)
       for (size_t j = 0; j < g.size(); ++j) (*grad)[j] += g[j] * scale_[j];
     double sum = 0;
@@ -730,6 +738,10 @@ TrainResult train(const TrainConfig& cfg, std::ostream& log_out) {
     r.train_loss = train_sum / std::max(1, train_set.size());
     r.valid_loss = valid;
     r.mean_qp_iterations = st.qp_count ? double(st.qp_iterations) / st.qp_count : 0;
+    if (st.slowest_calls) {
+      r.slowest_qp_iterations = double(st.slowest_iterations) / st.slowest_calls;
+      r.slowest_qp_rho_updates = double(st.slowest_rho_updates) / st.slowest_calls;
+    }
     r.not_solved = st.not_solved;
     nlohmann::json params;  // the readable model: needed for rollouts, else only when best
     if (by_rollout) {
@@ -750,14 +762,16 @@ TrainResult train(const TrainConfig& cfg, std::ostream& log_out) {
     }
     if (since_best >= cfg.patience) res.early_stopped = true;
     if (tty) std::fprintf(stderr, "\r%*s\r", 90, "");
-    char line[256];
+    char line[320], slowest[64] = "";
+    if (r.slowest_qp_iterations > 0)
+      std::snprintf(slowest, sizeof slowest, " (a step's slowest: %.1f)", r.slowest_qp_iterations);
     std::snprintf(line, sizeof line,
-                  "epoch %d: train loss %.5g, valid loss %.5g%s%s, %.2fs (training %.2fs), %.1f QP iterations/transition%s",
+                  "epoch %d: train loss %.5g, valid loss %.5g%s%s, %.2fs (training %.2fs), %.1f QP iterations/transition%s%s",
                   epoch, r.train_loss, valid,
                   by_rollout ? (", valid rollouts " + std::to_string(r.valid_rollout_m) + " m").c_str() : "",
                   res.best_epoch == epoch ? " (best)" : "", r.seconds,
                   r.train_seconds,
-                  r.mean_qp_iterations,
+                  r.mean_qp_iterations, slowest,
                   r.not_solved ? (", " + std::to_string(r.not_solved) + " QPs at the iteration cap").c_str() : "");
     log(line);
     if (res.early_stopped)
@@ -779,6 +793,8 @@ TrainResult train(const TrainConfig& cfg, std::ostream& log_out) {
                           {"valid_loss", h.valid_loss}, {"seconds", h.seconds},
                           {"train_seconds", h.train_seconds},
                           {"mean_qp_iterations", h.mean_qp_iterations},
+                          {"slowest_qp_iterations", h.slowest_qp_iterations},
+                          {"slowest_qp_rho_updates", h.slowest_qp_rho_updates},
                           {"not_solved", h.not_solved}};
       if (std::isfinite(h.valid_rollout_m)) e["valid_position_error_m"] = h.valid_rollout_m;
       ck["history"].push_back(std::move(e));

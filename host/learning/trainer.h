@@ -91,6 +91,10 @@ struct EpochRecord {
   int epoch = 0;
   double train_loss = 0, valid_loss = 0, seconds = 0, mean_qp_iterations = 0;
   double train_seconds = 0;  // the training pass alone (seconds also counts validation)
+  // of the training steps' mini-batches, the slowest QP's iterations and the most ρ
+  // updates of a QP, each averaged over the steps (ContactNets; 0 where not counted): a
+  // device step, a QP per warp, waits for its slowest (bench/gpu_model.py)
+  double slowest_qp_iterations = 0, slowest_qp_rho_updates = 0;
   double valid_rollout_m = NAN;  // --select rollout: the validation rollouts' mean position error
   int not_solved = 0;
 };
