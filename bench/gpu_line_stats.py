@@ -24,17 +24,14 @@ import re
 import sys
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("case", help="a case folder of bench/gpu_timing.sh (line_stats.txt and the PTX files)")
-    ap.add_argument("--ptx", default="qp_warp_kernels", help="which PTX file (its name's start)")
-    ap.add_argument("--top", type=int, default=30)
-    ap.add_argument("--phases", action="store_true", help="sum by the kernel's `// ---- NAME` phases")
-    a = ap.parse_args()
-    stats = os.path.join(a.case, "line_stats.txt")
-    ptxs = sorted(glob.glob(os.path.join(a.case, a.ptx + "*.ptx")))
+def load(case, ptx="qp_warp_kernels"):
+    """(rows, outer, files, total, ptx_name, loc) of a case folder: rows are (PTX line, executions,
+    latency) of the PTX file's lines; loc and outer map a PTX line to its source line and to its
+    call site (inlined_at). Exits with a message when the case has no statistics."""
+    stats = os.path.join(case, "line_stats.txt")
+    ptxs = sorted(glob.glob(os.path.join(case, ptx + "*.ptx")))
     if not os.path.exists(stats) or not ptxs:
-        sys.exit(f"gpu_line_stats: {a.case} has no line_stats.txt or no {a.ptx}*.ptx "
+        sys.exit(f"gpu_line_stats: {case} has no line_stats.txt or no {ptx}*.ptx "
                  "(run the case with GPU_TIMING_LINE_STATS=1)")
     ptx_name = os.path.basename(ptxs[0])
     files, loc, cur = {}, {}, None
@@ -53,22 +50,36 @@ def main():
             if re.match(r"\s*\.(visible\s+)?\.entry\s", line):
                 cur = None
             loc[i] = cur
-    lat, cnt, total = collections.Counter(), collections.Counter(), 0
+    total = 0
     rows = []  # (PTX line, executions, latency)
     with open(stats) as f:
         for line in f:
             m = re.match(r"(\S+) (\d+) : (\d+) (\d+) ", line)
             if not m or m.group(1) != ptx_name:
                 continue
-            key = loc.get(int(m.group(2)))
-            lat[key] += int(m.group(4))
-            cnt[key] += int(m.group(3))
             total += int(m.group(4))
             rows.append((int(m.group(2)), int(m.group(3)), int(m.group(4))))
     if total == 0:
         sys.exit(f"gpu_line_stats: no statistics for {ptx_name} in {stats}")
+    return rows, outer, files, total, ptx_name, loc
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("case", help="a case folder of bench/gpu_timing.sh (line_stats.txt and the PTX files)")
+    ap.add_argument("--ptx", default="qp_warp_kernels", help="which PTX file (its name's start)")
+    ap.add_argument("--top", type=int, default=30)
+    ap.add_argument("--phases", action="store_true", help="sum by the kernel's `// ---- NAME` phases")
+    ap.add_argument("--phase", help="with --phases: the top source lines of the phase whose name starts so")
+    a = ap.parse_args()
+    rows, outer, files, total, ptx_name, loc = load(a.case, a.ptx)
+    lat, cnt = collections.Counter(), collections.Counter()
+    for ptx_line, n, v in rows:
+        key = loc.get(ptx_line)
+        lat[key] += v
+        cnt[key] += n
     if a.phases:
-        phases(rows, outer, files, total, ptx_name)
+        phases(rows, outer, files, total, ptx_name, loc, a.phase, a.top)
         return
     sources = {}
     print(f"{ptx_name}: summed latency {total} (thread-cycles; /32 for a warp's)")
@@ -89,7 +100,14 @@ def main():
         print(f"{100 * v / total:5.1f}% {cnt[key]:>11}  {where:<28} {text[:80]}")
 
 
-def phases(rows, outer, files, total, ptx_name):
+def phase_latency(case, ptx="qp_warp_kernels"):
+    """{phase name: summed latency (thread-cycles)} of a case folder's kernel (see the module's
+    doc); for bench/gpu_model.py"""
+    rows, outer, files, total, ptx_name, loc = load(case, ptx)
+    return phases(rows, outer, files, total, ptx_name, loc, quiet=True)
+
+
+def phases(rows, outer, files, total, ptx_name, loc, only=None, top=30, quiet=False):
     """The summed latency by the kernel's `// ---- NAME` phases (see the module's doc)."""
     sites = collections.Counter()
     for ptx_line, _, v in rows:
@@ -112,7 +130,7 @@ def phases(rows, outer, files, total, ptx_name):
                 name = nm
         return name
 
-    lat, first = collections.Counter(), {}
+    lat, first, by_line = collections.Counter(), {}, collections.Counter()
     last_kernel_site = None
     for ptx_line, n, v in sorted(rows):
         s = outer.get(ptx_line)
@@ -122,6 +140,26 @@ def phases(rows, outer, files, total, ptx_name):
         lat[name] += v
         if name not in first and n > 0:
             first[name] = n
+        if only and name.startswith(only):
+            by_line[loc.get(ptx_line)] += v
+    if quiet:
+        return dict(lat)
+    if only:
+        part = sum(by_line.values())
+        print(f"phase {only}...: {part / 32:.0f} warp-cycles; its top lines (share of the phase)")
+        for key, v in by_line.most_common(top):
+            where, text = "(no line)", ""
+            if key:
+                path = files.get(key[0], "?")
+                try:
+                    with open(path) as src:
+                        lines = src.read().split("\n")
+                    text = lines[key[1] - 1].strip() if 0 < key[1] <= len(lines) else ""
+                except OSError:
+                    pass
+                where = f"{os.path.basename(path)}:{key[1]}"
+            print(f"{100 * v / part:5.1f}%  {where:<28} {text[:90]}")
+        return
     print(f"{ptx_name}: summed latency {total} (thread-cycles; /32 for a warp's), by phase of "
           f"{os.path.basename(files[fid])}")
     print(f"{'share':>6} {'warp-cycles':>12} {'warp runs':>10}  phase")

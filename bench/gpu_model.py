@@ -52,6 +52,7 @@ count give a prediction that counts the latency the issue limit assumes hidden.
 """
 import argparse
 import collections
+import csv
 import datetime
 import glob
 import math
@@ -360,7 +361,7 @@ WARP_SHAPES = {"contactnets_warp_double": (32, 224), "contactnets_train_double":
 
 
 def warp_shared_bytes(m, nnz, t, dense=False):  # kernels/qp_kernels.h (dense: warp_shared_bytes_dense)
-    return (nnz + 4 * 32 + 9 * m + (32 + 36 * m if dense else 32 * 33)) * t
+    return (nnz + 4 * 32 + 9 * m + (32 + 36 * m + 32 * 32 + 16 * 33 if dense else 32 * 33)) * t
 
 
 TIMING = os.path.join(ROOT, "build-sim", "timing")
@@ -470,16 +471,83 @@ def epoch_lines(log, results, qp_used):
     L.append(f"\nValidation, one chain of {valid:,} transitions: {val * 1e3:,.2f} ms (the assembly's {asm_blocks} "
              f"and the gradient's {fin_blocks} blocks in turn on the busiest SM; the QP at {100 * used:.0f}% of its issue limit "
              f"{b['issue']:.3g}/s, {how}).\n")
-    L.append("| GPU | host cost per launch (assumed) | steps | **epoch, predicted** | target |")
-    L.append("|---|---|---|---|---|")
-    for us in LAUNCH_US:
-        launches = steps * 4 + 3
-        epoch = steps * step + val + launches * us * 1e-6
-        L.append(f"| H100 SXM | {us:g} µs ({launches:,} launches) | {steps} x {step * 1e6:,.1f} µs | "
-                 f"**{epoch * 1e3:,.1f} ms** | ≤ 30 ms |")
+    other = sum(v for k, v in step_cycles.items() if k != names[1])
+    tl, tail_step = tail_lines(os.path.dirname(log), qc, TRAIN_HISTORY, f, other)
+    L += tl
+    L.append("| GPU | QP of a step | host cost per launch (assumed) | steps | **epoch, predicted** | target |")
+    L.append("|---|---|---|---|---|---|")
+    for label, st in (("the mean transition's (scaled above)", step), ("the slowest transition's", tail_step)):
+        if st is None:
+            continue
+        for us in LAUNCH_US:
+            launches = steps * 4 + 3
+            epoch = steps * st + val + launches * us * 1e-6
+            L.append(f"| H100 SXM | {label} | {us:g} µs ({launches:,} launches) | {steps} x {st * 1e6:,.1f} µs | "
+                     f"**{epoch * 1e3:,.1f} ms** | ≤ 30 ms |")
     L.append("\nThe host's part (four launches a step, the parameter upload and gradient download, Adam) is "
              "not simulated: 0 µs is the device alone; 5 µs a launch is an assumed figure.")
     return L
+
+
+# the slowest QP of a training step (history.csv's slowest_qp_iterations and
+# slowest_qp_rho_updates): a real-cube run on the CPU, `impulse train --method
+# contactnets-polytope --data <cube tosses> --tosses 256 --epochs 8 --seed 1`
+TRAIN_HISTORY = os.path.join(ROOT, "bench", "results", "contactnets_slowest_qp_2026-11-27.csv")
+SETUP_PHASES = ("set-up", "the input check", "the initial iterate", "Ruiz", "ρ and the factorization",
+                "finish", "(no line)")
+ITERATION_PHASES = ("the iteration", "the check", "infeasibility", "stagnation")
+
+
+def tail_lines(case_dir, qp_cycles, history, f, other):
+    """The QP of a training step waits for its slowest transition. From the 132-SM run's
+    per-phase latency (bench/gpu_line_stats.py, the run made with GPU_TIMING_LINE_STATS=1)
+    and the test's own counts (its log's `device loss:` line): a solve's set-up, an
+    iteration (its checks included) and a ρ update, in cycles; the slowest transition of the
+    test, so costed, against the simulated cycles (the calibration); then the slowest of a
+    real training step (`history`'s last epoch) at the same costs. Lines of markdown."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import gpu_line_stats  # noqa: E402 (bench/, beside this script)
+    log = os.path.join(case_dir, "sim.log")
+    m = None
+    for line in open(log, encoding="latin1"):
+        m = re.search(r"device loss: (\d+) transitions, (\d+) iterations \(slowest (\d+)\), (\d+) rho "
+                      r"updates \(most (\d+)\)", line) or m
+    if not m or not os.path.exists(os.path.join(case_dir, "line_stats.txt")) or not os.path.exists(history):
+        return ["\n(The step's slowest transition: needs the 132-SM run with GPU_TIMING_LINE_STATS=1, its "
+                f"test's `device loss:` line, and {os.path.relpath(history, ROOT)}.)"], None
+    B, T, S, U, R = (int(g) for g in m.groups())
+    lat = gpu_line_stats.phase_latency(case_dir)
+    group = lambda names: sum(v for k, v in lat.items() if k.startswith(names)) / 32  # warp-cycles
+    setup = group(SETUP_PHASES) / B
+    per_it = group(ITERATION_PHASES) / T
+    per_rho = group(("adaptive ρ",)) / U if U else 0.0
+    est = setup + S * per_it + R * per_rho
+    cal = qp_cycles / est
+    rows = list(csv.DictReader(open(history)))
+    last = rows[-1]
+    St, Rt = float(last["slowest_qp_iterations"]), float(last["slowest_qp_rho_updates"])
+    mean_t = float(last["mean_qp_iterations"])
+    qp_step = cal * (setup + St * per_it + Rt * per_rho)
+    step = (other + qp_step) / f
+    L = ["\n#### The step waits for its slowest transition\n",
+         "Each transition's QP warp has an SM to itself, so a step's QP launch lasts as long as its "
+         "slowest transition's solve, not its mean one (the scaling above). The same 132-SM run, "
+         "summed by the kernel's phases (`python3 bench/gpu_line_stats.py build-sim/timing/"
+         "contactnets_loss_132sm --phases`; summed pipeline latency, a warp's), and the test's own "
+         f"counts ({B} transitions, {T:,} iterations, slowest {S}; {U} ρ updates, most {R}) give what "
+         "one solve costs:\n",
+         "| part | cycles (summed latency) |", "|---|---|",
+         f"| set-up (input check, Ruiz, factorization, finish), a solve | {setup:,.0f} |",
+         f"| an iteration, its share of the checks included | {per_it:,.0f} |",
+         f"| a ρ update (the refactorization) | {per_rho:,.0f} |",
+         f"\nThe test's slowest transition so costed: {est:,.0f}, against {qp_cycles:,} simulated "
+         f"(x {cal:.3f}, the calibration: summed latency overlaps where instructions do). A real "
+         f"training step's slowest transition ({os.path.relpath(history, ROOT)}, its last epoch, "
+         f"epoch {last['epoch']}: {St:.1f} iterations and {Rt:.2f} ρ updates on average over the "
+         f"steps, against {mean_t:.1f} iterations for the mean transition) then takes "
+         f"{qp_step:,.0f} cycles, {qp_step / f * 1e6:,.1f} µs; with the other kernels, a step "
+         f"{step * 1e6:,.1f} µs.\n"]
+    return L, step
 
 
 def timing_section(tdir, results):
@@ -561,9 +629,13 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--counts", default=COUNTS)
     ap.add_argument("--timing", default=TIMING)
+    ap.add_argument("--train-history", default=TRAIN_HISTORY,
+                    help="a ContactNets run's history.csv (its slowest_qp_* columns): the step's slowest QP")
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results",
                                                   f"gpu_model_{datetime.date.today().isoformat()}.md"))
     a = ap.parse_args()
+    global TRAIN_HISTORY
+    TRAIN_HISTORY = os.path.abspath(a.train_history)
     names = opcode_names()
     ptx = {}
     for p in glob.glob(os.path.join(a.counts, "*", "*.sm_80.ptx")):

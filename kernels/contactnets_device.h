@@ -30,6 +30,7 @@ struct DeviceLossStats {
   // the batch's slowest QP: its most iterations and most ρ updates (refactorizations),
   // each over the batch (ContactNets; 0 where not counted). A device step waits for it.
   int max_iterations = 0, max_rho_updates = 0;
+  long rho_updates = 0;  // ρ updates over the batch (counted where the maxima are)
   double kernel_ms = 0;
 };
 

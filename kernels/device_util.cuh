@@ -150,7 +150,7 @@ void download_losses(size_t B, const DevBuf<T>& loss, const DevBuf<int>& iters, 
   }
   if (rho_updates) {
     check(cudaMemcpy(it.data(), rho_updates->p, sizeof(int) * B, cudaMemcpyDeviceToHost), "download stats");
-    for (size_t i = 0; i < B; ++i) st.max_rho_updates = std::max(st.max_rho_updates, it[i]);
+    for (size_t i = 0; i < B; ++i) st.max_rho_updates = std::max(st.max_rho_updates, it[i]), st.rho_updates += it[i];
   }
 }
 

@@ -105,6 +105,51 @@ __device__ __forceinline__ void wsum_all(T (&v)[N]) {
   wreduce_all(v, [](T a, T b) { return a + b; });
 }
 
+// N values a lane, each reduced over the warp through shared memory instead of shuffles
+// (the dense variants, Problem::dense): lane l writes its values to column l of `red`
+// (rows of kW + 1), lane u < N combines row u in lane order 0..31 (a sum, where bit u of
+// `sums` is set, in the serial order over the variables; a max otherwise, exact in any
+// order), and every lane reads the N results. Under GPGPU-Sim's timing model a shuffle
+// costs ~28 cycles and a level's shuffles issue one after another
+// (bench/results/gpu_contactnets_epoch_2026-11-27.md): a check's 17 reductions of 5 levels
+// were a third of its time.
+constexpr int kRedRows = 16;  // values reduced at once, at most
+template <class T, int N>
+__device__ __forceinline__ void sreduce_all(T (&v)[N], T* __restrict__ red, int lane, unsigned sums) {
+  static_assert(N <= kRedRows, "kRedRows values at once");
+  constexpr int ld = kW + 1;
+#pragma unroll
+  for (int u = 0; u < N; ++u) red[u * ld + lane] = v[u];
+  __syncwarp();
+  if (lane < N) {
+    const T* row = red + lane * ld;
+    const bool sum = (sums >> lane) & 1u;
+    T r = row[0];
+#pragma unroll
+    for (int l = 1; l < kW; ++l) r = sum ? r + row[l] : max_of(r, row[l]);
+    red[lane * ld] = r;  // the lane's own row: no other lane reads it until the next sync
+  }
+  __syncwarp();
+#pragma unroll
+  for (int u = 0; u < N; ++u) v[u] = red[u * ld];
+  __syncwarp();  // every lane has its results before `red` is written again
+}
+// the same through shuffles (wmax_all / wsum_all, or one value at a time when mixed)
+// where `smem` is false
+template <class T, int N>
+__device__ __forceinline__ void reduce_all(T (&v)[N], unsigned sums, bool smem, T* __restrict__ red, int lane) {
+  if (smem) {
+    sreduce_all(v, red, lane, sums);
+  } else if (sums == 0) {
+    wmax_all(v);
+  } else if (sums == (1u << N) - 1) {
+    wsum_all(v);
+  } else {
+#pragma unroll
+    for (int u = 0; u < N; ++u) v[u] = (sums >> u) & 1u ? wsum(v[u]) : wmax(v[u]);
+  }
+}
+
 // Latency, not instructions: the loops below issue a chunk's independent loads or
 // shuffles before the chain of dependent multiply-adds that consumes them, in the
 // serial code's order (the same sums, bit for bit). Interleaved, each step of the chain
@@ -116,14 +161,15 @@ constexpr int kChunk = 4;  // P's column, A's row and column nonzeros (8: spills
 // at the aligned base: while K is not being formed, its first 32 elements are the
 // broadcast row `bc` (Gauss-Jordan's pivot column, the x-step's right-hand side), read
 // with 16-byte loads. Dense (warp_shared_bytes_dense): no K block but the broadcast row,
-// then A dense, m rows of kWarpDenseLd (16-byte aligned).
+// then A dense, m rows of kWarpDenseLd (16-byte aligned), P (32 x 32, as in global
+// memory) and the reductions' rows (kRedRows of kW + 1).
 template <class T>
 struct Smem {
   T *A, *xs, *xts, *ds, *tn;                       // A: nnz values (CSR order); n-sized: 32 each
   T *z, *v, *y, *yp, *rho, *rinv, *b, *e, *tm;     // m-sized
   T* K;                                            // K while it is formed: 32 x 33
   T* bc;                                           // K's first row otherwise: 32
-  T* Ad;                                           // dense: A, m x kWarpDenseLd
+  T *Ad, *P, *red;                                 // dense: A, m x kWarpDenseLd; P; reductions
   static constexpr int ldk = kW + 1;
   // warp_shared_bytes' rows, or warp_shared_bytes_dense's
   __device__ static Smem carve(T* base, int nnz, int m, bool dense) {
@@ -131,6 +177,8 @@ struct Smem {
     T* p = base;
     s.K = s.bc = p, p += dense ? kW : kW * ldk;
     s.Ad = p, p += dense ? m * kWarpDenseLd : 0;
+    s.P = p, p += dense ? kW * kW : 0;
+    s.red = p, p += dense ? kRedRows * (kW + 1) : 0;
     s.A = p, p += nnz;
     s.xs = p, p += kW;
     s.xts = p, p += kW;
@@ -396,7 +444,10 @@ __global__ void __launch_bounds__(kW, Fallback ? 8 : 16) qp_admm_warp_kernel(int
   const int n = pr.n, m = pr.m, nnz = pr.nnz;
   const ConeSpec cones = pr.cones;
   const Smem<T> s = Smem<T>::carve(reinterpret_cast<T*>(smem_raw), nnz, m, Fallback && pr.dense);
-  const T* __restrict__ P = Pg + size_t(k) * n * n;
+  auto reduce = [&](auto& v, unsigned sums) { reduce_all(v, sums, Fallback && pr.dense, s.red, lane); };
+  // P in shared memory in the dense variants (loaded below), else read where it is
+  const bool dense = Fallback && pr.dense;
+  const T* __restrict__ P = dense ? s.P : Pg + size_t(k) * n * n;
   const T* __restrict__ A = Ag + size_t(k) * nnz;
   const bool own = lane < n;
   const T qj = own ? qg[size_t(k) * n + lane] : T(0);
@@ -404,7 +455,8 @@ __global__ void __launch_bounds__(kW, Fallback ? 8 : 16) qp_admm_warp_kernel(int
   // ---- set-up: A's nonzeros and b into shared memory -------------------------------
   for (int i = lane; i < nnz; i += kW) s.A[i] = A[i];
   for (int r = lane; r < m; r += kW) s.b[r] = bg[size_t(k) * m + r];
-  if (Fallback && pr.dense) {  // A dense: zeros, then a lane per row scatters its nonzeros
+  if (dense) {  // P; A dense: zeros, then a lane per row scatters its nonzeros
+    for (int i = lane; i < n * n; i += kW) s.P[i] = Pg[size_t(k) * n * n + i];
     for (int i = lane; i < m * kWarpDenseLd; i += kW) s.Ad[i] = T(0);
     __syncwarp();
     for (int r = lane; r < m; r += kW)
@@ -468,7 +520,11 @@ __global__ void __launch_bounds__(kW, Fallback ? 8 : 16) qp_admm_warp_kernel(int
     else if (__any_sync(kFull, bad_b))
       f = InputFault::kNonFiniteB;
     else if (!kept_k) {
-      amax = wmax(amax), asym = wmax(asym), dmax = wmax(dmax);
+      {
+        T red[3] = {amax, asym, dmax};
+        reduce(red, 0u);
+        amax = red[0], asym = red[1], dmax = red[2];
+      }
       const T sym_tol = T(1e3) * max_of(amax, T(1)) * (sizeof(T) == 4 ? T(1.2e-7) : T(2.3e-16));
       if (asym > sym_tol) {
         f = InputFault::kAsymmetricP;
@@ -544,7 +600,9 @@ __global__ void __launch_bounds__(kW, Fallback ? 8 : 16) qp_admm_warp_kernel(int
         __syncwarp();
         T mean = T(0);
         for (int j = 0; j < n; ++j) mean += s.tn[j];  // the serial order
-        const T qn = wmax(own ? abs_of(qj) * dj : T(0)) * cscale;
+        T qm[1] = {own ? abs_of(qj) * dj : T(0)};
+        reduce(qm, 0u);
+        const T qn = qm[0] * cscale;
         mean /= T(n);
         const T gamma = T(1) / impulse::detail::qp_limit_scaling(max_of(mean, qn));
         if (iters > 0) {
@@ -702,13 +760,13 @@ __global__ void __launch_bounds__(kW, Fallback ? 8 : 16) qp_admm_warp_kernel(int
         }
         {
           T red[7] = {prim, spr, saxn, szn, dual, sdr, spxn};
-          wmax_all(red);
+          reduce(red, 0u);
           c.prim_res = red[0], c.sp_res = red[1], c.sax_norm = red[2], c.sz_norm = red[3];
           c.dual_res = red[4], c.sd_res = red[5], c.spx_norm = red[6];
         }
         {
           T red[7] = {satyn, sqn, axn, zn, pxn, atyn, qn};
-          wmax_all(red);
+          reduce(red, 0u);
           c.saty_norm = red[0], c.sq_norm = red[1];
           axn = red[2], zn = red[3], pxn = red[4], atyn = red[5], qn = red[6];
         }
@@ -724,7 +782,7 @@ __global__ void __launch_bounds__(kW, Fallback ? 8 : 16) qp_admm_warp_kernel(int
             for (int r = lane; r < m; r += kW) by += s.y[r] == T(0) ? T(0) : s.b[r] * s.y[r];
             {
               T sums[3] = {xpx, qx, by};
-              wsum_all(sums);
+              reduce(sums, 7u);
               xpx = sums[0], qx = sums[1], by = sums[2];
             }
             T gap = abs_of(xpx + qx + by);
@@ -749,7 +807,11 @@ __global__ void __launch_bounds__(kW, Fallback ? 8 : 16) qp_admm_warp_kernel(int
             dyn = max_of(dyn, abs_of(dy));
             bdy += qp_by(s.b[r], dy);
           }
-          dyn = wmax(dyn), bdy = wsum(bdy);
+          {
+            T red[2] = {dyn, bdy};
+            reduce(red, 2u);
+            dyn = red[0], bdy = red[1];
+          }
           __syncwarp();
           const T tol = st.eps_pinf * dyn;
           if (dyn > T(0) && bdy < -tol) {
@@ -760,14 +822,17 @@ __global__ void __launch_bounds__(kW, Fallback ? 8 : 16) qp_admm_warp_kernel(int
               in = in && !(soc3_violation(s.tm[r], s.tm[r + 1], s.tm[r + 2]) > tol);
             }
             if (__all_sync(kFull, in)) {
-              const T aty = own ? abs_of(col_dot(s, pt, lane, s.tm)) : T(0);
-              if (wmax(aty) <= tol) verdict = SolveStatus::kPrimalInfeasible;
+              T aty[1] = {own ? abs_of(col_dot(s, pt, lane, s.tm)) : T(0)};
+              reduce(aty, 0u);
+              if (aty[0] <= tol) verdict = SolveStatus::kPrimalInfeasible;
             }
           }
         }
         if (verdict == SolveStatus::kNotRun) {  // dual: Pδx ≈ 0, qᵀδx < 0, Aδx ∈ −K
           const T dx = own ? xj - xprev : T(0);
-          const T dxn = wmax(abs_of(dx)), qdx = wsum(qj * dx);
+          T dq[2] = {abs_of(dx), qj * dx};
+          reduce(dq, 2u);
+          const T dxn = dq[0], qdx = dq[1];
           const T tol = st.eps_dinf * dxn;
           if (dxn > T(0) && qdx < -tol) {
             s.xs[lane] = dx;
@@ -785,8 +850,9 @@ __global__ void __launch_bounds__(kW, Fallback ? 8 : 16) qp_admm_warp_kernel(int
               in = in && !(soc3_violation(-s.tm[r], -s.tm[r + 1], -s.tm[r + 2]) > tol);
             }
             if (__all_sync(kFull, in)) {
-              const T pdx = own ? abs_of(p_dot(P, n, lane, s.xs)) : T(0);
-              if (wmax(pdx) <= tol) verdict = SolveStatus::kDualInfeasible;
+              T pdx[1] = {own ? abs_of(p_dot(P, n, lane, s.xs)) : T(0)};
+              reduce(pdx, 0u);
+              if (pdx[0] <= tol) verdict = SolveStatus::kDualInfeasible;
             }
           }
         }

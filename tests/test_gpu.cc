@@ -643,6 +643,10 @@ void device_loss_matches_cpu(cuda::DeviceLayout layout, int count) {
   EXPECT_GE(long(st.max_iterations) * long(frames.size()), st.iterations);
   EXPECT_LT(long(st.max_iterations), st.iterations);
   EXPECT_GE(st.max_rho_updates, 0);
+  EXPECT_GE(st.rho_updates, long(st.max_rho_updates));
+  // for bench/gpu_model.py, which reads it from the simulator's log of this test's first launches
+  std::fprintf(stderr, "device loss: %zu transitions, %ld iterations (slowest %d), %ld rho updates (most %d)\n",
+               frames.size(), st.iterations, st.max_iterations, st.rho_updates, st.max_rho_updates);
   std::vector<double> per, hg;
   cpu_loss(loss, model, frames, &per, hg);
   for (size_t i = 0; i < frames.size(); ++i)
