@@ -361,7 +361,7 @@ WARP_SHAPES = {"contactnets_warp_double": (32, 224), "contactnets_train_double":
 
 
 def warp_shared_bytes(m, nnz, t, dense=False):  # kernels/qp_kernels.h (dense: warp_shared_bytes_dense)
-    return (nnz + 4 * 32 + 9 * m + (32 + 36 * m + 32 * 32 + 16 * 33 if dense else 32 * 33)) * t
+    return (nnz + 4 * 32 + 9 * m + (32 + 36 * m + 32 * 32 if dense else 32 * 33)) * t
 
 
 TIMING = os.path.join(ROOT, "build-sim", "timing")
@@ -626,6 +626,7 @@ def timing_section(tdir, results):
 
 
 def main():
+    global TRAIN_HISTORY
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--counts", default=COUNTS)
     ap.add_argument("--timing", default=TIMING)
@@ -634,7 +635,6 @@ def main():
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results",
                                                   f"gpu_model_{datetime.date.today().isoformat()}.md"))
     a = ap.parse_args()
-    global TRAIN_HISTORY
     TRAIN_HISTORY = os.path.abspath(a.train_history)
     names = opcode_names()
     ptx = {}

@@ -44,15 +44,14 @@ inline DeviceLayout parse_device_layout(const std::string& s) {
 inline size_t warp_shared_bytes(int m, int nnz, size_t elem) {
   return size_t(nnz + 4 * 32 + 9 * m + 32 * 33) * elem;
 }
-// The same with A also held dense (m rows of kWarpDenseLd, zeros off the pattern), P
-// (32 x 32) and 16 rows of 33 for the warp's reductions, as the stagnation-restart
-// variants take it when it fits the limit below: K is then formed in registers, a lane's
-// column from its column's rows of the dense A, and needs no shared 32 x 33 block (only
-// its first row, the broadcast row, stays); P is read from shared memory; reductions go
-// through shared memory instead of shuffles.
+// The same with A also held dense (m rows of kWarpDenseLd, zeros off the pattern) and P
+// (32 x 32), as the stagnation-restart variants take it when it fits the limit below: K
+// is then formed in registers, a lane's column from its column's rows of the dense A, and
+// needs no shared 32 x 33 block (only its first row, the broadcast row, stays); P is read
+// from shared memory; with m <= 32 and long rows, Ax and Aᵀy from the dense A.
 constexpr int kWarpDenseLd = 36;  // 32 columns and padding (rows 16-byte aligned)
 inline size_t warp_shared_bytes_dense(int m, int nnz, size_t elem) {
-  return size_t(nnz + 4 * 32 + 9 * m + 32 + size_t(m) * kWarpDenseLd + 32 * 32 + 16 * 33) * elem;
+  return size_t(nnz + 4 * 32 + 9 * m + 32 + size_t(m) * kWarpDenseLd + 32 * 32) * elem;
 }
 constexpr size_t kWarpSharedLimit = 48 * 1024;  // without opting in to more
 

@@ -105,42 +105,13 @@ __device__ __forceinline__ void wsum_all(T (&v)[N]) {
   wreduce_all(v, [](T a, T b) { return a + b; });
 }
 
-// N values a lane, each reduced over the warp through shared memory instead of shuffles
-// (the dense variants, Problem::dense): lane l writes its values to column l of `red`
-// (rows of kW + 1), lane u < N combines row u in lane order 0..31 (a sum, where bit u of
-// `sums` is set, in the serial order over the variables; a max otherwise, exact in any
-// order), and every lane reads the N results. Under GPGPU-Sim's timing model a shuffle
-// costs ~28 cycles and a level's shuffles issue one after another
-// (bench/results/gpu_contactnets_epoch_2026-11-27.md): a check's 17 reductions of 5 levels
-// were a third of its time.
-constexpr int kRedRows = 16;  // values reduced at once, at most
+// N values a lane, each reduced over the warp (wmax_all / wsum_all, or one value at a
+// time when they mix): bit `u` of `sums` says value u is a sum, else a max. (Through
+// shared memory instead, combined in lane order, the check's reductions simulated slower:
+// the ContactNets QP 1,670,596 cycles against 1,617,393 with shuffles.)
 template <class T, int N>
-__device__ __forceinline__ void sreduce_all(T (&v)[N], T* __restrict__ red, int lane, unsigned sums) {
-  static_assert(N <= kRedRows, "kRedRows values at once");
-  constexpr int ld = kW + 1;
-#pragma unroll
-  for (int u = 0; u < N; ++u) red[u * ld + lane] = v[u];
-  __syncwarp();
-  if (lane < N) {
-    const T* row = red + lane * ld;
-    const bool sum = (sums >> lane) & 1u;
-    T r = row[0];
-#pragma unroll
-    for (int l = 1; l < kW; ++l) r = sum ? r + row[l] : max_of(r, row[l]);
-    red[lane * ld] = r;  // the lane's own row: no other lane reads it until the next sync
-  }
-  __syncwarp();
-#pragma unroll
-  for (int u = 0; u < N; ++u) v[u] = red[u * ld];
-  __syncwarp();  // every lane has its results before `red` is written again
-}
-// the same through shuffles (wmax_all / wsum_all, or one value at a time when mixed)
-// where `smem` is false
-template <class T, int N>
-__device__ __forceinline__ void reduce_all(T (&v)[N], unsigned sums, bool smem, T* __restrict__ red, int lane) {
-  if (smem) {
-    sreduce_all(v, red, lane, sums);
-  } else if (sums == 0) {
+__device__ __forceinline__ void reduce_all(T (&v)[N], unsigned sums) {
+  if (sums == 0) {
     wmax_all(v);
   } else if (sums == (1u << N) - 1) {
     wsum_all(v);
@@ -161,15 +132,15 @@ constexpr int kChunk = 4;  // P's column, A's row and column nonzeros (8: spills
 // at the aligned base: while K is not being formed, its first 32 elements are the
 // broadcast row `bc` (Gauss-Jordan's pivot column, the x-step's right-hand side), read
 // with 16-byte loads. Dense (warp_shared_bytes_dense): no K block but the broadcast row,
-// then A dense, m rows of kWarpDenseLd (16-byte aligned), P (32 x 32, as in global
-// memory) and the reductions' rows (kRedRows of kW + 1).
+// then A dense, m rows of kWarpDenseLd (16-byte aligned), and P (32 x 32, as in global
+// memory).
 template <class T>
 struct Smem {
   T *A, *xs, *xts, *ds, *tn;                       // A: nnz values (CSR order); n-sized: 32 each
   T *z, *v, *y, *yp, *rho, *rinv, *b, *e, *tm;     // m-sized
   T* K;                                            // K while it is formed: 32 x 33
   T* bc;                                           // K's first row otherwise: 32
-  T *Ad, *P, *red;                                 // dense: A, m x kWarpDenseLd; P; reductions
+  T *Ad, *P;                                       // dense: A, m x kWarpDenseLd; P
   static constexpr int ldk = kW + 1;
   // warp_shared_bytes' rows, or warp_shared_bytes_dense's
   __device__ static Smem carve(T* base, int nnz, int m, bool dense) {
@@ -178,7 +149,6 @@ struct Smem {
     s.K = s.bc = p, p += dense ? kW : kW * ldk;
     s.Ad = p, p += dense ? m * kWarpDenseLd : 0;
     s.P = p, p += dense ? kW * kW : 0;
-    s.red = p, p += dense ? kRedRows * (kW + 1) : 0;
     s.A = p, p += nnz;
     s.xs = p, p += kW;
     s.xts = p, p += kW;
@@ -418,6 +388,41 @@ __device__ __forceinline__ T p_dot(const T* __restrict__ P, int n, int j, const 
   return acc;
 }
 
+// With A dense in shared memory (Problem::dense): (A v)_r over row r's 32 entries in
+// column order and (Aᵀ w)_j over column j's m entries in row order, the entries off the
+// pattern adding exact zeros, so the sums are row_dot's and col_dot's for a pattern whose
+// rows list their columns in ascending order. A chain of 32 (m) multiply-adds with no
+// index loads: on the ContactNets QP (rows of up to 25 nonzeros, m = 32) shorter than the
+// sparse loops' chunks of dependent loads (bench/results/gpu_contactnets_tail_2026-11-27.md).
+template <class T>
+__device__ __forceinline__ T row_dot_dense(const Smem<T>& s, int r, const T* v) {
+  const T* __restrict__ a = s.Ad + r * kWarpDenseLd;
+  T acc = T(0);
+#pragma unroll
+  for (int i0 = 0; i0 < kW; i0 += 4) {
+    T av[4], w[4];
+    load4(a + i0, av);
+#pragma unroll
+    for (int u = 0; u < 4; ++u) w[u] = v[i0 + u];
+#pragma unroll
+    for (int u = 0; u < 4; ++u) acc += av[u] * w[u];
+  }
+  return acc;
+}
+template <class T>
+__device__ __forceinline__ T col_dot_dense(const Smem<T>& s, int m, int j, const T* w, T acc = T(0)) {
+  for (int r0 = 0; r0 < m; r0 += 4) {
+    T a[4], x[4];
+#pragma unroll
+    for (int u = 0; u < 4; ++u)
+      if (r0 + u < m) a[u] = s.Ad[(r0 + u) * kWarpDenseLd + j], x[u] = w[r0 + u];
+#pragma unroll
+    for (int u = 0; u < 4; ++u)
+      if (r0 + u < m) acc += a[u] * x[u];
+  }
+  return acc;
+}
+
 // blocks of one warp; at most 128 registers (16 resident warps per SM on sm_90), the
 // stagnation-restart variants 255 (8 warps): at 128 the double one spilled 1,024 B a
 // lane (stores; 1,680 B loads), and it is ContactNets' QP, whose training steps put
@@ -444,7 +449,18 @@ __global__ void __launch_bounds__(kW, Fallback ? 8 : 16) qp_admm_warp_kernel(int
   const int n = pr.n, m = pr.m, nnz = pr.nnz;
   const ConeSpec cones = pr.cones;
   const Smem<T> s = Smem<T>::carve(reinterpret_cast<T*>(smem_raw), nnz, m, Fallback && pr.dense);
-  auto reduce = [&](auto& v, unsigned sums) { reduce_all(v, sums, Fallback && pr.dense, s.red, lane); };
+  auto reduce = [&](auto& v, unsigned sums) { reduce_all(v, sums); };
+  // the products with A dense (row_dot_dense, col_dot_dense) where A is dense, m <= 32 and
+  // a row has 12 or more nonzeros (below that the sparse loops' few chunks are shorter)
+  bool dprod = false;
+  if (Fallback && pr.dense && m <= kW) {
+    int longest = 0;
+    for (int r = lane; r < m; r += kW) longest = max(longest, pt.row_ptr[r + 1] - pt.row_ptr[r]);
+    for (int o = 16; o > 0; o >>= 1) longest = max(longest, int(shfl_xor_b32(unsigned(longest), o)));
+    dprod = longest >= 12;
+  }
+  auto rdot = [&](int r, const T* v) { return dprod ? row_dot_dense(s, r, v) : row_dot(s, pt, r, v); };
+  auto cdot = [&](int j, const T* w, T acc) { return dprod ? col_dot_dense(s, m, j, w, acc) : col_dot(s, pt, j, w, acc); };
   // P in shared memory in the dense variants (loaded below), else read where it is
   const bool dense = Fallback && pr.dense;
   const T* __restrict__ P = dense ? s.P : Pg + size_t(k) * n * n;
@@ -570,7 +586,7 @@ __global__ void __launch_bounds__(kW, Fallback ? 8 : 16) qp_admm_warp_kernel(int
       for (int r = lane; r < m; r += kW)
         s.y[r] = r >= cones.n_zero && r < cones.soc_begin() && !is_finite(s.b[r]) ? T(0) : yg[size_t(k) * m + r];
       __syncwarp();
-      for (int r = lane; r < m; r += kW) s.z[r] = row_dot(s, pt, r, s.xs);
+      for (int r = lane; r < m; r += kW) s.z[r] = rdot(r, s.xs);
     } else {
       xj = T(0);
       for (int r = lane; r < m; r += kW) s.y[r] = T(0), s.z[r] = T(0);
@@ -682,7 +698,7 @@ __global__ void __launch_bounds__(kW, Fallback ? 8 : 16) qp_admm_warp_kernel(int
       __syncwarp();
       T rj = T(0);
       if (own) {
-        rj = col_dot(s, pt, lane, s.tm, sig * xj - qj);
+        rj = cdot(lane, s.tm, sig * xj - qj);
       }
       // x̃_j = Σ_l K⁻¹_jl rhs_l, rhs through the broadcast row, four at a time, the next
       // four loaded before these are used
@@ -705,7 +721,7 @@ __global__ void __launch_bounds__(kW, Fallback ? 8 : 16) qp_admm_warp_kernel(int
       xj = own ? alpha * xt + beta * xj : T(0);
       __syncwarp();
       // rows: v = αAx̃ + (1−α)z
-      for (int r = lane; r < m; r += kW) s.v[r] = alpha * row_dot(s, pt, r, s.xts) + beta * s.z[r];
+      for (int r = lane; r < m; r += kW) s.v[r] = alpha * rdot(r, s.xts) + beta * s.z[r];
       __syncwarp();
       // z ← Π_C(v + y/ρ), y ← y + ρ∘(v − z): a lane per zero / nonnegative row, per cone
       for (int u = lane; u < soc0 + cones.n_soc; u += kW) {
@@ -741,7 +757,7 @@ __global__ void __launch_bounds__(kW, Fallback ? 8 : 16) qp_admm_warp_kernel(int
       {
         T prim = T(0), axn = T(0), zn = T(0), spr = T(0), saxn = T(0), szn = T(0);
         for (int r = lane; r < m; r += kW) {
-          const T ax = row_dot(s, pt, r, s.xs);
+          const T ax = rdot(r, s.xs);
           s.tm[r] = ax;
           const T e = s.e[r];
           const T rr = abs_of(ax - s.z[r]), aax = abs_of(ax), zz = abs_of(s.z[r]);
@@ -753,7 +769,7 @@ __global__ void __launch_bounds__(kW, Fallback ? 8 : 16) qp_admm_warp_kernel(int
         if (own) {
           const T px = p_dot(P, n, lane, s.xs);
           xpx = xj * px, qx = qj * xj;
-          const T aty = col_dot(s, pt, lane, s.y);
+          const T aty = cdot(lane, s.y, T(0));
           const T rr = abs_of(px + qj + aty), apx = abs_of(px), aaty = abs_of(aty), aq = abs_of(qj);
           dual = rr, pxn = apx, atyn = aaty, qn = aq;
           sdr = dj * rr, spxn = dj * apx, satyn = dj * aaty, sqn = dj * aq;
@@ -822,7 +838,7 @@ __global__ void __launch_bounds__(kW, Fallback ? 8 : 16) qp_admm_warp_kernel(int
               in = in && !(soc3_violation(s.tm[r], s.tm[r + 1], s.tm[r + 2]) > tol);
             }
             if (__all_sync(kFull, in)) {
-              T aty[1] = {own ? abs_of(col_dot(s, pt, lane, s.tm)) : T(0)};
+              T aty[1] = {own ? abs_of(cdot(lane, s.tm, T(0))) : T(0)};
               reduce(aty, 0u);
               if (aty[0] <= tol) verdict = SolveStatus::kPrimalInfeasible;
             }
@@ -839,7 +855,7 @@ __global__ void __launch_bounds__(kW, Fallback ? 8 : 16) qp_admm_warp_kernel(int
             __syncwarp();
             bool in = true;
             for (int r = lane; r < m; r += kW) {
-              const T a = row_dot(s, pt, r, s.xs);
+              const T a = rdot(r, s.xs);
               s.tm[r] = a;
               if (r < cones.n_zero) in = in && !(abs_of(a) > tol);
               else if (r < soc0) in = in && !(a > tol && is_finite(s.b[r]));  // b_r = +inf: no bound
