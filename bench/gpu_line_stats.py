@@ -12,8 +12,8 @@ the sum is close to its cycles), its executions (thread instructions) and the li
 --phases sums it by the kernel's phases instead: the marker comments `// ---- NAME` in the
 kernel's own body (the function holding most of the executed lines' call sites). A line of
 an inlined function counts in the phase of its call site in the kernel (PTX's `inlined_at`;
-a function inlined into an inlined function takes the call site last seen in the kernel,
-since PTX names one level). With each phase: how many times its first executed line ran per
+a function inlined into an inlined function, or into one of the kernel's lambdas, takes the
+call site last seen in the kernel, since PTX names one level). With each phase: how many times its first executed line ran per
 warp (thread executions / 32), to turn a phase's latency into cycles per occurrence.
 """
 import argparse
@@ -134,7 +134,9 @@ def phases(rows, outer, files, total, ptx_name, loc, only=None, top=30, quiet=Fa
     last_kernel_site = None
     for ptx_line, n, v in sorted(rows):
         s = outer.get(ptx_line)
-        if s and s[0] == fid and s[1] >= marks[0][0]:
+        # a lambda of the kernel's (its call operator inlined at its definition's line) is
+        # no phase of its own: its lines count where it was last called from
+        if s and s[0] == fid and s[1] >= marks[0][0] and "[&]" not in text[s[1] - 1]:
             last_kernel_site = s[1]
         name = phase_of(last_kernel_site) if last_kernel_site else "(no line)"
         lat[name] += v

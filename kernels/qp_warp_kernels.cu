@@ -389,11 +389,12 @@ __device__ __forceinline__ T p_dot(const T* __restrict__ P, int n, int j, const 
 }
 
 // With A dense in shared memory (Problem::dense): (A v)_r over row r's 32 entries in
-// column order and (Aᵀ w)_j over column j's m entries in row order, the entries off the
-// pattern adding exact zeros, so the sums are row_dot's and col_dot's for a pattern whose
-// rows list their columns in ascending order. A chain of 32 (m) multiply-adds with no
-// index loads: on the ContactNets QP (rows of up to 25 nonzeros, m = 32) shorter than the
-// sparse loops' chunks of dependent loads (bench/results/gpu_contactnets_tail_2026-11-27.md).
+// column order, the entries off the pattern adding exact zeros, so the sum is row_dot's
+// for a pattern whose rows list their columns in ascending order. A chain of 32
+// multiply-adds with no index loads: on the ContactNets QP (rows of up to 25 nonzeros)
+// shorter than the sparse loop's chunks of dependent loads. (Aᵀw the same way, a chain of
+// m over a column, simulated slower than col_dot's chunks and is not used:
+// bench/results/gpu_contactnets_tail_2026-11-27.md.)
 template <class T>
 __device__ __forceinline__ T row_dot_dense(const Smem<T>& s, int r, const T* v) {
   const T* __restrict__ a = s.Ad + r * kWarpDenseLd;
@@ -409,18 +410,10 @@ __device__ __forceinline__ T row_dot_dense(const Smem<T>& s, int r, const T* v) 
   }
   return acc;
 }
+// row_dot_dense where `dense` (the kernel's choice, below), else row_dot
 template <class T>
-__device__ __forceinline__ T col_dot_dense(const Smem<T>& s, int m, int j, const T* w, T acc = T(0)) {
-  for (int r0 = 0; r0 < m; r0 += 4) {
-    T a[4], x[4];
-#pragma unroll
-    for (int u = 0; u < 4; ++u)
-      if (r0 + u < m) a[u] = s.Ad[(r0 + u) * kWarpDenseLd + j], x[u] = w[r0 + u];
-#pragma unroll
-    for (int u = 0; u < 4; ++u)
-      if (r0 + u < m) acc += a[u] * x[u];
-  }
-  return acc;
+__device__ __forceinline__ T row_dot_any(bool dense, const Smem<T>& s, const Pattern& pt, int r, const T* v) {
+  return dense ? row_dot_dense(s, r, v) : row_dot(s, pt, r, v);
 }
 
 // blocks of one warp; at most 128 registers (16 resident warps per SM on sm_90), the
@@ -449,9 +442,8 @@ __global__ void __launch_bounds__(kW, Fallback ? 8 : 16) qp_admm_warp_kernel(int
   const int n = pr.n, m = pr.m, nnz = pr.nnz;
   const ConeSpec cones = pr.cones;
   const Smem<T> s = Smem<T>::carve(reinterpret_cast<T*>(smem_raw), nnz, m, Fallback && pr.dense);
-  auto reduce = [&](auto& v, unsigned sums) { reduce_all(v, sums); };
-  // the products with A dense (row_dot_dense, col_dot_dense) where A is dense, m <= 32 and
-  // a row has 12 or more nonzeros (below that the sparse loops' few chunks are shorter)
+  // Ax from the dense A (row_dot_dense) where A is dense, m <= 32 (one round of rows) and a
+  // row has 12 or more nonzeros (below that the sparse loop's few chunks are shorter)
   bool dprod = false;
   if (Fallback && pr.dense && m <= kW) {
     int longest = 0;
@@ -459,8 +451,7 @@ __global__ void __launch_bounds__(kW, Fallback ? 8 : 16) qp_admm_warp_kernel(int
     for (int o = 16; o > 0; o >>= 1) longest = max(longest, int(shfl_xor_b32(unsigned(longest), o)));
     dprod = longest >= 12;
   }
-  auto rdot = [&](int r, const T* v) { return dprod ? row_dot_dense(s, r, v) : row_dot(s, pt, r, v); };
-  auto cdot = [&](int j, const T* w, T acc) { return dprod ? col_dot_dense(s, m, j, w, acc) : col_dot(s, pt, j, w, acc); };
+
   // P in shared memory in the dense variants (loaded below), else read where it is
   const bool dense = Fallback && pr.dense;
   const T* __restrict__ P = dense ? s.P : Pg + size_t(k) * n * n;
@@ -538,7 +529,7 @@ __global__ void __launch_bounds__(kW, Fallback ? 8 : 16) qp_admm_warp_kernel(int
     else if (!kept_k) {
       {
         T red[3] = {amax, asym, dmax};
-        reduce(red, 0u);
+        reduce_all(red, 0u);
         amax = red[0], asym = red[1], dmax = red[2];
       }
       const T sym_tol = T(1e3) * max_of(amax, T(1)) * (sizeof(T) == 4 ? T(1.2e-7) : T(2.3e-16));
@@ -586,7 +577,7 @@ __global__ void __launch_bounds__(kW, Fallback ? 8 : 16) qp_admm_warp_kernel(int
       for (int r = lane; r < m; r += kW)
         s.y[r] = r >= cones.n_zero && r < cones.soc_begin() && !is_finite(s.b[r]) ? T(0) : yg[size_t(k) * m + r];
       __syncwarp();
-      for (int r = lane; r < m; r += kW) s.z[r] = rdot(r, s.xs);
+      for (int r = lane; r < m; r += kW) s.z[r] = row_dot_any(dprod, s, pt, r, s.xs);
     } else {
       xj = T(0);
       for (int r = lane; r < m; r += kW) s.y[r] = T(0), s.z[r] = T(0);
@@ -617,7 +608,7 @@ __global__ void __launch_bounds__(kW, Fallback ? 8 : 16) qp_admm_warp_kernel(int
         T mean = T(0);
         for (int j = 0; j < n; ++j) mean += s.tn[j];  // the serial order
         T qm[1] = {own ? abs_of(qj) * dj : T(0)};
-        reduce(qm, 0u);
+        reduce_all(qm, 0u);
         const T qn = qm[0] * cscale;
         mean /= T(n);
         const T gamma = T(1) / impulse::detail::qp_limit_scaling(max_of(mean, qn));
@@ -698,7 +689,7 @@ __global__ void __launch_bounds__(kW, Fallback ? 8 : 16) qp_admm_warp_kernel(int
       __syncwarp();
       T rj = T(0);
       if (own) {
-        rj = cdot(lane, s.tm, sig * xj - qj);
+        rj = col_dot(s, pt, lane, s.tm, sig * xj - qj);
       }
       // x̃_j = Σ_l K⁻¹_jl rhs_l, rhs through the broadcast row, four at a time, the next
       // four loaded before these are used
@@ -721,7 +712,7 @@ __global__ void __launch_bounds__(kW, Fallback ? 8 : 16) qp_admm_warp_kernel(int
       xj = own ? alpha * xt + beta * xj : T(0);
       __syncwarp();
       // rows: v = αAx̃ + (1−α)z
-      for (int r = lane; r < m; r += kW) s.v[r] = alpha * rdot(r, s.xts) + beta * s.z[r];
+      for (int r = lane; r < m; r += kW) s.v[r] = alpha * row_dot_any(dprod, s, pt, r, s.xts) + beta * s.z[r];
       __syncwarp();
       // z ← Π_C(v + y/ρ), y ← y + ρ∘(v − z): a lane per zero / nonnegative row, per cone
       for (int u = lane; u < soc0 + cones.n_soc; u += kW) {
@@ -757,7 +748,7 @@ __global__ void __launch_bounds__(kW, Fallback ? 8 : 16) qp_admm_warp_kernel(int
       {
         T prim = T(0), axn = T(0), zn = T(0), spr = T(0), saxn = T(0), szn = T(0);
         for (int r = lane; r < m; r += kW) {
-          const T ax = rdot(r, s.xs);
+          const T ax = row_dot_any(dprod, s, pt, r, s.xs);
           s.tm[r] = ax;
           const T e = s.e[r];
           const T rr = abs_of(ax - s.z[r]), aax = abs_of(ax), zz = abs_of(s.z[r]);
@@ -769,20 +760,20 @@ __global__ void __launch_bounds__(kW, Fallback ? 8 : 16) qp_admm_warp_kernel(int
         if (own) {
           const T px = p_dot(P, n, lane, s.xs);
           xpx = xj * px, qx = qj * xj;
-          const T aty = cdot(lane, s.y, T(0));
+          const T aty = col_dot(s, pt, lane, s.y, T(0));
           const T rr = abs_of(px + qj + aty), apx = abs_of(px), aaty = abs_of(aty), aq = abs_of(qj);
           dual = rr, pxn = apx, atyn = aaty, qn = aq;
           sdr = dj * rr, spxn = dj * apx, satyn = dj * aaty, sqn = dj * aq;
         }
         {
           T red[7] = {prim, spr, saxn, szn, dual, sdr, spxn};
-          reduce(red, 0u);
+          reduce_all(red, 0u);
           c.prim_res = red[0], c.sp_res = red[1], c.sax_norm = red[2], c.sz_norm = red[3];
           c.dual_res = red[4], c.sd_res = red[5], c.spx_norm = red[6];
         }
         {
           T red[7] = {satyn, sqn, axn, zn, pxn, atyn, qn};
-          reduce(red, 0u);
+          reduce_all(red, 0u);
           c.saty_norm = red[0], c.sq_norm = red[1];
           axn = red[2], zn = red[3], pxn = red[4], atyn = red[5], qn = red[6];
         }
@@ -798,7 +789,7 @@ __global__ void __launch_bounds__(kW, Fallback ? 8 : 16) qp_admm_warp_kernel(int
             for (int r = lane; r < m; r += kW) by += s.y[r] == T(0) ? T(0) : s.b[r] * s.y[r];
             {
               T sums[3] = {xpx, qx, by};
-              reduce(sums, 7u);
+              reduce_all(sums, 7u);
               xpx = sums[0], qx = sums[1], by = sums[2];
             }
             T gap = abs_of(xpx + qx + by);
@@ -825,7 +816,7 @@ __global__ void __launch_bounds__(kW, Fallback ? 8 : 16) qp_admm_warp_kernel(int
           }
           {
             T red[2] = {dyn, bdy};
-            reduce(red, 2u);
+            reduce_all(red, 2u);
             dyn = red[0], bdy = red[1];
           }
           __syncwarp();
@@ -838,8 +829,8 @@ __global__ void __launch_bounds__(kW, Fallback ? 8 : 16) qp_admm_warp_kernel(int
               in = in && !(soc3_violation(s.tm[r], s.tm[r + 1], s.tm[r + 2]) > tol);
             }
             if (__all_sync(kFull, in)) {
-              T aty[1] = {own ? abs_of(cdot(lane, s.tm, T(0))) : T(0)};
-              reduce(aty, 0u);
+              T aty[1] = {own ? abs_of(col_dot(s, pt, lane, s.tm, T(0))) : T(0)};
+              reduce_all(aty, 0u);
               if (aty[0] <= tol) verdict = SolveStatus::kPrimalInfeasible;
             }
           }
@@ -847,7 +838,7 @@ __global__ void __launch_bounds__(kW, Fallback ? 8 : 16) qp_admm_warp_kernel(int
         if (verdict == SolveStatus::kNotRun) {  // dual: Pδx ≈ 0, qᵀδx < 0, Aδx ∈ −K
           const T dx = own ? xj - xprev : T(0);
           T dq[2] = {abs_of(dx), qj * dx};
-          reduce(dq, 2u);
+          reduce_all(dq, 2u);
           const T dxn = dq[0], qdx = dq[1];
           const T tol = st.eps_dinf * dxn;
           if (dxn > T(0) && qdx < -tol) {
@@ -855,7 +846,7 @@ __global__ void __launch_bounds__(kW, Fallback ? 8 : 16) qp_admm_warp_kernel(int
             __syncwarp();
             bool in = true;
             for (int r = lane; r < m; r += kW) {
-              const T a = rdot(r, s.xs);
+              const T a = row_dot_any(dprod, s, pt, r, s.xs);
               s.tm[r] = a;
               if (r < cones.n_zero) in = in && !(abs_of(a) > tol);
               else if (r < soc0) in = in && !(a > tol && is_finite(s.b[r]));  // b_r = +inf: no bound
@@ -867,7 +858,7 @@ __global__ void __launch_bounds__(kW, Fallback ? 8 : 16) qp_admm_warp_kernel(int
             }
             if (__all_sync(kFull, in)) {
               T pdx[1] = {own ? abs_of(p_dot(P, n, lane, s.xs)) : T(0)};
-              reduce(pdx, 0u);
+              reduce_all(pdx, 0u);
               if (pdx[0] <= tol) verdict = SolveStatus::kDualInfeasible;
             }
           }
