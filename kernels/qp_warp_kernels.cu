@@ -11,7 +11,9 @@
 //   - lane j owns variable j: x_j, q_j, σ_j, D_j in registers, and column j of K
 //     (then K⁻¹, by in-register Gauss-Jordan, each pivot's column broadcast through
 //     shared memory) in 32 registers; K is formed in shared memory from A's nonzeros
-//     (the pattern's pairs, row by row);
+//     (the pattern's pairs, row by row), or, in the stagnation-restart variants when it
+//     fits (Problem::dense: ContactNets' QP), in registers from A held dense in shared
+//     memory, where P then sits too and Ax may take the dense rows (row_dot_dense);
 //   - A's nonzeros sit in shared memory in CSR order, with b, z, y, ρ, 1/ρ, E and
 //     scratch rows; the pattern (CSR and its column view) is the batch's, read
 //     through the cache;
