@@ -107,22 +107,6 @@ __device__ __forceinline__ void wsum_all(T (&v)[N]) {
   wreduce_all(v, [](T a, T b) { return a + b; });
 }
 
-// N values a lane, each reduced over the warp (wmax_all / wsum_all, or one value at a
-// time when they mix): bit `u` of `sums` says value u is a sum, else a max. (Through
-// shared memory instead, combined in lane order, the check's reductions simulated slower:
-// the ContactNets QP 1,670,596 cycles against 1,617,393 with shuffles.)
-template <class T, int N>
-__device__ __forceinline__ void reduce_all(T (&v)[N], unsigned sums) {
-  if (sums == 0) {
-    wmax_all(v);
-  } else if (sums == (1u << N) - 1) {
-    wsum_all(v);
-  } else {
-#pragma unroll
-    for (int u = 0; u < N; ++u) v[u] = (sums >> u) & 1u ? wsum(v[u]) : wmax(v[u]);
-  }
-}
-
 // Latency, not instructions: the loops below issue a chunk's independent loads or
 // shuffles before the chain of dependent multiply-adds that consumes them, in the
 // serial code's order (the same sums, bit for bit). Interleaved, each step of the chain
@@ -443,11 +427,13 @@ __global__ void __launch_bounds__(kW, Fallback ? 8 : 16) qp_admm_warp_kernel(int
   if (k >= batch) return;
   const int n = pr.n, m = pr.m, nnz = pr.nnz;
   const ConeSpec cones = pr.cones;
-  const Smem<T> s = Smem<T>::carve(reinterpret_cast<T*>(smem_raw), nnz, m, Fallback && pr.dense);
+  // A dense and P in shared memory: the stagnation-restart variants, when it fits
+  const bool dense = Fallback && pr.dense;
+  const Smem<T> s = Smem<T>::carve(reinterpret_cast<T*>(smem_raw), nnz, m, dense);
   // Ax from the dense A (row_dot_dense) where A is dense, m <= 32 (one round of rows) and a
   // row has 12 or more nonzeros (below that the sparse loop's few chunks are shorter)
   bool dprod = false;
-  if (Fallback && pr.dense && m <= kW) {
+  if (dense && m <= kW) {
     int longest = 0;
     for (int r = lane; r < m; r += kW) longest = max(longest, pt.row_ptr[r + 1] - pt.row_ptr[r]);
     for (int o = 16; o > 0; o >>= 1) longest = max(longest, int(shfl_xor_b32(unsigned(longest), o)));
@@ -455,7 +441,6 @@ __global__ void __launch_bounds__(kW, Fallback ? 8 : 16) qp_admm_warp_kernel(int
   }
 
   // P in shared memory in the dense variants (loaded below), else read where it is
-  const bool dense = Fallback && pr.dense;
   const T* __restrict__ P = dense ? s.P : Pg + size_t(k) * n * n;
   const T* __restrict__ A = Ag + size_t(k) * nnz;
   const bool own = lane < n;
@@ -529,11 +514,7 @@ __global__ void __launch_bounds__(kW, Fallback ? 8 : 16) qp_admm_warp_kernel(int
     else if (__any_sync(kFull, bad_b))
       f = InputFault::kNonFiniteB;
     else if (!kept_k) {
-      {
-        T red[3] = {amax, asym, dmax};
-        reduce_all(red, 0u);
-        amax = red[0], asym = red[1], dmax = red[2];
-      }
+      amax = wmax(amax), asym = wmax(asym), dmax = wmax(dmax);
       const T sym_tol = T(1e3) * max_of(amax, T(1)) * (sizeof(T) == 4 ? T(1.2e-7) : T(2.3e-16));
       if (asym > sym_tol) {
         f = InputFault::kAsymmetricP;
@@ -609,9 +590,7 @@ __global__ void __launch_bounds__(kW, Fallback ? 8 : 16) qp_admm_warp_kernel(int
         __syncwarp();
         T mean = T(0);
         for (int j = 0; j < n; ++j) mean += s.tn[j];  // the serial order
-        T qm[1] = {own ? abs_of(qj) * dj : T(0)};
-        reduce_all(qm, 0u);
-        const T qn = qm[0] * cscale;
+        const T qn = wmax(own ? abs_of(qj) * dj : T(0)) * cscale;
         mean /= T(n);
         const T gamma = T(1) / impulse::detail::qp_limit_scaling(max_of(mean, qn));
         if (iters > 0) {
@@ -762,20 +741,20 @@ __global__ void __launch_bounds__(kW, Fallback ? 8 : 16) qp_admm_warp_kernel(int
         if (own) {
           const T px = p_dot(P, n, lane, s.xs);
           xpx = xj * px, qx = qj * xj;
-          const T aty = col_dot(s, pt, lane, s.y, T(0));
+          const T aty = col_dot(s, pt, lane, s.y);
           const T rr = abs_of(px + qj + aty), apx = abs_of(px), aaty = abs_of(aty), aq = abs_of(qj);
           dual = rr, pxn = apx, atyn = aaty, qn = aq;
           sdr = dj * rr, spxn = dj * apx, satyn = dj * aaty, sqn = dj * aq;
         }
         {
           T red[7] = {prim, spr, saxn, szn, dual, sdr, spxn};
-          reduce_all(red, 0u);
+          wmax_all(red);
           c.prim_res = red[0], c.sp_res = red[1], c.sax_norm = red[2], c.sz_norm = red[3];
           c.dual_res = red[4], c.sd_res = red[5], c.spx_norm = red[6];
         }
         {
           T red[7] = {satyn, sqn, axn, zn, pxn, atyn, qn};
-          reduce_all(red, 0u);
+          wmax_all(red);
           c.saty_norm = red[0], c.sq_norm = red[1];
           axn = red[2], zn = red[3], pxn = red[4], atyn = red[5], qn = red[6];
         }
@@ -791,7 +770,7 @@ __global__ void __launch_bounds__(kW, Fallback ? 8 : 16) qp_admm_warp_kernel(int
             for (int r = lane; r < m; r += kW) by += s.y[r] == T(0) ? T(0) : s.b[r] * s.y[r];
             {
               T sums[3] = {xpx, qx, by};
-              reduce_all(sums, 7u);
+              wsum_all(sums);
               xpx = sums[0], qx = sums[1], by = sums[2];
             }
             T gap = abs_of(xpx + qx + by);
@@ -816,11 +795,7 @@ __global__ void __launch_bounds__(kW, Fallback ? 8 : 16) qp_admm_warp_kernel(int
             dyn = max_of(dyn, abs_of(dy));
             bdy += qp_by(s.b[r], dy);
           }
-          {
-            T red[2] = {dyn, bdy};
-            reduce_all(red, 2u);
-            dyn = red[0], bdy = red[1];
-          }
+          dyn = wmax(dyn), bdy = wsum(bdy);
           __syncwarp();
           const T tol = st.eps_pinf * dyn;
           if (dyn > T(0) && bdy < -tol) {
@@ -831,17 +806,14 @@ __global__ void __launch_bounds__(kW, Fallback ? 8 : 16) qp_admm_warp_kernel(int
               in = in && !(soc3_violation(s.tm[r], s.tm[r + 1], s.tm[r + 2]) > tol);
             }
             if (__all_sync(kFull, in)) {
-              T aty[1] = {own ? abs_of(col_dot(s, pt, lane, s.tm, T(0))) : T(0)};
-              reduce_all(aty, 0u);
-              if (aty[0] <= tol) verdict = SolveStatus::kPrimalInfeasible;
+              const T aty = own ? abs_of(col_dot(s, pt, lane, s.tm)) : T(0);
+              if (wmax(aty) <= tol) verdict = SolveStatus::kPrimalInfeasible;
             }
           }
         }
         if (verdict == SolveStatus::kNotRun) {  // dual: Pδx ≈ 0, qᵀδx < 0, Aδx ∈ −K
           const T dx = own ? xj - xprev : T(0);
-          T dq[2] = {abs_of(dx), qj * dx};
-          reduce_all(dq, 2u);
-          const T dxn = dq[0], qdx = dq[1];
+          const T dxn = wmax(abs_of(dx)), qdx = wsum(qj * dx);
           const T tol = st.eps_dinf * dxn;
           if (dxn > T(0) && qdx < -tol) {
             s.xs[lane] = dx;
@@ -859,9 +831,8 @@ __global__ void __launch_bounds__(kW, Fallback ? 8 : 16) qp_admm_warp_kernel(int
               in = in && !(soc3_violation(-s.tm[r], -s.tm[r + 1], -s.tm[r + 2]) > tol);
             }
             if (__all_sync(kFull, in)) {
-              T pdx[1] = {own ? abs_of(p_dot(P, n, lane, s.xs)) : T(0)};
-              reduce_all(pdx, 0u);
-              if (pdx[0] <= tol) verdict = SolveStatus::kDualInfeasible;
+              const T pdx = own ? abs_of(p_dot(P, n, lane, s.xs)) : T(0);
+              if (wmax(pdx) <= tol) verdict = SolveStatus::kDualInfeasible;
             }
           }
         }
