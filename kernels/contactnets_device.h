@@ -4,7 +4,8 @@
 // (57 numbers). Host-device traffic per step is O(parameters + batch), not
 // O(transitions x QP size). Per transition: the loss QP is assembled
 // (solvers/contactnets_qp.h), solved by qp_admm_solve's algorithm (warm-started
-// from the transition's previous solution, kept on the device), and the envelope
+// from the transition's previous solution and the ρ it ended at, kept on the device;
+// as the CPU's ContactNetsLoss), and the envelope
 // gradient computed; a last kernel sums the gradients. A warp per transition
 // assembles (a lane per column of B = [J_nᵀ J_tᵀ]) and eight lanes per transition (a
 // lane per contact) compute the gradient; the layout (kernels/qp_kernels.h) is the

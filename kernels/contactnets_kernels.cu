@@ -55,7 +55,7 @@ __global__ void __launch_bounds__(kAsmWarps * 32)
     assemble_kernel(int B, int n, int m, int nnz, cn::LossConsts<T> c, const T* __restrict__ theta,
                     const int* __restrict__ idx, const T* __restrict__ xs, const T* __restrict__ xns,
                     const T* __restrict__ warm, const int* __restrict__ warm_ok, T* P, T* q, T* A, T* b,
-                    T* x, T* y, T* constant, int* warm_each, Layout<BF> lay) {
+                    T* x, T* y, T* constant, int* warm_each, T* rho0, Layout<BF> lay) {
   constexpr int k = cn::kK, nb = 3 * cn::kK;  // contacts, columns of B
   __shared__ T sB[kAsmWarps][nb][6];           // B's columns (scaled)
   __shared__ T sC[kAsmWarps][k][3];            // per contact: φ'_s, c_0, c_1
@@ -134,11 +134,12 @@ __global__ void __launch_bounds__(kAsmWarps * 32)
   // b: φ_i + dt J_n,i ν_free on the penetration rows, 0 on the cone rows
   for (int r = lane; r < m; r += 32) b[lay.at(kk, m, r)] = r < k ? cn::b_penetration(c, phi_s, col, nuf) : T(0);
   if (lane == 0) constant[kk] = cn::match_constant(c, dv);
+  // the warm start: x, y and the ρ the last solve ended at (n + m + 1 a transition)
   const int w = warm_ok[t];
-  if (lane == 0) warm_each[kk] = w;
+  const T* wt = warm + size_t(t) * (n + m + 1);
+  if (lane == 0) warm_each[kk] = w, rho0[kk] = w ? wt[n + m] : T(0);
   if (w)
-    for (int i = lane; i < n + m; i += 32)
-      (i < n ? x[lay.at(kk, n, i)] : y[lay.at(kk, m, i - n)]) = warm[size_t(t) * (n + m) + i];
+    for (int i = lane; i < n + m; i += 32) (i < n ? x[lay.at(kk, n, i)] : y[lay.at(kk, m, i - n)]) = wt[i];
 }
 
 constexpr int kFinPer = 16;  // transitions per gradient block (8 lanes each)
@@ -154,7 +155,7 @@ __global__ void __launch_bounds__(kFinPer * cn::kK)
     finish_kernel(int B, int n, int m, cn::LossConsts<T> c, const T* __restrict__ theta,
                   const int* __restrict__ idx, const T* __restrict__ xs, const T* __restrict__ xns, T* warm,
                   int* warm_ok, const T* __restrict__ x, const T* __restrict__ y,
-                  const T* __restrict__ constant, const T* __restrict__ value,
+                  const T* __restrict__ constant, const T* __restrict__ value, const T* __restrict__ rho,
                   const int* __restrict__ status, T* loss, T* grad, int* solved, int want_grad, Layout<BF> lay) {
   constexpr int k = cn::kK;
   __shared__ T red[kFinPer][k][12];
@@ -220,8 +221,10 @@ __global__ void __launch_bounds__(kFinPer * cn::kK)
       grad[size_t(e) * B + kk] = acc;
     }
   }
-  for (int r = i; r < n + m; r += k) warm[size_t(t) * (n + m) + r] = r < n ? xk[r * st] : yk[(r - n) * st];
+  T* wt = warm + size_t(t) * (n + m + 1);
+  for (int r = i; r < n + m; r += k) wt[r] = r < n ? xk[r * st] : yk[(r - n) * st];
   if (i == 0) {
+    wt[n + m] = rho[kk];
     T rsum = T(0);
     for (int j = 0; j < k; ++j) rsum += red[oct][j][9];
     warm_ok[t] = 1;
@@ -245,7 +248,7 @@ struct DeviceContactNets<T>::Impl {
   DevBuf<T> theta, P, q, A, b, x, y, work, loss, grad, grad_sum;
   DevBuf<int> idx, iters, solved;
   // per-problem results (either layout)
-  DevBuf<T> constant, objective, value, prim_res, dual_res;
+  DevBuf<T> constant, objective, value, prim_res, dual_res, rho;
   DevBuf<int> status, fault, rho_updates, warm_each;
   cudaEvent_t start = nullptr, stop = nullptr;
 };
@@ -292,7 +295,7 @@ template <class T>
 void DeviceContactNets<T>::upload_transitions(int set, const double* x, const double* xn, int count) {
   if (set < 0 || set > 1) throw Error("device transitions: set must be 0 (train) or 1 (valid)");
   Impl& d = *impl_;
-  d.sets[set].upload(x, xn, count, 13, d.n + d.m, "device transitions");
+  d.sets[set].upload(x, xn, count, 13, d.n + d.m + 1, "device transitions");  // x, y, ρ
 }
 
 template <class T>
@@ -318,19 +321,19 @@ DeviceLossStats DeviceContactNets<T>::evaluate(int set, const double* theta, con
   d.grad.ensure(B * cn::kTheta);
   d.iters.ensure(B);
   d.solved.ensure(B);
-  for (DevBuf<T>* v : {&d.constant, &d.objective, &d.value, &d.prim_res, &d.dual_res}) v->ensure(B);
+  for (DevBuf<T>* v : {&d.constant, &d.objective, &d.value, &d.prim_res, &d.dual_res, &d.rho}) v->ensure(B);
   for (DevBuf<int>* v : {&d.status, &d.fault, &d.rho_updates, &d.warm_each}) v->ensure(B);
   const bool warp = d.layout == DeviceLayout::kWarp;
   check(cudaEventRecord(d.start), "event");
   auto assemble = [&](auto lay) {
     assemble_kernel<T, decltype(lay)::batch_fastest><<<(count + kAsmWarps - 1) / kAsmWarps, kAsmWarps * 32>>>(
         count, d.n, d.m, d.nnz, d.consts, d.theta.p, d.idx.p, S.x.p, S.xn.p, S.warm.p, S.warm_ok.p, d.P.p, d.q.p,
-        d.A.p, d.b.p, d.x.p, d.y.p, d.constant.p, d.warm_each.p, lay);
+        d.A.p, d.b.p, d.x.p, d.y.p, d.constant.p, d.warm_each.p, d.rho.p, lay);
   };
   auto finish = [&](auto lay) {
     finish_kernel<T, decltype(lay)::batch_fastest><<<(count + kFinPer - 1) / kFinPer, kFinPer * cn::kK>>>(
         count, d.n, d.m, d.consts, d.theta.p, d.idx.p, S.x.p, S.xn.p, S.warm.p, S.warm_ok.p, d.x.p, d.y.p,
-        d.constant.p, d.value.p, d.status.p, d.loss.p, d.grad.p, d.solved.p, grad ? 1 : 0, lay);
+        d.constant.p, d.value.p, d.rho.p, d.status.p, d.loss.p, d.grad.p, d.solved.p, grad ? 1 : 0, lay);
   };
   auto in_layout = [&](auto&& launch) {  // the kernels' instantiation for the layout
     if (warp)
@@ -348,13 +351,14 @@ DeviceLossStats DeviceContactNets<T>::evaluate(int set, const double* theta, con
     a.objective = d.objective.p, a.value = d.value.p, a.prim_res = d.prim_res.p, a.dual_res = d.dual_res.p;
     a.status = d.status.p, a.fault = d.fault.p, a.iterations = d.iters.p, a.rho_updates = d.rho_updates.p;
     a.warm_each = d.warm_each.p;
+    a.rho0 = a.rho_out = d.rho.p;  // each transition's last ρ in, its final ρ out
     detail::launch_qp_warp(a, d.settings, false);
     check(cudaGetLastError(), "qp_admm_warp_kernel launch");
   } else {
     d.work.ensure(B * qp_work_size(d.n, d.m));
     detail::launch_qp_thread(count, d.shape, d.P.p, d.q.p, d.A.p, d.b.p, d.x.p, d.y.p, d.work.p, d.objective.p,
                              d.value.p, d.prim_res.p, d.dual_res.p, d.status.p, d.fault.p, d.iters.p,
-                             d.rho_updates.p, d.settings, false, false, d.warm_each.p);
+                             d.rho_updates.p, d.settings, false, false, d.warm_each.p, d.rho.p, d.rho.p);
     check(cudaGetLastError(), "qp_admm_kernel launch");
   }
   in_layout(finish);

@@ -182,6 +182,10 @@ struct WarpLaunch {
   T *x = nullptr, *y = nullptr, *objective = nullptr, *value = nullptr, *prim_res = nullptr, *dual_res = nullptr;
   int *status = nullptr, *fault = nullptr, *iterations = nullptr, *rho_updates = nullptr;
   const int* warm_each = nullptr;  // optional: per problem, warm-start it (non-zero); else the launch's flag
+  // optional: per problem, the first ρ (> 0; 0: the settings' ρ; BatchOptions::warm_rho),
+  // and where each problem's final ρ goes (may be the same array)
+  const T* rho0 = nullptr;
+  T* rho_out = nullptr;
   // optional: per problem, the factorization its last solve left (warp_kept_size elements
   // each; DeviceQpBatch::keep_factors): every solve writes it, and with `reuse` a problem
   // whose entry is valid starts from it instead of equilibrating and factoring
@@ -198,12 +202,12 @@ void launch_qp_warp(const WarpLaunch<T>& a, const QpSettings<T>& st, bool warm);
 // (element e of problem k at e·batch + k), `work` qp_work_size(n, m) elements a problem;
 // the pattern (shape.a) in device memory; reuse as qp_admm_solve's (the factorization
 // the last solve left in `work`); warm_each as WarpLaunch's (asynchronous; the caller
-// checks)
+// checks); rho0 and rho_out as WarpLaunch's
 template <class T>
 void launch_qp_thread(int batch, const QpShape& shape, const T* P, const T* q, const T* A, const T* b, T* x, T* y,
                       T* work, T* objective, T* value, T* prim_res, T* dual_res, int* status, int* fault,
                       int* iterations, int* rho_updates, const QpSettings<T>& st, bool warm, bool reuse = false,
-                      const int* warm_each = nullptr);
+                      const int* warm_each = nullptr, const T* rho0 = nullptr, T* rho_out = nullptr);
 
 }  // namespace detail
 }  // namespace cuda

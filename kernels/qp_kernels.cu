@@ -33,10 +33,11 @@ __global__ void qp_admm_kernel(int batch, QpShape shape, const T* __restrict__ P
                                const T* __restrict__ b, T* x, T* y, T* work, T* objective,
                                T* value, T* prim_res, T* dual_res, int* status, int* fault, int* iterations,
                                int* rho_updates, QpSettings<T> st, bool warm, bool reuse,
-                               const int* __restrict__ warm_each) {
+                               const int* __restrict__ warm_each, const T* rho0, T* rho_out) {
   const int k = blockIdx.x * blockDim.x + threadIdx.x;
   if (k >= batch) return;
   if (warm_each) warm = warm_each[k] != 0;
+  if (rho0 && rho0[k] > T(0)) st.rho = rho0[k];
   const RunStride s{batch};
   QpData<T, RunStride> d{View<const T, RunStride>{P + k, s}, View<const T, RunStride>{q + k, s},
                          View<const T, RunStride>{A + k, s}, View<const T, RunStride>{b + k, s}};
@@ -51,6 +52,7 @@ __global__ void qp_admm_kernel(int batch, QpShape shape, const T* __restrict__ P
   fault[k] = static_cast<int>(info.fault);
   iterations[k] = info.iterations;
   rho_updates[k] = info.rho_updates;
+  if (rho_out) rho_out[k] = info.rho;
 }
 
 }  // namespace
@@ -60,19 +62,19 @@ template <class T>
 void launch_qp_thread(int batch, const QpShape& shape, const T* P, const T* q, const T* A, const T* b, T* x, T* y,
                       T* work, T* objective, T* value, T* prim_res, T* dual_res, int* status, int* fault,
                       int* iterations, int* rho_updates, const QpSettings<T>& st, bool warm, bool reuse,
-                      const int* warm_each) {
+                      const int* warm_each, const T* rho0, T* rho_out) {
   const int threads = 128, blocks = (batch + threads - 1) / threads;
   qp_admm_kernel<T><<<blocks, threads>>>(batch, shape, P, q, A, b, x, y, work, objective, value, prim_res, dual_res,
                                          status, fault, iterations, rho_updates, device_settings(st), warm, reuse,
-                                         warm_each);
+                                         warm_each, rho0, rho_out);
 }
 template void launch_qp_thread<float>(int, const QpShape&, const float*, const float*, const float*, const float*,
                                       float*, float*, float*, float*, float*, float*, float*, int*, int*, int*, int*,
-                                      const QpSettings<float>&, bool, bool, const int*);
+                                      const QpSettings<float>&, bool, bool, const int*, const float*, float*);
 template void launch_qp_thread<double>(int, const QpShape&, const double*, const double*, const double*,
                                        const double*, double*, double*, double*, double*, double*, double*,
                                        double*, int*, int*, int*, int*, const QpSettings<double>&, bool, bool,
-                                       const int*);
+                                       const int*, const double*, double*);
 }  // namespace detail
 
 DeviceInfo device_info() {
@@ -109,7 +111,7 @@ struct DeviceQpBatch<T>::Impl {
   int batch = 0, n = 0, m = 0, nnz = 0;
   ConeSpec cones;
   DevicePattern pat;
-  DevBuf<T> P, q, A, b, x, y, work, kept, objective, value, prim_res, dual_res;
+  DevBuf<T> P, q, A, b, x, y, work, kept, objective, value, prim_res, dual_res, rho;
   DevBuf<int> status, fault, iterations, rho_updates;
   bool keep = false;
   cudaEvent_t start = nullptr, stop = nullptr;
@@ -194,6 +196,10 @@ void DeviceQpBatch<T>::upload(const HostQpArrays<T>& h) {
   d.fault.ensure(B);
   d.iterations.ensure(B);
   d.rho_updates.ensure(B);
+  if (d.rho.n < size_t(B)) {  // none yet: the settings' ρ (0)
+    d.rho.ensure(B);
+    check(cudaMemset(d.rho.p, 0, sizeof(T) * B), "cudaMemset rho");
+  }
 }
 
 template <class T>
@@ -201,6 +207,7 @@ void DeviceQpBatch<T>::upload_warm_start(const HostQpResults<T>& r) {
   Impl& d = *impl_;
   d.put(d.x, r.x, d.n, "upload x");
   d.put(d.y, r.y, d.m, "upload y");
+  if (r.rho) d.put(d.rho, r.rho, 1, "upload rho");
 }
 
 template <class T>
@@ -220,7 +227,7 @@ void DeviceQpBatch<T>::upload_vectors(const T* q, const T* b) {
 }
 
 template <class T>
-double DeviceQpBatch<T>::solve(const QpSettings<T>& st, bool warm, bool reuse) {
+double DeviceQpBatch<T>::solve(const QpSettings<T>& st, bool warm, bool reuse, bool warm_rho) {
   Impl& d = *impl_;
   if (reuse && !d.keep) throw Error("DeviceQpBatch::solve: reuse needs keep_factors(true) before upload");
   if (d.batch == 0) return 0.0;
@@ -237,12 +244,14 @@ double DeviceQpBatch<T>::solve(const QpSettings<T>& st, bool warm, bool reuse) {
     a.objective = d.objective.p, a.value = d.value.p, a.prim_res = d.prim_res.p, a.dual_res = d.dual_res.p;
     a.status = d.status.p, a.fault = d.fault.p, a.iterations = d.iterations.p, a.rho_updates = d.rho_updates.p;
     if (d.keep) a.kept = d.kept.p, a.reuse = reuse;
+    a.rho0 = warm && warm_rho ? d.rho.p : nullptr, a.rho_out = d.rho.p;
     detail::launch_qp_warp(a, st, warm);
     check(cudaGetLastError(), "qp_admm_warp_kernel launch");
   } else {
     detail::launch_qp_thread(d.batch, shape, d.P.p, d.q.p, d.A.p, d.b.p, d.x.p, d.y.p, d.work.p, d.objective.p,
                              d.value.p, d.prim_res.p, d.dual_res.p, d.status.p, d.fault.p, d.iterations.p,
-                             d.rho_updates.p, st, warm, reuse);
+                             d.rho_updates.p, st, warm, reuse, nullptr, warm && warm_rho ? d.rho.p : nullptr,
+                             d.rho.p);
     check(cudaGetLastError(), "qp_admm_kernel launch");
   }
   check(cudaEventRecord(d.stop), "cudaEventRecord");
@@ -281,6 +290,7 @@ void DeviceQpBatch<T>::download(HostQpResults<T>& r) const {
   geti(d.fault, r.fault);
   geti(d.iterations, r.iterations);
   geti(d.rho_updates, r.rho_updates);
+  get(d.rho, 1, r.rho);
 }
 
 template class DeviceQpBatch<float>;

@@ -119,6 +119,7 @@ struct HostQpResults {
   int* fault = nullptr;     // InputFault as int
   int* iterations = nullptr;
   int* rho_updates = nullptr;
+  T* rho = nullptr;         // batch: each solve's final ρ (out); with warm_rho, the first ρ (in)
 };
 
 // A batch kept resident on the device across solves (training re-solves the
@@ -137,7 +138,7 @@ class DeviceQpBatch {
   void upload(const HostQpArrays<T>& h);
   // the layout the uploaded batch runs in (the one asked for before any upload)
   DeviceLayout layout() const;
-  // upload a warm start (x, y) from host results.
+  // upload a warm start (x, y, and ρ where r.rho is given) from host results.
   void upload_warm_start(const HostQpResults<T>& r);
   // Re-solves that keep the factorization (OSQP's update of q and bounds; qp_admm_solve's
   // `reuse`). With keep_factors(true) every solve leaves each problem's factorization on
@@ -149,8 +150,10 @@ class DeviceQpBatch {
   void upload_vectors(const T* q, const T* b);
   // solve every problem; warm uses the resident (x, y). reuse (needs keep_factors): each
   // problem whose last solve left a usable factorization starts from it (P, A and the
-  // settings must be that solve's), the others set up in full. Returns kernel time in ms.
-  double solve(const QpSettings<T>& st, bool warm, bool reuse = false);
+  // settings must be that solve's), the others set up in full. warm_rho (with warm): each
+  // problem starts at the resident ρ (its last solve's final ρ, or the uploaded one) where
+  // that is > 0 (BatchOptions::warm_rho). Returns kernel time in ms.
+  double solve(const QpSettings<T>& st, bool warm, bool reuse = false, bool warm_rho = false);
   // copy results back (transposed to problem-contiguous).
   void download(HostQpResults<T>& r) const;
   int batch() const;

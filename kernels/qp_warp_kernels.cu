@@ -410,6 +410,7 @@ __device__ __forceinline__ T row_dot_any(bool dense, const Smem<T>& s, const Pat
 // phase, cold, with qp_fallback_settings for the rest of the budget, as qp_admm_solve);
 // the launch picks the variant, so a solve without it pays nothing for it.
 // warm_each (optional): per problem, warm-start it (non-zero) or not; else `warm`.
+// rho0, rho_out (optional): per problem, the first ρ (> 0; else the settings') and the final ρ.
 // Kept: the kept factorization (WarpLaunch::kept) is compiled in, a variant launched
 // only with it: the code that loads and stores it costs the others registers (spills).
 template <class T, bool Fallback, bool Kept>
@@ -419,7 +420,8 @@ __global__ void __launch_bounds__(kW, Fallback ? 8 : 16) qp_admm_warp_kernel(int
                                     const T* __restrict__ bg, T* xg, T* yg, T* objective, T* value,
                                     T* prim_res_out, T* dual_res_out, int* status_out, int* fault_out,
                                     int* iterations_out, int* rho_updates_out, QpSettings<T> st0,
-                                    bool warm, const int* __restrict__ warm_each, T* kept, bool reuse) {
+                                    bool warm, const int* __restrict__ warm_each, T* kept, bool reuse,
+                                    const T* rho0, T* rho_out) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
   constexpr int kFactorChunk = Fallback ? 4 : 1;  // the 255-register variants (factor)
   const int lane = threadIdx.x;
@@ -481,6 +483,7 @@ __global__ void __launch_bounds__(kW, Fallback ? 8 : 16) qp_admm_warp_kernel(int
       prim_res_out[k] = info.prim_res, dual_res_out[k] = info.dual_res;
       status_out[k] = int(info.status), fault_out[k] = int(info.fault);
       iterations_out[k] = info.iterations, rho_updates_out[k] = info.rho_updates;
+      if (rho_out) rho_out[k] = info.rho;
     }
   };
 
@@ -625,7 +628,8 @@ __global__ void __launch_bounds__(kW, Fallback ? 8 : 16) qp_admm_warp_kernel(int
     }
     if (iters == 0) cscale = T(1);
     // ---- ρ and the factorization (qp_setup) -----------------------------------------
-    T rho = st.rho;
+    // (the first phase at the problem's own first ρ where one is given: WarpLaunch::rho0)
+    T rho = phase == 0 && rho0 && rho0[k] > T(0) ? rho0[k] : st.rho;
     if (kept_ph) {
       const T* kp = kept_at();
       dj = own ? kp[n * n + lane] : T(1);
@@ -641,6 +645,7 @@ __global__ void __launch_bounds__(kW, Fallback ? 8 : 16) qp_admm_warp_kernel(int
       for (int i = 0; i < kW; ++i) Kc[i] = own && i < n ? kp[i * n + lane] : (i == lane ? T(1) : T(0));
     } else if (!factor<kFactorChunk, Fallback>(pr, pt, P, s, sig, Kc, lane)) {
       info.status = SolveStatus::kNumericalError;
+      info.rho = rho;
       info.iterations += used, info.rho_updates += updates;
       keep_flag(false);
       finish_early();
@@ -908,6 +913,7 @@ __global__ void __launch_bounds__(kW, Fallback ? 8 : 16) qp_admm_warp_kernel(int
     }
     obj = wsum(obj), lag = wsum(lag);
     impulse::detail::qp_finish_info(status, it, obj, lag, c, info);
+    info.rho = rho;
     info.iterations += used, info.rho_updates += updates;
     finish_early();
     return;
@@ -928,7 +934,7 @@ void launch_qp_warp(const WarpLaunch<T>& a, const QpSettings<T>& st, bool warm) 
                             : (a.kept ? qp_admm_warp_kernel<T, false, true> : qp_admm_warp_kernel<T, false, false>);
   kernel<<<a.batch, kW, smem>>>(a.batch, pr, pt, a.P, a.q, a.A, a.b, a.x, a.y, a.objective, a.value,
                                 a.prim_res, a.dual_res, a.status, a.fault, a.iterations, a.rho_updates,
-                                device_settings(st), warm, a.warm_each, a.kept, a.reuse);
+                                device_settings(st), warm, a.warm_each, a.kept, a.reuse, a.rho0, a.rho_out);
 }
 
 template void launch_qp_warp<float>(const WarpLaunch<float>&, const QpSettings<float>&, bool);

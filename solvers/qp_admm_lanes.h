@@ -326,7 +326,7 @@ IMPULSE_HD_PHASE LaneMask<T> qp_lanes_factor(const QpShape& sh, const QpColumns&
 template <class T>
 IMPULSE_HD_PHASE void qp_lanes_start(const QpShape& sh, const QpData<Lanes<T>, LaneStride>& d,
                     QpWork<Lanes<T>, LaneStride>& w, View<Lanes<T>, LaneStride> x,
-                    View<Lanes<T>, LaneStride> y, const QpSettings<T>& st, bool warm) {
+                    View<Lanes<T>, LaneStride> y, const QpSettings<T>& st, bool warm, Lanes<T> rho) {
   using L = Lanes<T>;
   const int n = sh.n, m = sh.m();
   const L zero(T(0));
@@ -339,7 +339,7 @@ IMPULSE_HD_PHASE void qp_lanes_start(const QpShape& sh, const QpData<Lanes<T>, L
     for (int i = 0; i < m; ++i) y[i] = zero, w.z[i] = zero;
   }
   qp_equilibrate(sh, d, w, st.scaling_iters, L(st.sigma));
-  qp_set_rho(sh, w, L(st.rho), L(st.rho_eq_scale));
+  qp_set_rho(sh, w, rho, L(st.rho_eq_scale));
 }
 
 // The check, per lane: the residuals and their tolerances into c (as
@@ -561,7 +561,7 @@ void qp_admm_solve_lanes(const QpShape& sh, const QpColumns& at,
                          const QpData<Lanes<T>, LaneStride>& d, int live,
                          View<Lanes<T>, LaneStride> x, View<Lanes<T>, LaneStride> y,
                          QpWork<Lanes<T>, LaneStride> w, const QpSettings<T>& st, bool warm,
-                         QpLaneOut<T>& out, int handoff = 0) {
+                         QpLaneOut<T>& out, int handoff = 0, const T* rho0 = nullptr) {
   using L = Lanes<T>;
   using Mask = LaneMask<T>;
   constexpr int W = L::W;
@@ -572,8 +572,11 @@ void qp_admm_solve_lanes(const QpShape& sh, const QpColumns& at,
   // set-up
   if (st.check_input) detail::qp_lanes_check_input(sh, d, w, st, live, active, out);
   if (!active.any()) return;
-  detail::qp_lanes_start(sh, d, w, x, y, st, warm);
+  // each lane's first ρ: rho0's (a warm start's, BatchOptions::warm_rho) or the settings'
   L rho(st.rho);
+  if (rho0)
+    for (int l = 0; l < W; ++l) rho.v[l] = rho0[l];
+  detail::qp_lanes_start(sh, d, w, x, y, st, warm, rho);
   detail::QpCheck<L> c;
   int it = 0;
   auto stop = [&](Mask which, SolveStatus status, bool px) {

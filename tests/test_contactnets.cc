@@ -8,6 +8,7 @@
 #include "host/learning/contactnets_loss.h"
 #include "host/learning/contactnets_model.h"
 #include "tests/contact_util.h"
+#include "tests/test_util.h"
 
 namespace impulse {
 using impulse::testing::random_transitions;
@@ -192,6 +193,46 @@ TEST(ContactNetsLoss, ReportsTheSlowestQpOfTheBatch) {
   EXPECT_EQ(all.max_rho_updates, most_rho);
   EXPECT_GT(most, least) << "the transitions' QPs all took as long: the test tells nothing";
   EXPECT_GT(most_rho, 0) << "no QP updated rho: the test tells nothing";
+}
+
+// the warm starts a training run keeps per transition: x, y and the ρ its solve ended
+// at, where the next solve starts (a start of x and y only, an older checkpoint's, starts
+// at the settings' ρ)
+TEST(ContactNetsLoss, WarmStartsCarryEachTransitionsRho) {
+  for (bool lanes : {true, false}) {
+    SCOPED_TRACE(lanes ? "lanes" : "one at a time");
+    QpSettings<double> st;
+    st.eps_abs = st.eps_rel = 1e-6;
+    ContactNetsLoss loss(ContactNetsLossConfig{}, st, testing::cpu_path(lanes));
+    PolytopeContactModel model(perturb_polytope(PolytopeParams::cube(0.0524, 0.18), 0.3, 3));
+    auto frames = random_transitions(model, 12, 5);
+    model.frames(frames, 1);
+    std::vector<std::vector<double>> warm(frames.size());
+    LossBatchResult r;
+    loss.evaluate(frames, false, r, &warm);
+    const size_t len = warm[0].size();  // n + m + 1
+    int moved = 0;
+    for (const auto& w : warm) {
+      ASSERT_EQ(w.size(), len);
+      EXPECT_GE(w.back(), st.rho_min);
+      EXPECT_LE(w.back(), st.rho_max);
+      moved += w.back() != st.rho;
+    }
+    EXPECT_GT(moved, 0) << "no transition's rho moved: the test tells nothing";
+    // without adaptation a solve ends at the ρ it started at
+    loss.settings().adaptive_rho = false;
+    loss.settings().fallback = false;  // (a stall's restart takes the fallback settings' ρ)
+    for (size_t i = 0; i < warm.size(); ++i) {
+      if (i % 3 == 0) warm[i].pop_back();  // no ρ: the settings'
+      else warm[i].back() = 0.05 * double(i + 1);
+    }
+    loss.evaluate(frames, false, r, &warm);
+    EXPECT_EQ(r.not_solved, 0);
+    for (size_t i = 0; i < warm.size(); ++i) {
+      ASSERT_EQ(warm[i].size(), len);
+      EXPECT_EQ(warm[i].back(), i % 3 == 0 ? st.rho : 0.05 * double(i + 1)) << "transition " << i;
+    }
+  }
 }
 
 TEST(ContactNetsLoss, RejectsMismatchedFrames) {

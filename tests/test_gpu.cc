@@ -151,7 +151,8 @@ template <class T>
 QpSolutions<T> expect_device_matches_cpu(const QpBatch<T>& bt, const QpSettings<T>& st, double rtol,
                                          const QpSolutions<T>* warm = nullptr,
                                          const std::vector<double>* known_opt = nullptr,
-                                         cuda::DeviceLayout layout = cuda::DeviceLayout::kThread) {
+                                         cuda::DeviceLayout layout = cuda::DeviceLayout::kThread,
+                                         bool warm_rho = false) {
   const QpSettings<T> ref = as_on_device(st);
   QpSolutions<T> cpu, gpu;
   BatchOptions c = cpu_reference(), g;
@@ -161,6 +162,7 @@ QpSolutions<T> expect_device_matches_cpu(const QpBatch<T>& bt, const QpSettings<
   if (warm) {
     cpu = gpu = *warm;
     c.warm_start = g.warm_start = true;
+    c.warm_rho = g.warm_rho = warm_rho;  // each problem from the ρ in `warm`
   }
   solve_batch(bt, ref, c, cpu);
   solve_batch(bt, st, g, gpu);
@@ -173,6 +175,9 @@ QpSolutions<T> expect_device_matches_cpu(const QpBatch<T>& bt, const QpSettings<
     EXPECT_EQ(cpu.fault[k], gpu.fault[k]);
     EXPECT_NEAR(cpu.iterations[k], gpu.iterations[k], st.check_every);
     same_iterations += cpu.iterations[k] == gpu.iterations[k];
+    // the final ρ (what BatchOptions::warm_rho carries): the CPU's, when both adapted as often
+    if (cpu.rho_updates[k] == gpu.rho_updates[k])
+      EXPECT_NEAR(double(gpu.rho[k]), double(cpu.rho[k]), 1e-4 * double(cpu.rho[k])) << "final rho";
     if (cpu.status[k] == SolveStatus::kInvalidInput) {
       EXPECT_EQ(gpu.iterations[k], 0);
       continue;
@@ -270,6 +275,33 @@ void warm_matches_cpu(const QpBatch<T>& bt, double eps, double tol,
   EXPECT_LT(warm_iters, cold_iters);
 }
 
+// BatchOptions::warm_rho on the device: each problem starts at its own ρ (0: the
+// settings'). Without adaptation a solve ends at the ρ it started at, so the final ρ
+// shows which one it used; with adaptation the device matches the CPU from those ρ.
+void warm_rho_matches_cpu(const QpBatch<double>& bt, cuda::DeviceLayout layout) {
+  QpSettings<double> st;
+  st.eps_abs = st.eps_rel = 1e-6;
+  st.max_iter = 20000;
+  QpSolutions<double> start;
+  solve_batch(bt, as_on_device(st), cpu_reference(), start);
+  for (int k = 0; k < bt.size; ++k) start.rho[k] = k % 4 == 0 ? 0.0 : 0.02 * (1 + k % 7);
+  QpBatch<double> moved = bt;
+  for (double& v : moved.q) v *= 1.01;
+  QpSettings<double> fixed = st;
+  fixed.adaptive_rho = false;
+  const QpSolutions<double> f = expect_device_matches_cpu<double>(moved, fixed, 1e-5, &start, nullptr, layout, true);
+  for (int k = 0; k < bt.size; ++k) {
+    EXPECT_EQ(f.status[k], SolveStatus::kSolved) << "problem " << k;
+    EXPECT_EQ(f.rho[k], start.rho[k] > 0 ? start.rho[k] : fixed.rho) << "problem " << k;
+  }
+  const QpSolutions<double> a = expect_device_matches_cpu<double>(moved, st, 1e-5, &start, nullptr, layout, true);
+  for (int k = 0; k < bt.size; ++k) EXPECT_EQ(a.status[k], SolveStatus::kSolved) << "problem " << k;
+}
+
+TEST_F(GpuQp, WarmRhoMatchesCpu) {
+  warm_rho_matches_cpu(random_qp_batch(batch_size(64, 16), 10, mixed(), 12).batch, cuda::DeviceLayout::kThread);
+}
+
 TEST_F(GpuQp, DoubleWarmMatchesCpu) {
   warm_matches_cpu(random_qp_batch(batch_size(64, 32), 10, mixed(), 8).batch, 1e-8, 1e-6);
 }
@@ -336,6 +368,10 @@ TEST_F(GpuQpWarp, DoubleColdMatchesCpu) {  // every cone kind, known optima, n =
 TEST_F(GpuQpWarp, FloatWarmMatchesCpu) {
   warm_matches_cpu(cube_loss_batch(batch_size(500, 32), FrictionModel::kCone, 9).batch.cast<float>(), 1e-5,
                    1e-3, cuda::DeviceLayout::kWarp);
+}
+
+TEST_F(GpuQpWarp, WarmRhoMatchesCpu) {  // the fallback (stagnation-restart) variant, A dense in shared memory
+  warm_rho_matches_cpu(random_qp_batch(batch_size(64, 16), 8, mixed(), 3).batch, cuda::DeviceLayout::kWarp);
 }
 
 TEST_F(GpuQpWarp, FaultsStayWithTheirProblem) { faults_stay_with_their_problem(cuda::DeviceLayout::kWarp); }

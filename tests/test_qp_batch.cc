@@ -98,6 +98,79 @@ TEST(QpBatch, MisuseThrowsClearErrors) {
             std::string::npos);
 }
 
+// BatchOptions::warm_rho: each solve reports its final ρ, and a warm start with
+// warm_rho starts each problem at the ρ in the solutions (0: the settings'), in
+// either CPU path and whatever the neighbours' ρ in a lane group
+TEST(QpBatch, WarmRhoStartsEachProblemAtItsOwnRho) {
+  const GeneratedQps g = random_qp_batch(13, 8, mixed(), 21);
+  const QpBatch<double>& bt = g.batch;
+  QpSettings<double> st;
+  st.rho = 0.1;
+  for (const BatchOptions& path : testing::both_cpu_paths()) {
+    SCOPED_TRACE(testing::path_name(path));
+    QpSolutions<double> cold;
+    solve_batch(bt, st, path, cold);
+    ASSERT_EQ(cold.rho.size(), size_t(bt.size));
+    int adapted = 0;
+    for (int k = 0; k < bt.size; ++k) {
+      ASSERT_EQ(cold.status[k], SolveStatus::kSolved) << "problem " << k;
+      if (cold.rho_updates[k] == 0) EXPECT_EQ(cold.rho[k], st.rho) << "problem " << k;
+      else adapted += cold.rho[k] != st.rho;
+      EXPECT_GE(cold.rho[k], st.rho_min);
+      EXPECT_LE(cold.rho[k], st.rho_max);
+    }
+    EXPECT_GT(adapted, 0) << "no problem's rho moved: the test would not see it carried";
+
+    // without adaptation a solve ends at the ρ it started at: its own, or the settings' for 0
+    QpSettings<double> fixed = st;
+    fixed.adaptive_rho = false;
+    fixed.fallback = false;  // (a stall's restart takes the fallback settings' ρ)
+    BatchOptions warm = path;
+    warm.warm_start = warm.warm_rho = true;
+    QpSolutions<double> own = cold;
+    for (int k = 0; k < bt.size; ++k) own.rho[k] = k % 4 == 0 ? 0.0 : 0.01 * (1 + k);
+    const std::vector<double> given = own.rho;
+    QpBatch<double> moved = bt;
+    for (double& v : moved.q) v *= 1.01;
+    solve_batch(moved, fixed, warm, own);
+    for (int k = 0; k < bt.size; ++k) {
+      EXPECT_EQ(own.status[k], SolveStatus::kSolved) << "problem " << k;
+      EXPECT_EQ(own.rho[k], given[k] > 0 ? given[k] : fixed.rho) << "problem " << k;
+    }
+
+    // every problem at the same carried ρ: the solve with that ρ in the settings, bit for bit
+    QpSolutions<double> a = cold, b = cold;
+    for (int k = 0; k < bt.size; ++k) a.rho[k] = 0.37;
+    solve_batch(moved, st, warm, a);
+    QpSettings<double> at = st;
+    at.rho = 0.37;
+    BatchOptions plain = path;
+    plain.warm_start = true;
+    solve_batch(moved, at, plain, b);
+    EXPECT_EQ(a.x, b.x);
+    EXPECT_EQ(a.y, b.y);
+    EXPECT_EQ(a.iterations, b.iterations);
+    EXPECT_EQ(a.rho, b.rho);
+    // and not what the settings' ρ gives (the carried ρ changed the solves)
+    QpSolutions<double> c = cold;
+    solve_batch(moved, st, plain, c);
+    EXPECT_NE(a.iterations, c.iterations);
+  }
+  // a carried ρ that is not a ρ is refused, naming the problem
+  QpSolutions<double> bad;
+  solve_batch(bt, st, BatchOptions{}, bad);
+  BatchOptions warm;
+  warm.warm_start = warm.warm_rho = true;
+  bad.rho[3] = std::numeric_limits<double>::quiet_NaN();
+  testing::expect_error([&] { solve_batch(bt, st, warm, bad); }, {"warm start", "rho of problem 3"});
+  bad.rho[3] = -1.0;
+  testing::expect_error([&] { solve_batch(bt, st, warm, bad); }, {"rho of problem 3", "rho_min"});
+  bad.rho[3] = 10 * st.rho_max;
+  testing::expect_error([&] { solve_batch(bt, st, warm, bad); }, {"rho of problem 3"});
+  bad.rho.pop_back();
+  testing::expect_error([&] { solve_batch(bt, st, warm, bad); }, {"warm start", "rho of 13 entries, got 12"});
+}
+
 TEST(QpBatch, CudaBackendIsAnErrorWithoutDevice) {
   if (cuda::available()) GTEST_SKIP() << "a CUDA device is present; covered by the GPU tests";
   GeneratedQps g = random_qp_batch(4, 5, mixed(), 1);

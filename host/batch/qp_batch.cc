@@ -240,6 +240,7 @@ cuda::HostQpResults<T> QpSolutions<T>::device_results(std::vector<int>& codes) {
   r.prim_res = prim_res.data(), r.dual_res = dual_res.data();
   r.status = codes.data(), r.fault = codes.data() + size;
   r.iterations = iterations.data(), r.rho_updates = rho_updates.data();
+  r.rho = rho.data();
   return r;
 }
 
@@ -260,6 +261,7 @@ void QpSolutions<T>::resize(int size_, int n_, int m_) {
   if (!keep) {
     x.assign(size_t(size) * n, T(0));
     y.assign(size_t(size) * m, T(0));
+    rho.assign(size, T(0));
   }
   objective.assign(size, T(0));
   value.assign(size, T(0));
@@ -305,6 +307,7 @@ void store_info(const QpInfo<T>& info, int k, QpSolutions<T>& out) {
   out.fault[k] = info.fault;
   out.iterations[k] = info.iterations;
   out.rho_updates[k] = info.rho_updates;
+  out.rho[k] = info.rho;
 }
 
 // The interior point's iteration bound after a stall (within what is left of
@@ -365,6 +368,12 @@ QpInfo<T> finish_stalled(const QpBatch<T>& batch, const QpShape& shape, int k,
   return more;
 }
 
+// problem k's first ρ: its last solve's (BatchOptions::warm_rho), else the settings'
+template <class T>
+T first_rho(const QpSettings<T>& settings, const BatchOptions& options, int k, const QpSolutions<T>& out) {
+  return options.warm_start && options.warm_rho && out.rho[k] > T(0) ? out.rho[k] : settings.rho;
+}
+
 // problem k alone (qp_admm_solve), into out; `work` holds qp_work_host_size
 template <class T>
 void solve_one(const QpBatch<T>& batch, const QpShape& shape, int k, const QpSettings<T>& settings,
@@ -374,6 +383,7 @@ void solve_one(const QpBatch<T>& batch, const QpShape& shape, int k, const QpSet
   const auto t0 = std::chrono::steady_clock::now();
   QpSettings<T> st = settings;
   st.stall_return = settings.fallback;  // finished here (finish_stalled)
+  st.rho = first_rho(settings, options, k, out);
   T* x = out.x.data() + size_t(k) * n;
   T* y = out.y.data() + size_t(k) * m;
   QpInfo<T> info =
@@ -452,12 +462,14 @@ void solve_cpu_lanes(const QpBatch<T>& batch, const QpSettings<T>& settings,
         to_lanes(out.x.data(), size_t(n), n, k0, live, bf.x.data());
         to_lanes(out.y.data(), size_t(m), m, k0, live, bf.y.data());
       }
+      T rho0[W];
+      for (int l = 0; l < W; ++l) rho0[l] = first_rho(settings, options, k0 + (l < live ? l : 0), out);
       for (int l = 0; l < live; ++l) {
         lo.x[l] = out.x.data() + size_t(k0 + l) * n;
         lo.y[l] = out.y.data() + size_t(k0 + l) * m;
       }
       qp_admm_solve_lanes(shape, columns, d, live, lane_view(bf.x.data()), lane_view(bf.y.data()), w,
-                          settings, options.warm_start, lo, std::max(1, W / 4));
+                          settings, options.warm_start, lo, std::max(1, W / 4), rho0);
       for (int l = 0; l < live; ++l) {  // lanes handed off: finished one at a time
         QpInfo<T>& info = lo.info[l];
         if (info.status != SolveStatus::kNotRun) continue;
@@ -527,6 +539,16 @@ void solve_batch_paths(const QpBatch<T>& batch, const QpSettings<T>& settings,
       if (!std::isfinite(out.x[i])) throw Error("warm start: x has a NaN or Inf entry");
     for (size_t i = 0; i < out.y.size(); ++i)
       if (!std::isfinite(out.y[i])) throw Error("warm start: y has a NaN or Inf entry");
+    if (options.warm_rho) {
+      if (out.rho.size() != size_t(B))
+        throw Error("warm start: expected rho of " + std::to_string(B) + " entries, got " +
+                    std::to_string(out.rho.size()));
+      for (int k = 0; k < B; ++k)  // 0: none (the settings' ρ)
+        if (!std::isfinite(out.rho[k]) || out.rho[k] < T(0) ||
+            (out.rho[k] > T(0) && (out.rho[k] < settings.rho_min || out.rho[k] > settings.rho_max)))
+          throw Error("warm start: rho of problem " + std::to_string(k) + " is " + std::to_string(out.rho[k]) +
+                      ": it must be 0 (none) or within [rho_min, rho_max]");
+    }
   }
   out.resize(B, n, m);
   const QpShape shape = batch.shape();
@@ -537,7 +559,7 @@ void solve_batch_paths(const QpBatch<T>& batch, const QpSettings<T>& settings,
     cuda::DeviceQpBatch<T> dev(device_layout_for(batch, options));
     dev.upload(batch.device_arrays());
     if (options.warm_start) dev.upload_warm_start(r);
-    dev.solve(settings, options.warm_start);
+    dev.solve(settings, options.warm_start, false, options.warm_rho);
     dev.download(r);
     out.take_codes(codes);
     return;

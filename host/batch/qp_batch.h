@@ -68,6 +68,9 @@ struct QpSolutions {
   std::vector<SolveStatus> status;
   std::vector<InputFault> fault;
   std::vector<int> iterations, rho_updates;
+  // the final ρ of each solve (QpInfo::rho; kept, as x and y are, when resize keeps
+  // the shape): with BatchOptions::warm_rho the next warm-started solve starts there
+  std::vector<T> rho;
   // of `iterations`, those of the interior-point finish after a stall (CPU,
   // double: QpSettings::stall_return, host/batch/qp_ipm.h); 0 for most problems
   std::vector<int> ipm_iterations;
@@ -88,6 +91,10 @@ struct BatchOptions {
   Backend backend = Backend::kCpu;
   int threads = 0;          // CPU threads; 0 = all cores
   bool warm_start = false;  // use the x, y already in the solutions as the start
+  // with warm_start: start problem k at the ρ in the solutions (its last solve's
+  // final ρ) where that is > 0, else at QpSettings::rho. The QPs of a training run
+  // change little from one epoch to the next, and neither does the ρ they end at.
+  bool warm_rho = false;
   bool time_each = false;   // record per-problem wall time (CPU; with lanes, each problem's
                             // share of its group's time)
   // CPU: solve W problems at once, one per lane of a SIMD vector

@@ -170,16 +170,21 @@ void ContactNetsLoss::evaluate(const std::vector<TransitionFrame>& frames, bool 
     bool any = false;
     for (int i = 0; i < B; ++i) {
       const auto& ws = (*warm)[i];
-      if (ws.size() == size_t(n + m)) {
+      // x, y and the ρ the last solve ended at (n + m + 1; n + m: a checkpoint from
+      // before ρ was kept, which starts at the settings' ρ)
+      if (ws.size() == size_t(n + m) || ws.size() == size_t(n + m + 1)) {
         std::copy(ws.begin(), ws.begin() + n, sol_.x.begin() + size_t(i) * n);
-        std::copy(ws.begin() + n, ws.end(), sol_.y.begin() + size_t(i) * m);
+        std::copy(ws.begin() + n, ws.begin() + n + m, sol_.y.begin() + size_t(i) * m);
+        sol_.rho[i] = ws.size() == size_t(n + m + 1) ? ws[n + m] : 0.0;
         any = true;
       } else {
         std::fill(sol_.x.begin() + size_t(i) * n, sol_.x.begin() + size_t(i + 1) * n, 0.0);
         std::fill(sol_.y.begin() + size_t(i) * m, sol_.y.begin() + size_t(i + 1) * m, 0.0);
+        sol_.rho[i] = 0.0;
       }
     }
     opt.warm_start = any;
+    opt.warm_rho = any;
   }
   solve_batch(batch_, settings_, opt, sol_);
   out.qp_loss.assign(B, 0.0);
@@ -211,9 +216,10 @@ void ContactNetsLoss::evaluate(const std::vector<TransitionFrame>& frames, bool 
       }
       if (warm) {
         auto& ws = (*warm)[i];
-        ws.resize(n + m);
+        ws.resize(n + m + 1);
         std::copy(sol_.x.begin() + size_t(i) * n, sol_.x.begin() + size_t(i + 1) * n, ws.begin());
         std::copy(sol_.y.begin() + size_t(i) * m, sol_.y.begin() + size_t(i + 1) * m, ws.begin() + n);
+        ws[n + m] = sol_.rho[i];
       }
     }
   });

@@ -115,7 +115,8 @@ class ContactNetsLoss {
   QpSettings<double>& settings() { return settings_; }
   BatchOptions& options() { return options_; }
   // frames[i] is transition i. If warm is given (size = frames.size()), it holds
-  // per-transition (x, y) starts (empty = cold) and receives the solutions.
+  // per-transition (x, y, ρ) starts (empty = cold; the ρ the solve ended at, where
+  // the next starts: BatchOptions::warm_rho) and receives the solutions.
   void evaluate(const std::vector<TransitionFrame>& frames, bool want_grad, LossBatchResult& out,
                 std::vector<std::vector<double>>* warm = nullptr);
 
