@@ -492,7 +492,7 @@ def epoch_lines(log, results, qp_used):
 # the slowest QP of a training step (history.csv's slowest_qp_iterations and
 # slowest_qp_rho_updates): a real-cube run on the CPU, `impulse train --method
 # contactnets-polytope --data <cube tosses> --tosses 256 --epochs 8 --seed 1`
-TRAIN_HISTORY = os.path.join(ROOT, "bench", "results", "contactnets_slowest_qp_2026-11-27.csv")
+TRAIN_HISTORY = os.path.join(ROOT, "bench", "results", "contactnets_slowest_qp_warm_rho_2026-11-27.csv")
 SETUP_PHASES = ("set-up", "the input check", "the initial iterate", "Ruiz", "ρ and the factorization",
                 "finish", "(no line)")
 ITERATION_PHASES = ("the iteration", "the check", "infeasibility", "stagnation")

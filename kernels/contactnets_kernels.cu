@@ -261,7 +261,7 @@ DeviceContactNets<T>::DeviceContactNets(const cn::LossConsts<T>& consts, const Q
   if (const char* bad = st.validate()) throw Error(std::string("QP settings: ") + bad);
   Impl& d = *impl_;
   d.consts = consts;
-  d.settings = detail::device_settings(st);
+  d.settings = st;  // each layout's launch takes what it runs (detail::device_settings)
   std::vector<int> rp, cl;
   cn::pattern(consts.octagon, rp, cl);
   d.m = cn::rows(consts.octagon);

@@ -21,14 +21,16 @@ inline void check(cudaError_t e, const char* what) {
     throw Error(std::string("CUDA error in ") + what + ": " + cudaGetErrorString(e));
 }
 
-// The QP settings as the kernels run them: one thread per problem, so the
-// check schedule stays fixed (predicted checks would have the threads of a
-// warp check at different iterations and all wait for each check).
-// A stall restarts on the device (QpSettings::fallback), never returns to a host
-// finish (stall_return is the host batch path's).
+// The QP settings as the kernels run them. A thread per problem (warp = false): the
+// check schedule stays fixed (predicted checks would have the threads of a warp check
+// at different iterations and all wait for each check). A warp per problem: its lanes
+// check together, so QpSettings::predict_checks is kept (the CPU's schedule: fewer
+// checks, a stop at the predicted iteration). A stall restarts on the device
+// (QpSettings::fallback), never returns to a host finish (stall_return is the host
+// batch path's).
 template <class T>
-QpSettings<T> device_settings(QpSettings<T> st) {
-  st.predict_checks = false;
+QpSettings<T> device_settings(QpSettings<T> st, bool warp = false) {
+  if (!warp) st.predict_checks = false;
   st.stall_return = false;
   return st;
 }

@@ -934,7 +934,7 @@ void launch_qp_warp(const WarpLaunch<T>& a, const QpSettings<T>& st, bool warm) 
                             : (a.kept ? qp_admm_warp_kernel<T, false, true> : qp_admm_warp_kernel<T, false, false>);
   kernel<<<a.batch, kW, smem>>>(a.batch, pr, pt, a.P, a.q, a.A, a.b, a.x, a.y, a.objective, a.value,
                                 a.prim_res, a.dual_res, a.status, a.fault, a.iterations, a.rho_updates,
-                                device_settings(st), warm, a.warm_each, a.kept, a.reuse, a.rho0, a.rho_out);
+                                device_settings(st, true), warm, a.warm_each, a.kept, a.reuse, a.rho0, a.rho_out);
 }
 
 template void launch_qp_warp<float>(const WarpLaunch<float>&, const QpSettings<float>&, bool);

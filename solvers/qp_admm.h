@@ -57,9 +57,10 @@ struct QpSettings {
   // their tolerances r₁ > r₂ > 1 at checks Δ iterations apart, the next is
   // where a steady rate would bring r to 1 (at most 2·check_every ahead).
   // The cube QP then stops at its iteration, not at the next multiple of
-  // check_every, after fewer checks. The kernels run with it off
+  // check_every, after fewer checks. The thread kernel runs with it off
   // (cuda::detail::device_settings): threads of a warp that check at
-  // different iterations all wait for each check.
+  // different iterations all wait for each check. The warp kernel (a problem
+  // a warp) runs it as given.
   bool predict_checks = true;
   bool adaptive_rho = true;   // rescale rho from the residual ratio
   // iterations between rho updates (a multiple of check_every), and the

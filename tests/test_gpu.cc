@@ -62,10 +62,11 @@ class GpuContactNets : public GpuQp {};
 
 // the device's algorithm on the CPU: one problem at a time, the sparse x-step
 // (the device's batch-strided storage has no dense one) and checks every
-// check_every iterations (the kernels do not predict them)
+// check_every iterations as the thread kernel makes them (the warp kernel, warp =
+// true, predicts them as the CPU does)
 template <class T>
-QpSettings<T> as_on_device(QpSettings<T> st) {
-  st.predict_checks = false;
+QpSettings<T> as_on_device(QpSettings<T> st, bool warp = false) {
+  if (!warp) st.predict_checks = false;  // the warp kernel predicts its checks (device_settings)
   st.dense_iteration = false;
   return st;
 }
@@ -153,12 +154,12 @@ QpSolutions<T> expect_device_matches_cpu(const QpBatch<T>& bt, const QpSettings<
                                          const std::vector<double>* known_opt = nullptr,
                                          cuda::DeviceLayout layout = cuda::DeviceLayout::kThread,
                                          bool warm_rho = false) {
-  const QpSettings<T> ref = as_on_device(st);
   QpSolutions<T> cpu, gpu;
   BatchOptions c = cpu_reference(), g;
   g.backend = Backend::kCuda;
   g.device_layout = layout;
   std::printf("  a %s per problem\n", cuda::to_string(device_layout_for(bt, g)));
+  const QpSettings<T> ref = as_on_device(st, device_layout_for(bt, g) == cuda::DeviceLayout::kWarp);
   if (warm) {
     cpu = gpu = *warm;
     c.warm_start = g.warm_start = true;
@@ -175,9 +176,12 @@ QpSolutions<T> expect_device_matches_cpu(const QpBatch<T>& bt, const QpSettings<
     EXPECT_EQ(cpu.fault[k], gpu.fault[k]);
     EXPECT_NEAR(cpu.iterations[k], gpu.iterations[k], st.check_every);
     same_iterations += cpu.iterations[k] == gpu.iterations[k];
-    // the final ρ (what BatchOptions::warm_rho carries): the CPU's, when both adapted as often
+    // the final ρ (what BatchOptions::warm_rho carries): the CPU's, when both adapted as often.
+    // ρ is set from the ratio of the residuals, whose relative rounding error is the
+    // iterates' (~1e-12) over the residuals' size against the iterate's (~1e-8 near the
+    // tolerance): 1e-3 (seen: 1.9e-4 on the warp's random double QPs)
     if (cpu.rho_updates[k] == gpu.rho_updates[k])
-      EXPECT_NEAR(double(gpu.rho[k]), double(cpu.rho[k]), 1e-4 * double(cpu.rho[k])) << "final rho";
+      EXPECT_NEAR(double(gpu.rho[k]), double(cpu.rho[k]), 1e-3 * double(cpu.rho[k])) << "final rho";
     if (cpu.status[k] == SolveStatus::kInvalidInput) {
       EXPECT_EQ(gpu.iterations[k], 0);
       continue;
@@ -777,7 +781,7 @@ TEST_F(GpuContactNets, DeepModelSolvesOnDevice) {
   BatchOptions cpu_opt = cpu_reference(), gpu_opt;
   gpu_opt.backend = Backend::kCuda;
   ContactNetsLoss cpu_loss_fn(cfg, tight(), cpu_opt), gpu_loss_fn(cfg, tight(), gpu_opt);
-  cpu_loss_fn.settings() = as_on_device(tight());
+  cpu_loss_fn.settings() = as_on_device(tight(), true);  // the device's: a warp per QP (n = 32)
   DeepContactModel model(perturb_polytope(PolytopeParams::cube(0.0524, 0.18), 0.3, 4), 0.0524, 11,
                          {16, 16});
   auto frames = random_transitions(model, batch_size(64, 32), 29);
