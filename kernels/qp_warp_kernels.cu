@@ -521,7 +521,7 @@ __global__ void __launch_bounds__(kW, Fallback ? 8 : 16) qp_admm_warp_kernel(int
       const T sym_tol = T(1e3) * max_of(amax, T(1)) * (sizeof(T) == 4 ? T(1.2e-7) : T(2.3e-16));
       if (asym > sym_tol) {
         f = InputFault::kAsymmetricP;
-      } else {
+      } else if (st0.check_psd) {
         // PSD up to psd_tol: P + shift·I must have positive pivots
         const T shift = st0.psd_tol * dmax;
 #pragma unroll

@@ -79,6 +79,13 @@ struct QpSettings {
   T rho_min = T(1e-6);
   T rho_max = T(1e6);
   bool check_input = true;    // reject non-finite data, asymmetric or non-PSD P
+  // with check_input: also test that P is positive semidefinite (up to psd_tol), a
+  // factorization of P + δI every solve. A caller whose P is PSD by construction may
+  // skip it (the ContactNets loss QP: a Gram matrix plus PSD contact blocks and
+  // nonnegative diagonals, solvers/contactnets_qp.h; its training runs without it).
+  // Without the test a P that is not PSD is not reported as kNotPsdP: the solve
+  // fails to factor (numerical_error) or does not converge.
+  bool check_psd = true;
   // apply K⁻¹ as a dense matrix-vector product (K⁻¹ formed once per
   // factorization: Gauss-Jordan on contiguous storage, Cholesky + inverse on
   // the GPU's strided views) instead of two triangular solves, whose
@@ -344,7 +351,7 @@ IMPULSE_HD InputFault qp_check_input(const QpShape& sh, const QpData<T, S>& d, Q
   // positive semidefinite up to psd_tol
   T diag = T(1);
   for (int i = 0; i < n; ++i) diag = max_of(diag, abs_of(d.P[i * n + i]));
-  if (!psd_up_to(n, d.P, st.psd_tol * diag, w.L)) return InputFault::kNotPsdP;
+  if (st.check_psd && !psd_up_to(n, d.P, st.psd_tol * diag, w.L)) return InputFault::kNotPsdP;
   return InputFault::kNone;
 }
 

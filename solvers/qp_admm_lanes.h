@@ -291,11 +291,14 @@ IMPULSE_HD_PHASE void qp_lanes_check_input(const QpShape& sh, const QpData<Lanes
   L diag = one;
   for (int i = 0; i < n; ++i) diag = max_of(diag, abs_of(d.P[i * n + i]));
   const L shift = L(st.psd_tol) * diag;
-  for (int i = 0; i < n; ++i) {
-    for (int j = 0; j <= i; ++j) w.L[i * n + j] = d.P[i * n + j];
-    w.L[i * n + i] += shift;
+  Mask bad_psd = Mask::none();
+  if (st.check_psd) {
+    for (int i = 0; i < n; ++i) {
+      for (int j = 0; j <= i; ++j) w.L[i * n + j] = d.P[i * n + j];
+      w.L[i * n + i] += shift;
+    }
+    bad_psd = cholesky_lanes(n, w.L);
   }
-  const Mask bad_psd = cholesky_lanes(n, w.L);
   for (int l = 0; l < live; ++l) {
     InputFault f = InputFault::kNone;
     if (bad_p[l]) f = InputFault::kNonFiniteP;

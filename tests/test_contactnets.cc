@@ -3,7 +3,10 @@
 // solved loss, for every parameter group of the polytope model.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <random>
+
+#include <Eigen/Eigenvalues>
 
 #include "host/learning/contactnets_loss.h"
 #include "host/learning/contactnets_model.h"
@@ -233,6 +236,55 @@ TEST(ContactNetsLoss, WarmStartsCarryEachTransitionsRho) {
       EXPECT_EQ(warm[i].back(), i % 3 == 0 ? st.rho : 0.05 * double(i + 1)) << "transition " << i;
     }
   }
+}
+
+// the loss QP's P is positive semidefinite by construction (what lets training skip the
+// PSD test, QpSettings::check_psd): its smallest eigenvalue, over random transitions of
+// perturbed models, both friction models and weights from 0 to 100, is >= 0 to rounding
+TEST(ContactNetsLoss, AssembledPIsPositiveSemidefinite) {
+  std::mt19937_64 rng(17);
+  std::uniform_real_distribution<double> U(0.0, 1.0);
+  double worst = 1.0;  // smallest eigenvalue over the largest |entry|
+  int count = 0;
+  for (FrictionModel fm : {FrictionModel::kCone, FrictionModel::kOctagon}) {
+    for (int trial = 0; trial < 6; ++trial) {
+      ContactNetsLossConfig cfg;
+      cfg.friction = fm;
+      if (trial > 0) {  // trial 0: the defaults; then weights across four decades, one of them 0
+        for (double* w : {&cfg.weights.match, &cfg.weights.comp_n, &cfg.weights.comp_t, &cfg.weights.cone,
+                          &cfg.weights.slack})
+          *w = std::pow(10.0, 4.0 * U(rng) - 2.0);
+        (trial % 2 ? cfg.weights.comp_t : cfg.weights.slack) = 0.0;
+      }
+      PolytopeContactModel model(perturb_polytope(PolytopeParams::cube(0.0524, 0.18), 0.5, 40 + trial));
+      auto frames = random_transitions(model, 8, 60 + trial);
+      model.frames(frames, 1);
+      QpBatch<double> bt = make_loss_batch(cfg, 1);
+      const int n = bt.n;
+      for (const TransitionFrame& t : frames) {
+        assemble_loss_qp(cfg, t, bt, 0);
+        const Eigen::Map<const Eigen::MatrixXd> P(bt.P.data(), n, n);
+        const double scale = P.cwiseAbs().maxCoeff();
+        ASSERT_GT(scale, 0.0);
+        Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(P);
+        worst = std::min(worst, es.eigenvalues().minCoeff() / scale);
+        ++count;
+      }
+    }
+  }
+  EXPECT_EQ(count, 96);
+  EXPECT_GE(worst, -1e-13) << "P has a negative eigenvalue beyond rounding";
+  // and the test itself sees a P that is not PSD: one with a cone term's sign flipped
+  ContactNetsLossConfig cfg;
+  PolytopeContactModel model(perturb_polytope(PolytopeParams::cube(0.0524, 0.18), 0.3, 3));
+  auto frames = random_transitions(model, 1, 5);
+  model.frames(frames, 1);
+  QpBatch<double> bt = make_loss_batch(cfg, 1);
+  assemble_loss_qp(cfg, frames[0], bt, 0);
+  const int n = bt.n;
+  for (int i = 0; i < n; ++i) bt.P[size_t(i) * n + i] *= i == 0 ? -1.0 : 1.0;
+  Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(Eigen::Map<const Eigen::MatrixXd>(bt.P.data(), n, n));
+  EXPECT_LT(es.eigenvalues().minCoeff(), 0.0);
 }
 
 TEST(ContactNetsLoss, RejectsMismatchedFrames) {

@@ -180,8 +180,9 @@ QpSolutions<T> expect_device_matches_cpu(const QpBatch<T>& bt, const QpSettings<
     // ρ is set from the ratio of the residuals, whose relative rounding error is the
     // iterates' (~1e-12) over the residuals' size against the iterate's (~1e-8 near the
     // tolerance): 1e-3 (seen: 1.9e-4 on the warp's random double QPs)
-    if (cpu.rho_updates[k] == gpu.rho_updates[k])
+    if (cpu.rho_updates[k] == gpu.rho_updates[k]) {
       EXPECT_NEAR(double(gpu.rho[k]), double(cpu.rho[k]), 1e-3 * double(cpu.rho[k])) << "final rho";
+    }
     if (cpu.status[k] == SolveStatus::kInvalidInput) {
       EXPECT_EQ(gpu.iterations[k], 0);
       continue;
@@ -337,6 +338,30 @@ void faults_stay_with_their_problem(cuda::DeviceLayout layout) {
     EXPECT_EQ(s.fault[k], want[k]) << "problem " << k;
     EXPECT_EQ(s.status[k], want[k] == InputFault::kNone ? SolveStatus::kSolved : SolveStatus::kInvalidInput)
         << "problem " << k;
+  }
+  // without the PSD test (QpSettings::check_psd, as ContactNets training runs): the
+  // indefinite problem is not reported as not PSD, the other faults are, and the rest
+  // run as with it, on the same budget (which bounds the indefinite one's simulated time)
+  QpSettings<double> with_psd = st;
+  with_psd.max_iter = 400;
+  QpSettings<double> no_psd = with_psd;
+  no_psd.check_psd = false;
+  BatchOptions dev;
+  dev.backend = Backend::kCuda;
+  dev.device_layout = layout;
+  QpSolutions<double> t, u;
+  solve_batch(bt, with_psd, dev, t);
+  solve_batch(bt, no_psd, dev, u);
+  EXPECT_EQ(t.fault[6], InputFault::kNotPsdP);
+  EXPECT_NE(u.fault[6], InputFault::kNotPsdP);
+  EXPECT_NE(u.status[6], SolveStatus::kSolved);
+  for (int k : {2, 4, 5}) EXPECT_EQ(u.fault[k], want[k]) << "problem " << k << ", without the PSD test";
+  for (int k : {0, 1, 3, 7}) {
+    SCOPED_TRACE("problem " + std::to_string(k) + ", without the PSD test");
+    EXPECT_EQ(u.status[k], t.status[k]);
+    EXPECT_EQ(u.iterations[k], t.iterations[k]);
+    EXPECT_EQ(u.objective[k], t.objective[k]);
+    for (int j = 0; j < n; ++j) EXPECT_EQ(u.x[size_t(k) * n + j], t.x[size_t(k) * n + j]);
   }
 }
 
@@ -664,10 +689,12 @@ void device_loss_matches_cpu(cuda::DeviceLayout layout, int count) {
   ContactNetsLossConfig cfg;
   BatchOptions opt;
   opt.threads = 1;
-  ContactNetsLoss loss(cfg, tight(), opt);
+  QpSettings<double> qs = tight();
+  qs.check_psd = false;  // as training runs (its P is PSD by construction)
+  ContactNetsLoss loss(cfg, qs, opt);
   PolytopeContactModel model(perturb_polytope(PolytopeParams::cube(0.0524, 0.18), 0.4, 7));
   auto frames = random_transitions(model, count, 19);
-  cuda::DeviceContactNets<double> dev(loss_consts(cfg), tight(), layout);
+  cuda::DeviceContactNets<double> dev(loss_consts(cfg), qs, layout);
   EXPECT_EQ(dev.layout(), layout == cuda::DeviceLayout::kAuto ? cuda::DeviceLayout::kWarp : layout);
   dev.upload_transitions(0, flat_states(frames, false).data(), flat_states(frames, true).data(),
                          static_cast<int>(frames.size()));
@@ -702,7 +729,7 @@ void device_loss_matches_cpu(cuda::DeviceLayout layout, int count) {
   // a batch's k-th problem is transition idx[k]: the same three evaluations with the
   // batch in reverse order (each transition's QP, warm start and answer stay its own)
   // give every transition the same loss and the batch the same iterations, bit for bit
-  cuda::DeviceContactNets<double> rev(loss_consts(cfg), tight(), layout);
+  cuda::DeviceContactNets<double> rev(loss_consts(cfg), qs, layout);
   rev.upload_transitions(0, flat_states(frames, false).data(), flat_states(frames, true).data(),
                          static_cast<int>(frames.size()));
   std::vector<int> ridx(idx.rbegin(), idx.rend());

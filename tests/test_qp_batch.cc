@@ -171,6 +171,40 @@ TEST(QpBatch, WarmRhoStartsEachProblemAtItsOwnRho) {
   testing::expect_error([&] { solve_batch(bt, st, warm, bad); }, {"warm start", "rho of 13 entries, got 12"});
 }
 
+// QpSettings::check_psd = false skips the PSD test only: an indefinite P is no longer
+// reported as not PSD, every other fault still is, and PSD problems solve as before
+TEST(QpBatch, PsdTestCanBeSkipped) {
+  GeneratedQps g = random_qp_batch(8, 6, mixed(), 5);
+  QpBatch<double>& bt = g.batch;
+  const int n = bt.n;
+  bt.P[size_t(2) * n * n + 7] = std::numeric_limits<double>::quiet_NaN();
+  for (int i = 0; i < n; ++i) bt.P[size_t(6) * n * n + i * n + i] -= 50.0;  // indefinite
+  bt.P[size_t(5) * n * n + 1] += 1.0;                                       // asymmetric
+  for (const BatchOptions& opt : testing::both_cpu_paths()) {
+    SCOPED_TRACE(testing::path_name(opt));
+    QpSettings<double> with, without;
+    without.check_psd = false;
+    QpSolutions<double> a, b;
+    solve_batch(bt, with, opt, a);
+    solve_batch(bt, without, opt, b);
+    EXPECT_EQ(a.fault[6], InputFault::kNotPsdP);
+    EXPECT_NE(b.fault[6], InputFault::kNotPsdP);
+    EXPECT_NE(b.status[6], SolveStatus::kSolved) << "an indefinite QP has no optimum here to solve for";
+    EXPECT_EQ(b.fault[2], InputFault::kNonFiniteP);
+    EXPECT_EQ(b.fault[5], InputFault::kAsymmetricP);
+    // (in lanes the indefinite problem now runs in its group, whose checks follow the
+    // group's: the neighbours' iterations may move, not their answers)
+    for (int k : {0, 1, 3, 4, 7}) {
+      EXPECT_EQ(b.status[k], SolveStatus::kSolved) << "problem " << k;
+      EXPECT_NEAR(b.objective[k], g.obj_opt[k], 1e-3 * (1 + std::abs(g.obj_opt[k]))) << "problem " << k;
+      if (!opt.lanes) {
+        EXPECT_EQ(b.iterations[k], a.iterations[k]) << "problem " << k;
+        EXPECT_EQ(b.objective[k], a.objective[k]) << "problem " << k;
+      }
+    }
+  }
+}
+
 TEST(QpBatch, CudaBackendIsAnErrorWithoutDevice) {
   if (cuda::available()) GTEST_SKIP() << "a CUDA device is present; covered by the GPU tests";
   GeneratedQps g = random_qp_batch(4, 5, mixed(), 1);

@@ -466,6 +466,9 @@ std::unique_ptr<Method> make_method(const TrainConfig& c, const TossMeta& meta,
   QpSettings<double> st;
   st.eps_abs = c.eps;
   st.eps_rel = c.eps;
+  // the loss QP's P is PSD by construction (QpSettings::check_psd; tested in
+  // ContactNetsLoss.AssembledPIsPositiveSemidefinite): no factorization of it per solve
+  st.check_psd = false;
   BatchOptions opt;
   opt.threads = c.threads;
   opt.backend = parse_backend(c.backend);
