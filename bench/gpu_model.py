@@ -491,7 +491,8 @@ def epoch_lines(log, results, qp_used):
 
 # the slowest QP of a training step (history.csv's slowest_qp_iterations and
 # slowest_qp_rho_updates): a real-cube run on the CPU, `impulse train --method
-# contactnets-polytope --data <cube tosses> --tosses 256 --epochs 8 --seed 1`
+# contactnets-polytope --data <cube tosses> --tosses 256 --epochs 8 --seed 1` (each transition
+# starting from its last solve's x, y and rho: the trainer since 2026-11-27 evening)
 TRAIN_HISTORY = os.path.join(ROOT, "bench", "results", "contactnets_slowest_qp_warm_rho_2026-11-27.csv")
 SETUP_PHASES = ("set-up", "the input check", "the initial iterate", "Ruiz", "ρ and the factorization",
                 "finish", "(no line)")
