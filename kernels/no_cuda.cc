@@ -43,7 +43,7 @@ void DeviceQpBatch<T>::upload_vectors(const T*, const T*) {
   throw Error("CUDA not available");
 }
 template <class T>
-double DeviceQpBatch<T>::solve(const QpSettings<T>&, bool, bool) {
+double DeviceQpBatch<T>::solve(const QpSettings<T>&, bool, bool, bool) {
   throw Error("CUDA not available");
 }
 template <class T>

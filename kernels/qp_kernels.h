@@ -3,8 +3,9 @@
 // without it, kernels/no_cuda.cc implements this header and every call
 // reports "CUDA not available" (available() is false, methods throw Error).
 //
-// Two layouts on the device (DeviceLayout), the same algorithm (solvers/qp_admm.h
-// with a fixed check schedule) and the same answers to rounding:
+// Two layouts on the device (DeviceLayout), the same algorithm (solvers/qp_admm.h;
+// the thread layout checks on a fixed schedule, the warp layout predicts its checks as
+// the CPU does: detail::device_settings) and the same answers to rounding:
 //   - thread: one thread solves one problem (kernels/qp_kernels.cu); arrays are
 //     structure-of-arrays with the batch index fastest (element e of problem k at
 //     base[e * B + k]), its workspace (K⁻¹ included) in global memory;
@@ -152,7 +153,9 @@ class DeviceQpBatch {
   // problem whose last solve left a usable factorization starts from it (P, A and the
   // settings must be that solve's), the others set up in full. warm_rho (with warm): each
   // problem starts at the resident ρ (its last solve's final ρ, or the uploaded one) where
-  // that is > 0 (BatchOptions::warm_rho). Returns kernel time in ms.
+  // that is > 0, clamped to [rho_min, rho_max] (BatchOptions::warm_rho; solve_batch refuses
+  // a NaN or out-of-range one before it gets here); a problem that starts from its kept
+  // factorization (reuse) starts at that factorization's ρ. Returns kernel time in ms.
   double solve(const QpSettings<T>& st, bool warm, bool reuse = false, bool warm_rho = false);
   // copy results back (transposed to problem-contiguous).
   void download(HostQpResults<T>& r) const;

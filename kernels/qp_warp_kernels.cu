@@ -5,7 +5,8 @@
 // n² workspace per problem streams from HBM).
 //
 // The algorithm is qp_admm_solve's (solvers/qp_admm.h) as the thread kernel runs it
-// (explicit K⁻¹, no dense iteration, fixed check schedule): the same input checks,
+// (explicit K⁻¹, no dense iteration; its checks predicted as the CPU's, which the thread
+// kernel cannot do: detail::device_settings): the same input checks,
 // Ruiz equilibration, per-row ρ, iteration, residual checks, duality gap,
 // infeasibility tests, adaptive ρ and finish, with the work spread over the 32 lanes:
 //   - lane j owns variable j: x_j, q_j, σ_j, D_j in registers, and column j of K
@@ -629,7 +630,7 @@ __global__ void __launch_bounds__(kW, Fallback ? 8 : 16) qp_admm_warp_kernel(int
     if (iters == 0) cscale = T(1);
     // ---- ρ and the factorization (qp_setup) -----------------------------------------
     // (the first phase at the problem's own first ρ where one is given: WarpLaunch::rho0)
-    T rho = phase == 0 && rho0 && rho0[k] > T(0) ? rho0[k] : st.rho;
+    T rho = phase == 0 && rho0 && rho0[k] > T(0) ? min_of(max_of(rho0[k], st.rho_min), st.rho_max) : st.rho;
     if (kept_ph) {
       const T* kp = kept_at();
       dj = own ? kp[n * n + lane] : T(1);
@@ -645,7 +646,6 @@ __global__ void __launch_bounds__(kW, Fallback ? 8 : 16) qp_admm_warp_kernel(int
       for (int i = 0; i < kW; ++i) Kc[i] = own && i < n ? kp[i * n + lane] : (i == lane ? T(1) : T(0));
     } else if (!factor<kFactorChunk, Fallback>(pr, pt, P, s, sig, Kc, lane)) {
       info.status = SolveStatus::kNumericalError;
-      info.rho = rho;
       info.iterations += used, info.rho_updates += updates;
       keep_flag(false);
       finish_early();
@@ -913,7 +913,7 @@ __global__ void __launch_bounds__(kW, Fallback ? 8 : 16) qp_admm_warp_kernel(int
     }
     obj = wsum(obj), lag = wsum(lag);
     impulse::detail::qp_finish_info(status, it, obj, lag, c, info);
-    info.rho = rho;
+    info.rho = phase == 0 ? rho : T(0);  // (QpInfo::rho: not the fallback settings')
     info.iterations += used, info.rho_updates += updates;
     finish_early();
     return;

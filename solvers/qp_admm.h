@@ -83,8 +83,9 @@ struct QpSettings {
   // factorization of P + δI every solve. A caller whose P is PSD by construction may
   // skip it (the ContactNets loss QP: a Gram matrix plus PSD contact blocks and
   // nonnegative diagonals, solvers/contactnets_qp.h; its training runs without it).
-  // Without the test a P that is not PSD is not reported as kNotPsdP: the solve
-  // fails to factor (numerical_error) or does not converge.
+  // Without the test a P that is not PSD is not reported as kNotPsdP: the solve may
+  // fail to factor (numerical_error), not converge, or stop at a point that is no
+  // minimum.
   bool check_psd = true;
   // apply K⁻¹ as a dense matrix-vector product (K⁻¹ formed once per
   // factorization: Gauss-Jordan on contiguous storage, Cholesky + inverse on
@@ -190,7 +191,10 @@ struct QpInfo {
   T value = T(0);
   T prim_res = T(0);  // ||Ax - z||_inf
   T dual_res = T(0);  // ||Px + q + A^T y||_inf
-  T rho = T(0);       // final rho
+  // the final ρ of a solve that ended in its first phase (the settings given), where a
+  // warm start resumes (BatchOptions::warm_rho); 0 after a restart with the fallback
+  // settings or an interior-point finish, whose ρ belongs to another scaling
+  T rho = T(0);
   bool stalled = false;  // returned at a stall (QpSettings::stall_return)
 };
 
@@ -1301,6 +1305,7 @@ IMPULSE_HD_NOINLINE QpInfo<T> qp_admm_solve(const QpShape& sh, const QpData<T, S
       continue;
     }
     detail::qp_finish(sh, d, x, y, w, cur, status, it, c, rho, info);
+    if (phase == 1) info.rho = T(0);  // the fallback settings' ρ (QpInfo::rho)
     detail::qp_keep_factor(w, phase == 0 && status != SolveStatus::kNumericalError, rho, cur, dense);
     info.iterations += used;
     info.rho_updates += updates;

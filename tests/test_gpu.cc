@@ -685,12 +685,12 @@ double cpu_loss(ContactNetsLoss& loss, LearnableContactModel& model,
 
 // transitions resident on the device, assembly, solve and gradient there, in
 // the layout asked for; losses and the summed gradient against the CPU's
-void device_loss_matches_cpu(cuda::DeviceLayout layout, int count) {
+void device_loss_matches_cpu(cuda::DeviceLayout layout, int count, bool check_psd) {
   ContactNetsLossConfig cfg;
   BatchOptions opt;
   opt.threads = 1;
   QpSettings<double> qs = tight();
-  qs.check_psd = false;  // as training runs (its P is PSD by construction)
+  qs.check_psd = check_psd;  // training runs without it (its P is PSD by construction)
   ContactNetsLoss loss(cfg, qs, opt);
   PolytopeContactModel model(perturb_polytope(PolytopeParams::cube(0.0524, 0.18), 0.4, 7));
   auto frames = random_transitions(model, count, 19);
@@ -750,11 +750,11 @@ void device_loss_matches_cpu(cuda::DeviceLayout layout, int count) {
 }
 
 TEST_F(GpuContactNets, DeviceLossAndGradientMatchCpu) {  // auto: a warp per transition's QP
-  device_loss_matches_cpu(cuda::DeviceLayout::kAuto, batch_size(300, 32));
+  device_loss_matches_cpu(cuda::DeviceLayout::kAuto, batch_size(300, 32), false);  // as training runs
 }
 
 TEST_F(GpuContactNets, DeviceLossThreadLayoutMatchesCpu) {  // a thread per transition's QP
-  device_loss_matches_cpu(cuda::DeviceLayout::kThread, batch_size(300, 16));
+  device_loss_matches_cpu(cuda::DeviceLayout::kThread, batch_size(300, 16), true);  // with the PSD test
 }
 
 // the device training step end to end: Adam steps on mini-batches with the

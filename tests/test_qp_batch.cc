@@ -294,6 +294,8 @@ TEST(QpFile, RoundTripsProblemsAndSolutions) {
   EXPECT_EQ(back.y, sol.y);
   EXPECT_EQ(back.objective, sol.objective);
   EXPECT_EQ(back.value, sol.value);
+  EXPECT_EQ(back.rho, sol.rho);
+  EXPECT_GT(back.rho[0], 0.0);
   EXPECT_EQ(back.status, sol.status);
   EXPECT_EQ(back.iterations, sol.iterations);
   std::remove(p.c_str());

@@ -354,7 +354,7 @@ QpInfo<T> finish_stalled(const QpBatch<T>& batch, const QpShape& shape, int k,
       std::copy(yi.begin(), yi.end(), y);
       ipm.iterations = used;
       ipm.rho_updates = so_far.rho_updates;
-      ipm.rho = so_far.rho;
+      ipm.rho = T(0);  // no ρ to resume from (QpInfo::rho): the next warm start takes the settings'
       return ipm;
     }
   }
@@ -365,6 +365,7 @@ QpInfo<T> finish_stalled(const QpBatch<T>& batch, const QpShape& shape, int k,
       QpWork<T, UnitStride>::carve(unit_view(qp_work_align(work.data())), n, m, true), rest, false);
   more.iterations += used;
   more.rho_updates += so_far.rho_updates;
+  more.rho = T(0);  // the fallback settings' ρ (QpInfo::rho)
   return more;
 }
 

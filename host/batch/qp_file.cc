@@ -95,6 +95,7 @@ void write_solution_file(const std::string& path, const QpSolutions<T>& s) {
   ar["fault"] = make_npy(dims({B}), fault);
   ar["iterations"] = make_npy(dims({B}), iters);
   ar["ipm_iterations"] = make_npy(dims({B}), ipm);
+  ar["rho"] = make_npy(dims({B}), d(s.rho));  // the final ρ (QpInfo::rho)
   ar["solve_us"] = make_npy(dims({B}), s.solve_us);
   write_npz(path, ar);
 }
@@ -115,6 +116,7 @@ QpSolutions<double> read_solution_file(const std::string& path) {
   s.solve_us = npz_get(ar, "solve_us", path).as<double>();
   s.iterations = npz_get(ar, "iterations", path).as<int>();
   if (ar.count("ipm_iterations")) s.ipm_iterations = npz_get(ar, "ipm_iterations", path).as<int>();
+  if (ar.count("rho")) s.rho = npz_get(ar, "rho", path).as<double>();  // (older files: none)
   const std::vector<int> st = npz_get(ar, "status", path).as<int>();
   for (size_t k = 0; k < st.size() && k < s.status.size(); ++k)
     s.status[k] = static_cast<SolveStatus>(st[k]);
