@@ -17,6 +17,7 @@
 #pragma once
 
 #include <memory>
+#include <vector>
 
 #include "kernels/qp_kernels.h"
 #include "solvers/contactnets_qp.h"
@@ -55,6 +56,13 @@ class DeviceContactNets {
   // of their gradients (57) is written there.
   DeviceLossStats evaluate(int set, const double* theta, const int* idx, int count, double* loss,
                            double* grad);
+
+  // the warm starts of set `set`, per transition: its last solve's x, y and final ρ
+  // (n + m + 1 numbers, as ContactNetsLoss keeps them on the CPU), or empty where it has
+  // not been solved since its upload. upload_warm_starts puts such a list back (an entry
+  // of n + m starts at the settings' ρ; empty: cold); Error on a wrong count or width.
+  std::vector<std::vector<double>> download_warm_starts(int set) const;
+  void upload_warm_starts(int set, const std::vector<std::vector<double>>& warm);
 
  private:
   struct Impl;

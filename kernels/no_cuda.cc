@@ -89,6 +89,14 @@ template <class T>
 DeviceLossStats DeviceContactNets<T>::evaluate(int, const double*, const int*, int, double*, double*) {
   throw Error("CUDA not available");
 }
+template <class T>
+std::vector<std::vector<double>> DeviceContactNets<T>::download_warm_starts(int) const {
+  throw Error("CUDA not available");
+}
+template <class T>
+void DeviceContactNets<T>::upload_warm_starts(int, const std::vector<std::vector<double>>&) {
+  throw Error("CUDA not available");
+}
 template class DeviceContactNets<float>;
 template class DeviceContactNets<double>;
 

@@ -747,6 +747,48 @@ void device_loss_matches_cpu(cuda::DeviceLayout layout, int count, bool check_ps
   const cuda::DeviceLossStats r3 = rev.evaluate(0, theta.data(), idx.data(), B, rl3.data(), rg.data());
   EXPECT_EQ(rl3, dl3);
   EXPECT_EQ(r3.iterations, d3.iterations);
+
+  // the warm starts kept on the device: per transition x, y and the final ρ. Put into a
+  // fresh device object, they give the next evaluation bit for bit
+  const std::vector<std::vector<double>> kept = dev.download_warm_starts(0);
+  ASSERT_EQ(kept.size(), frames.size());
+  int moved = 0;
+  for (const auto& w : kept) {
+    ASSERT_EQ(w.size(), size_t(cn::kN + cn::rows(false) + 1));
+    EXPECT_GE(w.back(), qs.rho_min);
+    moved += w.back() != qs.rho;
+  }
+  EXPECT_GT(moved, 0) << "no transition's rho moved: the checks below would not see it carried";
+  cuda::DeviceContactNets<double> copy(loss_consts(cfg), qs, layout);
+  copy.upload_transitions(0, flat_states(frames, false).data(), flat_states(frames, true).data(), B);
+  copy.upload_warm_starts(0, kept);
+  std::vector<double> c4(frames.size()), d4(frames.size());
+  const cuda::DeviceLossStats s4c = copy.evaluate(0, theta.data(), idx.data(), B, c4.data(), rg.data());
+  const cuda::DeviceLossStats s4d = dev.evaluate(0, theta.data(), idx.data(), B, d4.data(), dg2.data());
+  EXPECT_EQ(c4, d4);
+  EXPECT_EQ(s4c.iterations, s4d.iterations);
+  // ρ in and out on the device: without adaptation a solve ends at the ρ it started at, its
+  // own (odd transitions, 0.37) or the settings' (even ones, given x and y only)
+  QpSettings<double> fixed = qs;
+  fixed.adaptive_rho = false;
+  fixed.fallback = false;  // (a restart's ρ is the fallback settings': reported 0)
+  fixed.max_iter = 300;    // (stopped by the budget or not, ρ is where it started)
+  cuda::DeviceContactNets<double> f(loss_consts(cfg), fixed, layout);
+  f.upload_transitions(0, flat_states(frames, false).data(), flat_states(frames, true).data(), B);
+  std::vector<std::vector<double>> start = kept;
+  for (int t = 0; t < B; ++t) {
+    if (t % 2) start[t].back() = 0.37;
+    else start[t].pop_back();
+  }
+  f.upload_warm_starts(0, start);
+  f.evaluate(0, theta.data(), idx.data(), B, c4.data(), nullptr);
+  const std::vector<std::vector<double>> after = f.download_warm_starts(0);
+  for (int t = 0; t < B; ++t) EXPECT_EQ(after[t].back(), t % 2 ? 0.37 : fixed.rho) << "transition " << t;
+  // a list of the wrong length or width is refused
+  testing::expect_error([&] { f.upload_warm_starts(0, std::vector<std::vector<double>>(B + 1)); },
+                        {"device warm starts", "entries for a set of"});
+  start[1].resize(5);
+  testing::expect_error([&] { f.upload_warm_starts(0, start); }, {"transition 1", "numbers"});
 }
 
 TEST_F(GpuContactNets, DeviceLossAndGradientMatchCpu) {  // auto: a warp per transition's QP
