@@ -37,7 +37,7 @@ __global__ void qp_admm_kernel(int batch, QpShape shape, const T* __restrict__ P
   const int k = blockIdx.x * blockDim.x + threadIdx.x;
   if (k >= batch) return;
   if (warm_each) warm = warm_each[k] != 0;
-  if (rho0 && rho0[k] > T(0)) st.rho = min_of(max_of(rho0[k], st.rho_min), st.rho_max);
+  if (rho0) st.rho = impulse::detail::qp_first_rho(st, rho0[k]);
   const RunStride s{batch};
   QpData<T, RunStride> d{View<const T, RunStride>{P + k, s}, View<const T, RunStride>{q + k, s},
                          View<const T, RunStride>{A + k, s}, View<const T, RunStride>{b + k, s}};

@@ -630,7 +630,7 @@ __global__ void __launch_bounds__(kW, Fallback ? 8 : 16) qp_admm_warp_kernel(int
     if (iters == 0) cscale = T(1);
     // ---- ρ and the factorization (qp_setup) -----------------------------------------
     // (the first phase at the problem's own first ρ where one is given: WarpLaunch::rho0)
-    T rho = phase == 0 && rho0 && rho0[k] > T(0) ? min_of(max_of(rho0[k], st.rho_min), st.rho_max) : st.rho;
+    T rho = phase == 0 && rho0 ? impulse::detail::qp_first_rho(st, rho0[k]) : st.rho;
     if (kept_ph) {
       const T* kp = kept_at();
       dj = own ? kp[n * n + lane] : T(1);

@@ -1017,6 +1017,14 @@ IMPULSE_HD_PHASE SolveStatus qp_check_residuals(const QpShape& sh, const QpData<
   return SolveStatus::kNotRun;
 }
 
+// A solve's first ρ: a carried one (the last solve's QpInfo::rho; BatchOptions::warm_rho)
+// where it is > 0, kept within [rho_min, rho_max], else the settings'. (The CPU batch
+// path and both kernels.)
+template <class T>
+IMPULSE_HD T qp_first_rho(const QpSettings<T>& st, T carried) {
+  return carried > T(0) ? min_of(max_of(carried, st.rho_min), st.rho_max) : st.rho;
+}
+
 // The next check after the one at iteration `it`: check_every on, or (with
 // predict_checks) where the rate of the last two checks says the tolerance
 // will be met.

@@ -372,7 +372,7 @@ QpInfo<T> finish_stalled(const QpBatch<T>& batch, const QpShape& shape, int k,
 // problem k's first ρ: its last solve's (BatchOptions::warm_rho), else the settings'
 template <class T>
 T first_rho(const QpSettings<T>& settings, const BatchOptions& options, int k, const QpSolutions<T>& out) {
-  return options.warm_start && options.warm_rho && out.rho[k] > T(0) ? out.rho[k] : settings.rho;
+  return options.warm_start && options.warm_rho ? detail::qp_first_rho(settings, out.rho[k]) : settings.rho;
 }
 
 // problem k alone (qp_admm_solve), into out; `work` holds qp_work_host_size
