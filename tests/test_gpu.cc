@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <random>
+#include <sstream>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -27,6 +28,10 @@
 #include "io/impact_data.h"
 #include "host/learning/contactnets_loss.h"
 #include "host/learning/contactnets_model.h"
+#include "host/learning/trainer.h"
+#include "host/dynamics/synthetic.h"
+#include "io/npz.h"
+#include "io/toss_data.h"
 #include "host/optim/adam.h"
 #include "host/learning/ccn.h"
 #include "kernels/ccn_device.h"
@@ -841,6 +846,53 @@ TEST_F(GpuContactNets, AdamStepsMatchCpu) {
       EXPECT_NEAR(gt[j], ct[j], 1e-7 * (1 + std::abs(ct[j]))) << "parameter " << j;
       EXPECT_NE(ct[j], start.pack()[j]) << "parameter " << j << " did not move";
     }
+  }
+}
+
+// a GPU training run killed after an epoch and resumed from its checkpoint ends where
+// the uninterrupted run ends, bit for bit: the checkpoint holds the device's warm starts
+// (x, y and ρ per transition), which the resumed run puts back on the device
+TEST_F(GpuContactNets, TrainerResumesBitForBit) {
+  const std::string dir = testing::fresh_dir("impulse_gpu_trainer_", "data");
+  SyntheticConfig sc;
+  sc.n_tosses = 6;
+  sc.seed = 3;
+  sc.min_states = sc.max_states = simulated() ? 8 : 40;
+  sc.stop_at_rest = false;
+  write_tosses(dir + "/syn.npz", generate_synthetic_tosses(sc));
+  TrainConfig c;
+  c.data = dir + "/syn.npz";
+  c.seed = 4;
+  c.backend = "cuda";
+  c.batch_size = 16;
+  c.max_epochs = 2;
+  c.progress = false;
+  std::ostringstream log;
+  c.out = testing::fresh_dir("impulse_gpu_trainer_", "straight");
+  const TrainResult a = train(c, log);
+  c.out = testing::fresh_dir("impulse_gpu_trainer_", "resumed");
+  c.max_epochs = 1;
+  const TrainResult b1 = train(c, log);
+  EXPECT_FALSE(b1.resumed);
+  // the checkpoint's warm starts are the device's: a row per transition, x, y and ρ
+  const nlohmann::json ck = nlohmann::json::parse(testing::read_text_file(c.out + "/checkpoint.json"));
+  ASSERT_TRUE(ck.contains("warm_file")) << log.str();
+  const NpzArchive wa = read_npz(c.out + "/" + ck["warm_file"].get<std::string>());
+  const NpyArray& wt = wa.at("train");
+  ASSERT_EQ(wt.shape.size(), 2u);
+  EXPECT_EQ(wt.shape[1], int64_t(cn::kN + cn::rows(false) + 1));
+  const std::vector<double> flat = wt.as<double>();
+  int solved = 0;
+  for (int64_t r = 0; r < wt.shape[0]; ++r) solved += std::isfinite(flat[size_t(r * wt.shape[1])]);
+  EXPECT_EQ(solved, wt.shape[0]) << "every training transition was solved in epoch 1";
+  c.max_epochs = 2;
+  const TrainResult b2 = train(c, log);
+  EXPECT_TRUE(b2.resumed);
+  ASSERT_EQ(a.history.size(), b2.history.size());
+  for (size_t i = 0; i < a.history.size(); ++i) {
+    EXPECT_EQ(a.history[i].train_loss, b2.history[i].train_loss) << "epoch " << i;
+    EXPECT_EQ(a.history[i].valid_loss, b2.history[i].valid_loss) << "epoch " << i;
+    EXPECT_EQ(a.history[i].mean_qp_iterations, b2.history[i].mean_qp_iterations) << "epoch " << i;
   }
 }
 

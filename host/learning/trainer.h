@@ -19,8 +19,8 @@
 // Backends. cpu: everything on the CPU threads. cuda: for ContactNets Polytope the
 // transitions stay on the device and each step sends θ and the mini-batch indices,
 // the device assembles, solves and differentiates (kernels/contactnets_device.h);
-// its warm starts stay on the device and are not checkpointed, so a resumed GPU run
-// agrees with an uninterrupted one to solver tolerance, not bitwise. For the Deep
+// its warm starts stay on the device and are checkpointed from there (x, y and ρ
+// per transition, as the CPU's), so a resumed GPU run continues bit for bit. For the Deep
 // model the CPU assembles and the device solves each mini-batch.
 #pragma once
 
