@@ -12,6 +12,7 @@
 #pragma once
 
 #include <memory>
+#include <vector>
 
 #include "kernels/contactnets_device.h"
 #include "solvers/ccn_qp.h"
@@ -39,6 +40,12 @@ class DeviceCcn {
   // residual of each; grad_delta (nv x count, or null) receives ∂loss/∂δ.
   DeviceLossStats evaluate(int set, const double* theta, const double* delta, const int* idx, int count,
                            double* loss, double* grad, double* grad_delta);
+
+  // the warm starts of set `set`, per transition: its last solve's x and y (n + m
+  // numbers), or empty where it has not been solved since its upload; and back (as
+  // DeviceContactNets', without a ρ: the CCN kernel's ρ starts at the settings').
+  std::vector<std::vector<double>> download_warm_starts(int set) const;
+  void upload_warm_starts(int set, const std::vector<std::vector<double>>& warm);
 
  private:
   struct Impl;

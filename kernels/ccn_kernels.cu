@@ -194,6 +194,18 @@ DeviceLossStats DeviceCcn<T>::evaluate(int set, const double* theta, const doubl
   return st;
 }
 
+template <class T>
+std::vector<std::vector<double>> DeviceCcn<T>::download_warm_starts(int set) const {
+  if (set < 0 || set > 1) throw Error("device CCN warm starts: set must be 0 (train) or 1 (valid)");
+  return impl_->sets[set].download_warm(impl_->n + impl_->m);
+}
+
+template <class T>
+void DeviceCcn<T>::upload_warm_starts(int set, const std::vector<std::vector<double>>& warm) {
+  if (set < 0 || set > 1) throw Error("device CCN warm starts: set must be 0 (train) or 1 (valid)");
+  impl_->sets[set].upload_warm(warm, impl_->n + impl_->m, false, "device CCN warm starts");
+}
+
 template class DeviceCcn<float>;
 template class DeviceCcn<double>;
 

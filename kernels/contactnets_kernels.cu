@@ -386,49 +386,13 @@ DeviceLossStats DeviceContactNets<T>::evaluate(int set, const double* theta, con
 template <class T>
 std::vector<std::vector<double>> DeviceContactNets<T>::download_warm_starts(int set) const {
   if (set < 0 || set > 1) throw Error("device warm starts: set must be 0 (train) or 1 (valid)");
-  const Impl& d = *impl_;
-  const auto& S = d.sets[set];
-  const size_t len = size_t(d.n + d.m + 1), N = size_t(S.count);
-  std::vector<std::vector<double>> out(N);
-  if (N == 0) return out;
-  std::vector<T> w(N * len);
-  std::vector<int> ok(N);
-  check(cudaMemcpy(w.data(), S.warm.p, sizeof(T) * w.size(), cudaMemcpyDeviceToHost), "download warm starts");
-  check(cudaMemcpy(ok.data(), S.warm_ok.p, sizeof(int) * N, cudaMemcpyDeviceToHost), "download warm starts");
-  for (size_t t = 0; t < N; ++t)
-    if (ok[t]) out[t].assign(w.begin() + t * len, w.begin() + (t + 1) * len);
-  return out;
+  return impl_->sets[set].download_warm(impl_->n + impl_->m + 1);
 }
 
 template <class T>
 void DeviceContactNets<T>::upload_warm_starts(int set, const std::vector<std::vector<double>>& warm) {
   if (set < 0 || set > 1) throw Error("device warm starts: set must be 0 (train) or 1 (valid)");
-  Impl& d = *impl_;
-  auto& S = d.sets[set];
-  const size_t len = size_t(d.n + d.m + 1), N = size_t(S.count);
-  if (warm.size() != N)
-    throw Error("device warm starts: " + std::to_string(warm.size()) + " entries for a set of " +
-                std::to_string(N) + " transitions");
-  if (N == 0) return;
-  std::vector<T> w(N * len, T(0));
-  std::vector<int> ok(N, 0);
-  for (size_t t = 0; t < N; ++t) {
-    const auto& v = warm[t];
-    if (v.empty()) continue;
-    if (v.size() != len && v.size() != len - 1)
-      throw Error("device warm starts: transition " + std::to_string(t) + " has " + std::to_string(v.size()) +
-                  " numbers, not " + std::to_string(len) + " (x, y, rho) or " + std::to_string(len - 1));
-    for (size_t i = 0; i < v.size(); ++i) {
-      if (!std::isfinite(v[i]))
-        throw Error("device warm starts: transition " + std::to_string(t) + " has a NaN or Inf entry");
-      w[t * len + i] = T(v[i]);
-    }
-    if (v.size() == len && v.back() < 0)
-      throw Error("device warm starts: transition " + std::to_string(t) + " has a negative rho");
-    ok[t] = 1;  // (an entry of n + m: ρ 0, the settings')
-  }
-  check(cudaMemcpy(S.warm.p, w.data(), sizeof(T) * w.size(), cudaMemcpyHostToDevice), "upload warm starts");
-  check(cudaMemcpy(S.warm_ok.p, ok.data(), sizeof(int) * N, cudaMemcpyHostToDevice), "upload warm starts");
+  impl_->sets[set].upload_warm(warm, impl_->n + impl_->m + 1, true, "device warm starts");
 }
 
 template class DeviceContactNets<float>;

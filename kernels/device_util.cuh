@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -124,6 +125,47 @@ struct ResidentSet {
     warm.ensure(size_t(n) * warm_len);
     warm_ok.ensure(size_t(n > 1 ? n : 1));
     check(cudaMemset(warm_ok.p, 0, sizeof(int) * (n > 1 ? n : 1)), "reset warm starts");
+  }
+  // the warm starts, per transition (warm_len numbers; empty where not solved since
+  // the upload), and back. With a ρ (the last number, rho_last), an entry of warm_len - 1
+  // is accepted too and starts at the settings' ρ (stored 0). Error, naming the
+  // transition, on a wrong count or width, a NaN or Inf, or a negative ρ.
+  std::vector<std::vector<double>> download_warm(int warm_len) const {
+    const size_t len = size_t(warm_len), N = size_t(count);
+    std::vector<std::vector<double>> out(N);
+    if (N == 0) return out;
+    std::vector<T> w(N * len);
+    std::vector<int> ok(N);
+    check(cudaMemcpy(w.data(), warm.p, sizeof(T) * w.size(), cudaMemcpyDeviceToHost), "download warm starts");
+    check(cudaMemcpy(ok.data(), warm_ok.p, sizeof(int) * N, cudaMemcpyDeviceToHost), "download warm starts");
+    for (size_t t = 0; t < N; ++t)
+      if (ok[t]) out[t].assign(w.begin() + t * len, w.begin() + (t + 1) * len);
+    return out;
+  }
+  void upload_warm(const std::vector<std::vector<double>>& list, int warm_len, bool rho_last, const std::string& who) {
+    const size_t len = size_t(warm_len), N = size_t(count);
+    if (list.size() != N)
+      throw Error(who + ": " + std::to_string(list.size()) + " entries for a set of " + std::to_string(N) +
+                  " transitions");
+    if (N == 0) return;
+    std::vector<T> w(N * len, T(0));
+    std::vector<int> ok(N, 0);
+    for (size_t t = 0; t < N; ++t) {
+      const auto& v = list[t];
+      if (v.empty()) continue;
+      if (v.size() != len && !(rho_last && v.size() == len - 1))
+        throw Error(who + ": transition " + std::to_string(t) + " has " + std::to_string(v.size()) + " numbers, not " +
+                    std::to_string(len) + (rho_last ? " (x, y, rho) or " + std::to_string(len - 1) : std::string(" (x, y)")));
+      for (size_t i = 0; i < v.size(); ++i) {
+        if (!std::isfinite(v[i])) throw Error(who + ": transition " + std::to_string(t) + " has a NaN or Inf entry");
+        w[t * len + i] = T(v[i]);
+      }
+      if (rho_last && v.size() == len && v.back() < 0)
+        throw Error(who + ": transition " + std::to_string(t) + " has a negative rho");
+      ok[t] = 1;  // (an entry without its ρ: 0, the settings')
+    }
+    check(cudaMemcpy(warm.p, w.data(), sizeof(T) * w.size(), cudaMemcpyHostToDevice), "upload warm starts");
+    check(cudaMemcpy(warm_ok.p, ok.data(), sizeof(int) * N, cudaMemcpyHostToDevice), "upload warm starts");
   }
   // throws unless every idx[0 .. n) names a transition of the set
   void check_indices(const int* idx, int n, const std::string& who) const {

@@ -117,6 +117,14 @@ DeviceLossStats DeviceCcn<T>::evaluate(int, const double*, const double*, const 
                                        double*) {
   throw Error("CUDA not available");
 }
+template <class T>
+std::vector<std::vector<double>> DeviceCcn<T>::download_warm_starts(int) const {
+  throw Error("CUDA not available");
+}
+template <class T>
+void DeviceCcn<T>::upload_warm_starts(int, const std::vector<std::vector<double>>&) {
+  throw Error("CUDA not available");
+}
 template class DeviceCcn<float>;
 template class DeviceCcn<double>;
 

@@ -32,6 +32,8 @@
 #include "host/dynamics/synthetic.h"
 #include "io/npz.h"
 #include "io/toss_data.h"
+#include "io/system_tosses.h"
+#include "host/dynamics/multibody_sim.h"
 #include "host/optim/adam.h"
 #include "host/learning/ccn.h"
 #include "kernels/ccn_device.h"
@@ -1074,6 +1076,49 @@ TEST_F(GpuCcn, AdamStepsMatchCpu) {
       moved += ct(j) != theta0(j);
     }
     EXPECT_GT(moved, np / 4) << "the steps moved too few parameters to test anything";
+  }
+}
+
+// a CCN GPU training run (its QPs warm-started on the device from their last answers)
+// killed after an epoch and resumed from its checkpoint ends where the uninterrupted
+// run ends, bit for bit: the checkpoint keeps the device's warm starts
+TEST_F(GpuCcn, TrainerResumesBitForBit) {
+  const std::string dir = testing::fresh_dir("impulse_gpu_ccn_trainer_", "data");
+  SyntheticSystemOptions o;
+  o.system = "cube";
+  o.tosses = 6;
+  o.states = simulated() ? 12 : 40;
+  o.landing_fraction = 0.9;  // (short tosses: they start low and land)
+  o.clearance_min = 0.005, o.clearance_max = 0.02;
+  o.seed = 5;
+  write_system_tosses(dir + "/tosses.npz", generate_system_tosses(o));
+  TrainConfig c;
+  c.method = "ccn";
+  c.system = "cube";
+  c.data = dir + "/tosses.npz";
+  c.seed = 2;
+  c.backend = "cuda";
+  c.batch_size = 16;
+  c.max_epochs = 2;
+  c.progress = false;
+  std::ostringstream log;
+  c.out = testing::fresh_dir("impulse_gpu_ccn_trainer_", "straight");
+  const TrainResult a = train(c, log);
+  c.out = testing::fresh_dir("impulse_gpu_ccn_trainer_", "resumed");
+  c.max_epochs = 1;
+  train(c, log);
+  const nlohmann::json ck = nlohmann::json::parse(testing::read_text_file(c.out + "/checkpoint.json"));
+  ASSERT_TRUE(ck.contains("warm_file")) << "a GPU CCN run's checkpoint keeps the device's warm starts";
+  const NpzArchive wa = read_npz(c.out + "/" + ck["warm_file"].get<std::string>());
+  EXPECT_EQ(wa.at("train").shape.at(1), int64_t(2 * 3 * 8)) << "x and y of the cube's 8 vertex contacts";
+  c.max_epochs = 2;
+  const TrainResult b = train(c, log);
+  EXPECT_TRUE(b.resumed);
+  ASSERT_EQ(a.history.size(), b.history.size());
+  for (size_t i = 0; i < a.history.size(); ++i) {
+    EXPECT_EQ(a.history[i].train_loss, b.history[i].train_loss) << "epoch " << i;
+    EXPECT_EQ(a.history[i].valid_loss, b.history[i].valid_loss) << "epoch " << i;
+    EXPECT_EQ(a.history[i].mean_qp_iterations, b.history[i].mean_qp_iterations) << "epoch " << i;
   }
 }
 

@@ -136,6 +136,17 @@ class CcnMethod : public StructuredMethod {
               BatchStats& stats) override {
     return device_ ? device_loss(t, idx, set, grad, stats) : StructuredMethod::loss(t, idx, set, grad, stats);
   }
+  // the device warm-starts each transition's QP from its last answer (the CPU solves
+  // cold): a checkpoint keeps those, so a resumed GPU run continues bit for bit
+  NpyArray warm_starts(int set) const override {
+    if (!device_) return {};
+    return warm_rows(uploaded_[set] ? device_->download_warm_starts(set) : pending_[set]);
+  }
+  void set_warm_starts(int set, const NpyArray& a) override {
+    if (!device_) return;
+    pending_[set] = warm_from_rows(a);
+    if (uploaded_[set]) device_->upload_warm_starts(set, pending_[set]), pending_[set].clear();
+  }
 
  private:
   double evaluate_chunk(Eigen::VectorXd* g, long long& iterations, int& not_solved) override {
@@ -159,6 +170,7 @@ class CcnMethod : public StructuredMethod {
       }
       device_->upload_transitions(set, xs.data(), xns.data(), t.size());
       uploaded_[set] = &t;
+      if (!pending_[set].empty()) device_->upload_warm_starts(set, pending_[set]), pending_[set].clear();
     }
     const Eigen::VectorXd theta = model_.parameters();
     const double res_w = loss_.config().weights.applied(loss_.config().dt).res_w;
@@ -194,6 +206,7 @@ class CcnMethod : public StructuredMethod {
   CcnLoss loss_{CcnLossConfig{}};
   std::unique_ptr<cuda::DeviceCcn<double>> device_;
   const Transitions* uploaded_[2] = {nullptr, nullptr};
+  std::vector<std::vector<double>> pending_[2];  // warm starts from a checkpoint, for the device
 };
 
 // DiffSim (host/learning/diffsim.h): the CCN model trained on the one-step

@@ -234,6 +234,31 @@ std::vector<int> permutation(int n, uint64_t seed) {
   return p;
 }
 
+}  // namespace
+
+NpyArray warm_rows(const std::vector<std::vector<double>>& w) {
+  size_t width = 0;
+  for (const auto& v : w) width = std::max(width, v.size());
+  std::vector<double> flat(w.size() * width, std::nan(""));
+  for (size_t i = 0; i < w.size(); ++i)
+    if (w[i].size() == width) std::copy(w[i].begin(), w[i].end(), flat.begin() + i * width);
+  return make_npy({int64_t(w.size()), int64_t(width)}, flat);
+}
+
+std::vector<std::vector<double>> warm_from_rows(const NpyArray& a, int64_t rows) {
+  if (a.shape.size() != 2 || (rows >= 0 && a.shape[0] != rows))
+    throw Error("checkpoint warm starts: expected " + (rows >= 0 ? std::to_string(rows) + " rows" : std::string("2-D")) +
+                ", got " + shape_string(a.shape));
+  const std::vector<double> flat = a.as<double>();
+  const size_t width = size_t(a.shape[1]);
+  std::vector<std::vector<double>> w(size_t(a.shape[0]));
+  for (size_t i = 0; i < w.size(); ++i)
+    if (width > 0 && !std::isnan(flat[i * width])) w[i].assign(flat.begin() + i * width, flat.begin() + (i + 1) * width);
+  return w;
+}
+
+namespace {
+
 // ---- methods ------------------------------------------------------------------
 
 class ContactNetsMethod : public Method {
@@ -324,30 +349,12 @@ class ContactNetsMethod : public Method {
   NpyArray warm_starts(int set) const override {
     // on the device they live there once the set is uploaded (a checkpoint of a
     // GPU run holds them as a CPU run's: a resumed run continues bit for bit)
-    const std::vector<std::vector<double>> on_device =
-        device_ && uploaded_[set] ? device_->download_warm_starts(set) : std::vector<std::vector<double>>{};
-    const auto& w = device_ && uploaded_[set] ? on_device : warm_[set];
-    size_t width = 0;
-    for (const auto& v : w) width = std::max(width, v.size());
-    std::vector<double> flat(w.size() * width, std::nan(""));
-    for (size_t i = 0; i < w.size(); ++i)
-      if (w[i].size() == width) std::copy(w[i].begin(), w[i].end(), flat.begin() + i * width);
-    return make_npy({int64_t(w.size()), int64_t(width)}, flat);
+    return warm_rows(device_ && uploaded_[set] ? device_->download_warm_starts(set) : warm_[set]);
   }
   void set_warm_starts(int set, const NpyArray& a) override {
-    auto& w = warm_[set];
-    if (a.shape.size() != 2 || a.shape[0] != int64_t(w.size()))
-      throw Error("checkpoint warm starts: expected " + std::to_string(w.size()) + " rows, got " +
-                  shape_string(a.shape));
-    const std::vector<double> flat = a.as<double>();
-    const size_t width = size_t(a.shape[1]);
-    for (size_t i = 0; i < w.size(); ++i) {
-      w[i].clear();
-      if (width > 0 && !std::isnan(flat[i * width]))
-        w[i].assign(flat.begin() + i * width, flat.begin() + (i + 1) * width);
-    }
+    warm_[set] = warm_from_rows(a, int64_t(warm_[set].size()));
     if (device_) {
-      if (uploaded_[set]) device_->upload_warm_starts(set, w), w.assign(w.size(), {});
+      if (uploaded_[set]) device_->upload_warm_starts(set, warm_[set]), warm_[set].assign(warm_[set].size(), {});
       else pending_warm_[set] = true;
     }
   }
