@@ -109,11 +109,16 @@ __device__ __forceinline__ void wsum_all(T (&v)[N]) {
 }
 
 // Latency, not instructions: the loops below issue a chunk's independent loads or
-// shuffles before the chain of dependent multiply-adds that consumes them, in the
-// serial code's order (the same sums, bit for bit). Interleaved, each step of the chain
-// waited a full load or shuffle latency (seen in the GPU simulator, which issues the
-// PTX in order: bench/results/gpu_latency_2026-11-26.md).
+// shuffles before the chain of dependent multiply-adds that consumes them. Interleaved,
+// each step of the chain waited a full load or shuffle latency (seen in the GPU
+// simulator, which issues the PTX in order: bench/results/gpu_latency_2026-11-26.md).
+// The sums of the iteration's products (col_dot, p_dot, row_dot_dense, K⁻¹ rhs) are
+// four partial sums, one per slot of a chunk, added as (s0 + s1) + (s2 + s3): four
+// chains a quarter as long. They round differently from the CPU's serial sums (the
+// device agrees with the CPU to rounding, its iterations as the tests check); row_dot
+// keeps the serial order.
 constexpr int kChunk = 4;  // P's column, A's row and column nonzeros (8: spills in float on sm_90)
+static_assert(kChunk == 4, "col_dot and p_dot add their four partial sums");
 
 // the shared-memory rows of one problem (T elements), carved per warp. K comes first,
 // at the aligned base: while K is not being formed, its first 32 elements are the
@@ -340,7 +345,10 @@ __device__ __forceinline__ T row_dot(const Smem<T>& s, const Pattern& pt, int r,
 }
 // acc + (Aᵀ w)_j over column j's nonzeros in row order (csr_matvec_t's sums), w in shared
 template <class T>
-__device__ __forceinline__ T col_dot(const Smem<T>& s, const Pattern& pt, int j, const T* w, T acc = T(0)) {
+__device__ __forceinline__ T col_dot(const Smem<T>& s, const Pattern& pt, int j, const T* w, T acc0 = T(0)) {
+  T acc[kChunk];  // a partial sum per slot of the chunk: kChunk chains, not one
+#pragma unroll
+  for (int u = 0; u < kChunk; ++u) acc[u] = u == 0 ? acc0 : T(0);
   const int e = pt.col_ptr[j + 1];
   for (int k = pt.col_ptr[j]; k < e; k += kChunk) {
     int p[kChunk], r[kChunk];
@@ -355,14 +363,14 @@ __device__ __forceinline__ T col_dot(const Smem<T>& s, const Pattern& pt, int j,
       if (k + u < e) a[u] = s.A[p[u]], x[u] = w[r[u]];
 #pragma unroll
     for (int u = 0; u < kChunk; ++u)
-      if (k + u < e) acc += a[u] * x[u];
+      if (k + u < e) acc[u] += a[u] * x[u];
   }
-  return acc;
+  return (acc[0] + acc[1]) + (acc[2] + acc[3]);
 }
 // (P v)_j, v in shared: P symmetric, so column j (coalesced over the lanes) in row order
 template <class T>
 __device__ __forceinline__ T p_dot(const T* __restrict__ P, int n, int j, const T* v) {
-  T acc = T(0);
+  T acc[kChunk] = {T(0), T(0), T(0), T(0)};  // a partial sum per slot of the chunk
   for (int i = 0; i < n; i += kChunk) {
     T a[kChunk], w[kChunk];
 #pragma unroll
@@ -370,22 +378,22 @@ __device__ __forceinline__ T p_dot(const T* __restrict__ P, int n, int j, const 
       if (i + u < n) a[u] = P[(i + u) * n + j], w[u] = v[i + u];
 #pragma unroll
     for (int u = 0; u < kChunk; ++u)
-      if (i + u < n) acc += a[u] * w[u];
+      if (i + u < n) acc[u] += a[u] * w[u];
   }
-  return acc;
+  return (acc[0] + acc[1]) + (acc[2] + acc[3]);
 }
 
 // With A dense in shared memory (Problem::dense): (A v)_r over row r's 32 entries in
-// column order, the entries off the pattern adding exact zeros, so the sum is row_dot's
-// for a pattern whose rows list their columns in ascending order. A chain of 32
-// multiply-adds with no index loads: on the ContactNets QP (rows of up to 25 nonzeros)
-// shorter than the sparse loop's chunks of dependent loads. (Aᵀw the same way, a chain of
+// column order, the entries off the pattern adding exact zeros, in four partial sums
+// (columns i mod 4; row_dot's sum to rounding). Four chains of 8 multiply-adds with no
+// index loads: on the ContactNets QP (rows of up to 25 nonzeros) shorter than the
+// sparse loop's chunks of dependent loads. (Aᵀw the same way, a single chain of
 // m over a column, simulated slower than col_dot's chunks and is not used:
 // bench/results/gpu_contactnets_tail_2026-11-27.md.)
 template <class T>
 __device__ __forceinline__ T row_dot_dense(const Smem<T>& s, int r, const T* v) {
   const T* __restrict__ a = s.Ad + r * kWarpDenseLd;
-  T acc = T(0);
+  T acc[4] = {T(0), T(0), T(0), T(0)};
 #pragma unroll
   for (int i0 = 0; i0 < kW; i0 += 4) {
     T av[4], w[4];
@@ -393,9 +401,9 @@ __device__ __forceinline__ T row_dot_dense(const Smem<T>& s, int r, const T* v) 
 #pragma unroll
     for (int u = 0; u < 4; ++u) w[u] = v[i0 + u];
 #pragma unroll
-    for (int u = 0; u < 4; ++u) acc += av[u] * w[u];
+    for (int u = 0; u < 4; ++u) acc[u] += av[u] * w[u];
   }
-  return acc;
+  return (acc[0] + acc[1]) + (acc[2] + acc[3]);
 }
 // row_dot_dense where `dense` (the kernel's choice, below), else row_dot
 template <class T>
@@ -683,16 +691,17 @@ __global__ void __launch_bounds__(kW, Fallback ? 8 : 16) qp_admm_warp_kernel(int
       __syncwarp();
       T xt = T(0);
       {
-        T cur[4], nxt[4];
+        T cur[4], nxt[4], acc[4] = {T(0), T(0), T(0), T(0)};
         load4(s.bc, cur);
 #pragma unroll
         for (int l0 = 0; l0 < kW; l0 += 4) {
           if (l0 + 4 < kW) load4(s.bc + l0 + 4, nxt);
 #pragma unroll
-          for (int u = 0; u < 4; ++u) xt += Kc[l0 + u] * cur[u];
+          for (int u = 0; u < 4; ++u) acc[u] += Kc[l0 + u] * cur[u];
 #pragma unroll
           for (int u = 0; u < 4; ++u) cur[u] = nxt[u];
         }
+        xt = (acc[0] + acc[1]) + (acc[2] + acc[3]);
       }
       s.xts[lane] = xt;
       xj = own ? alpha * xt + beta * xj : T(0);
