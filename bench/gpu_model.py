@@ -403,6 +403,19 @@ def parse_timing(path):
     return out
 
 
+def shared_sm_check(log):
+    """the QP launch of the loss test on 16 SMs (two warps an SM: bench/gpu_timing.sh's
+    contactnets_loss_16sm) against the 132-SM run's, as a phrase"""
+    other = os.path.join(os.path.dirname(os.path.dirname(log)), "contactnets_loss_16sm", "sim.log")
+    qp = "qp_admm_warp_kernel<double, fallback>"
+    one = [c for k, c, _, _ in parse_timing(log) if k == qp]
+    two = [c for k, c, _, _ in parse_timing(other) if k == qp] if os.path.exists(other) else []
+    if not one or not two:
+        return "not simulated (bench/gpu_timing.sh's contactnets_loss_16sm checks it)"
+    return (f"checked: the loss test's QP launch on 16 SMs, two warps an SM, simulates at {two[0]:,} cycles "
+            f"against {one[0]:,} on 132 ({100 * (two[0] / one[0] - 1):+.2f}%)")
+
+
 def epoch_lines(log, results, qp_used):
     """a ContactNets epoch on 256 tosses from the 132-SM run of the loss test (each kernel's
     first launch: 32 transitions, cold, the test's tolerance), the QP scaled to a warm
@@ -430,15 +443,19 @@ def epoch_lines(log, results, qp_used):
     step_cycles = {names[0]: first[names[0]][0], names[1]: qc * scale, names[2]: first[names[2]][0],
                    names[3]: first[names[3]][0]}
     step = sum(step_cycles.values()) / f
-    train, valid, batch = 26766, 17969, 64
+    train, valid, batch = 26766, 17969, TRAIN_BATCH
     steps = math.ceil(train / batch)
     L = ["\n### A ContactNets epoch on 256 tosses\n",
          "The loss-and-gradient GPU test (warp layout, double, 32 transitions, cold at the test's "
          "tolerance) simulated on 132 SMs: each transition's QP warp has an SM to itself, as a "
-         "mini-batch of 64 has on an H100. Each kernel's first launch is one step's: the assembly (a "
+         f"mini-batch of {min(batch, 132)} has on an H100"
+         + (f" (a mini-batch of {batch}, this prediction's, puts two warps on {batch - 132} of the SMs: "
+            "a latency-bound warp issues an instruction every ~13 cycles, so two on an SM's four "
+            "schedulers are taken not to slow each other; " + shared_sm_check(log) + ")" if batch > 132 else "")
+         + ". Each kernel's first launch is one step's: the assembly (a "
          "warp per transition, blocks of 4), the QP, the gradient (eight lanes per transition, blocks "
-         "of 16) and the gradient sum. A mini-batch of 64 has twice the test's blocks of the assembly "
-         "and the gradient, each SM the same load, so those figures carry over. The QP's cycles are scaled to a training step's warm solve (eps 1e-4, "
+         f"of 16) and the gradient sum. A mini-batch of {batch} has {batch / 32:g} times the test's blocks of the assembly "
+         "and the gradient, still at most one an SM, each SM the same load, so those figures carry over. The QP's cycles are scaled to a training step's warm solve (eps 1e-4, "
          f"warm from the previous epoch) by the functional counts: {warm:,.0f} instructions a transition "
          f"against the test's {cold:,.0f} (x {scale:.3f}), i.e. at the cold solve's cycles per "
          "instruction.\n",
@@ -494,6 +511,7 @@ def epoch_lines(log, results, qp_used):
 # contactnets-polytope --data <cube tosses> --tosses 256 --epochs 8 --seed 1` (each transition
 # starting from its last solve's x, y and rho: the trainer since 2026-11-27 evening)
 TRAIN_HISTORY = os.path.join(ROOT, "bench", "results", "contactnets_slowest_qp_warm_rho_2026-11-27.csv")
+TRAIN_BATCH = 64  # that run's mini-batch (the trainer's default)
 SETUP_PHASES = ("set-up", "the input check", "the initial iterate", "Ruiz", "ρ and the factorization",
                 "finish", "(no line)")
 ITERATION_PHASES = ("the iteration", "the check", "infeasibility", "stagnation")
@@ -627,7 +645,7 @@ def timing_section(tdir, results):
 
 
 def main():
-    global TRAIN_HISTORY
+    global TRAIN_HISTORY, TRAIN_BATCH
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--counts", default=COUNTS)
     ap.add_argument("--timing", default=TIMING)
@@ -635,8 +653,13 @@ def main():
                     help="a ContactNets run's history.csv (its slowest_qp_* columns): the step's slowest QP")
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results",
                                                   f"gpu_model_{datetime.date.today().isoformat()}.md"))
+    ap.add_argument("--batch", type=int, default=TRAIN_BATCH,
+                    help="the training run's mini-batch (transitions per Adam step; --train-history's run's)")
     a = ap.parse_args()
     TRAIN_HISTORY = os.path.abspath(a.train_history)
+    if a.batch < 1:
+        sys.exit("gpu_model: --batch must be positive")
+    TRAIN_BATCH = a.batch
     names = opcode_names()
     ptx = {}
     for p in glob.glob(os.path.join(a.counts, "*", "*.sm_80.ptx")):
@@ -747,7 +770,7 @@ def main():
                ("warp (assembly, QP, gradient)", ["contactnets_train_double"]
                 if "contactnets_train_double" in have else ["contactnets_warp_double"])]
     if any(x[0].startswith("contactnets") for x in results):
-        train, valid, batch = 26766, 17969, 64
+        train, valid, batch = 26766, 17969, TRAIN_BATCH
         steps = math.ceil(train / batch)
         lines.append("\n## A ContactNets epoch on 256 tosses, predicted\n")
         lines.append(f"{train:,} training transitions in mini-batches of {batch} (one launch chain per Adam "

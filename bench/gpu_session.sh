@@ -13,7 +13,7 @@
 #                                       # the machine's CPU cores; logs to $OUT
 #
 # `run` writes $OUT/gpu_tests.log, $OUT/gpu_bench.json, $OUT/bench_solvers.txt,
-# $OUT/train_cuda.csv, $OUT/train_cpu.csv and $OUT/device.txt; the figures go
+# $OUT/train_cuda.csv, $OUT/train_cuda_batch256.csv, $OUT/train_cpu.csv and $OUT/device.txt; the figures go
 # into bench/results/gpu_<date>.md by hand, with the device and the command.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -67,11 +67,15 @@ run)
   cat "$out/bench_solvers.txt"
   data=()
   if [ -d "$dev/data/tosses_processed" ]; then data=(--data "$dev/data/tosses_processed" --tosses 256); fi
-  for backend in cuda cpu; do
-    rm -rf "/tmp/run_$backend"
-    "$bin/impulse" train "${data[@]}" --out "/tmp/run_$backend" --epochs 4 --backend "$backend" \
-      --threads 0 2>&1 | tail -n 2 || true
-    cp "/tmp/run_$backend/history.csv" "$out/train_$backend.csv" 2>/dev/null || true
+  # the default mini-batch on both backends, and the GPU's at 256 (predicted 108 and 24.6 ms
+  # an epoch: bench/results/gpu_contactnets_batch_2026-11-27.md)
+  for run in cuda:64 cpu:64 cuda:256; do
+    backend=${run%:*} batch=${run#*:} name=$backend
+    [ "$batch" = 64 ] || name="${backend}_batch$batch"
+    rm -rf "/tmp/run_$name"
+    "$bin/impulse" train "${data[@]}" --out "/tmp/run_$name" --epochs 4 --backend "$backend" \
+      --batch "$batch" --threads 0 2>&1 | tail -n 2 || true
+    cp "/tmp/run_$name/history.csv" "$out/train_$name.csv" 2>/dev/null || true
   done
   ;;
 *)
