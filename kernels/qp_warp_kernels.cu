@@ -112,13 +112,20 @@ __device__ __forceinline__ void wsum_all(T (&v)[N]) {
 // shuffles before the chain of dependent multiply-adds that consumes them. Interleaved,
 // each step of the chain waited a full load or shuffle latency (seen in the GPU
 // simulator, which issues the PTX in order: bench/results/gpu_latency_2026-11-26.md).
-// The sums of the iteration's products (col_dot, p_dot, row_dot_dense, K⁻¹ rhs) are
-// four partial sums, one per slot of a chunk, added as (s0 + s1) + (s2 + s3): four
-// chains a quarter as long. They round differently from the CPU's serial sums (the
-// device agrees with the CPU to rounding, its iterations as the tests check); row_dot
-// keeps the serial order.
+// The products (col_dot, p_dot, row_dot_dense, K⁻¹ rhs) take S partial sums: S = 1 is
+// the serial order (the CPU's sums, bit for bit); S = 4, in the stagnation-restart
+// variants (the kernel's kSums), four chains a quarter as long, added as
+// (s0 + s1) + (s2 + s3), which round differently from the CPU's (the device agrees with
+// it to rounding, its iterations as the tests check). row_dot keeps the serial order.
 constexpr int kChunk = 4;  // P's column, A's row and column nonzeros (8: spills in float on sm_90)
-static_assert(kChunk == 4, "col_dot and p_dot add their four partial sums");
+
+// S partial sums (1 or 4), added as (s0 + s1) + (s2 + s3)
+template <int S, class T>
+__device__ __forceinline__ T add_partials(const T (&a)[S]) {
+  static_assert(S == 1 || S == 4, "one or four partial sums");
+  if constexpr (S == 1) return a[0];
+  else return (a[0] + a[1]) + (a[2] + a[3]);
+}
 
 // the shared-memory rows of one problem (T elements), carved per warp. K comes first,
 // at the aligned base: while K is not being formed, its first 32 elements are the
@@ -344,11 +351,11 @@ __device__ __forceinline__ T row_dot(const Smem<T>& s, const Pattern& pt, int r,
   return acc;
 }
 // acc + (Aᵀ w)_j over column j's nonzeros in row order (csr_matvec_t's sums), w in shared
-template <class T>
+template <int S, class T>
 __device__ __forceinline__ T col_dot(const Smem<T>& s, const Pattern& pt, int j, const T* w, T acc0 = T(0)) {
-  T acc[kChunk];  // a partial sum per slot of the chunk: kChunk chains, not one
+  T acc[S];  // S partial sums (a slot of the chunk adds into acc[slot % S])
 #pragma unroll
-  for (int u = 0; u < kChunk; ++u) acc[u] = u == 0 ? acc0 : T(0);
+  for (int u = 0; u < S; ++u) acc[u] = u == 0 ? acc0 : T(0);
   const int e = pt.col_ptr[j + 1];
   for (int k = pt.col_ptr[j]; k < e; k += kChunk) {
     int p[kChunk], r[kChunk];
@@ -363,14 +370,16 @@ __device__ __forceinline__ T col_dot(const Smem<T>& s, const Pattern& pt, int j,
       if (k + u < e) a[u] = s.A[p[u]], x[u] = w[r[u]];
 #pragma unroll
     for (int u = 0; u < kChunk; ++u)
-      if (k + u < e) acc[u] += a[u] * x[u];
+      if (k + u < e) acc[u % S] += a[u] * x[u];
   }
-  return (acc[0] + acc[1]) + (acc[2] + acc[3]);
+  return add_partials<S>(acc);
 }
 // (P v)_j, v in shared: P symmetric, so column j (coalesced over the lanes) in row order
-template <class T>
+template <int S, class T>
 __device__ __forceinline__ T p_dot(const T* __restrict__ P, int n, int j, const T* v) {
-  T acc[kChunk] = {T(0), T(0), T(0), T(0)};  // a partial sum per slot of the chunk
+  T acc[S];  // S partial sums
+#pragma unroll
+  for (int u = 0; u < S; ++u) acc[u] = T(0);
   for (int i = 0; i < n; i += kChunk) {
     T a[kChunk], w[kChunk];
 #pragma unroll
@@ -378,22 +387,25 @@ __device__ __forceinline__ T p_dot(const T* __restrict__ P, int n, int j, const 
       if (i + u < n) a[u] = P[(i + u) * n + j], w[u] = v[i + u];
 #pragma unroll
     for (int u = 0; u < kChunk; ++u)
-      if (i + u < n) acc[u] += a[u] * w[u];
+      if (i + u < n) acc[u % S] += a[u] * w[u];
   }
-  return (acc[0] + acc[1]) + (acc[2] + acc[3]);
+  return add_partials<S>(acc);
 }
 
 // With A dense in shared memory (Problem::dense): (A v)_r over row r's 32 entries in
-// column order, the entries off the pattern adding exact zeros, in four partial sums
-// (columns i mod 4; row_dot's sum to rounding). Four chains of 8 multiply-adds with no
-// index loads: on the ContactNets QP (rows of up to 25 nonzeros) shorter than the
+// column order, the entries off the pattern adding exact zeros, in S partial sums
+// (columns i mod S; S = 1: row_dot's sum for a pattern whose rows list their columns in
+// ascending order). Chains of 32 / S multiply-adds with no index loads: on the
+// ContactNets QP (rows of up to 25 nonzeros) shorter than the
 // sparse loop's chunks of dependent loads. (Aᵀw the same way, a single chain of
 // m over a column, simulated slower than col_dot's chunks and is not used:
 // bench/results/gpu_contactnets_tail_2026-11-27.md.)
-template <class T>
+template <int S, class T>
 __device__ __forceinline__ T row_dot_dense(const Smem<T>& s, int r, const T* v) {
   const T* __restrict__ a = s.Ad + r * kWarpDenseLd;
-  T acc[4] = {T(0), T(0), T(0), T(0)};
+  T acc[S];
+#pragma unroll
+  for (int u = 0; u < S; ++u) acc[u] = T(0);
 #pragma unroll
   for (int i0 = 0; i0 < kW; i0 += 4) {
     T av[4], w[4];
@@ -401,14 +413,14 @@ __device__ __forceinline__ T row_dot_dense(const Smem<T>& s, int r, const T* v) 
 #pragma unroll
     for (int u = 0; u < 4; ++u) w[u] = v[i0 + u];
 #pragma unroll
-    for (int u = 0; u < 4; ++u) acc[u] += av[u] * w[u];
+    for (int u = 0; u < 4; ++u) acc[u % S] += av[u] * w[u];
   }
-  return (acc[0] + acc[1]) + (acc[2] + acc[3]);
+  return add_partials<S>(acc);
 }
 // row_dot_dense where `dense` (the kernel's choice, below), else row_dot
-template <class T>
+template <int S, class T>
 __device__ __forceinline__ T row_dot_any(bool dense, const Smem<T>& s, const Pattern& pt, int r, const T* v) {
-  return dense ? row_dot_dense(s, r, v) : row_dot(s, pt, r, v);
+  return dense ? row_dot_dense<S>(s, r, v) : row_dot(s, pt, r, v);
 }
 
 // blocks of one warp; at most 128 registers (16 resident warps per SM on sm_90), the
@@ -433,6 +445,10 @@ __global__ void __launch_bounds__(kW, Fallback ? 8 : 16) qp_admm_warp_kernel(int
                                     const T* rho0, T* rho_out) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
   constexpr int kFactorChunk = Fallback ? 4 : 1;  // the 255-register variants (factor)
+  // partial sums of the products (col_dot, p_dot, row_dot_dense, K⁻¹ rhs): four in the
+  // 255-register variants; one, the serial order, in the 128-register ones, where four
+  // spilled on sm_90 (float: 0 -> 4 B; `python3 bench/gpu_spills.py`)
+  constexpr int kSums = Fallback ? 4 : 1;
   const int lane = threadIdx.x;
   const int k = blockIdx.x;
   if (k >= batch) return;
@@ -572,7 +588,7 @@ __global__ void __launch_bounds__(kW, Fallback ? 8 : 16) qp_admm_warp_kernel(int
       for (int r = lane; r < m; r += kW)
         s.y[r] = r >= cones.n_zero && r < cones.soc_begin() && !is_finite(s.b[r]) ? T(0) : yg[size_t(k) * m + r];
       __syncwarp();
-      for (int r = lane; r < m; r += kW) s.z[r] = row_dot_any(dprod, s, pt, r, s.xs);
+      for (int r = lane; r < m; r += kW) s.z[r] = row_dot_any<kSums>(dprod, s, pt, r, s.xs);
     } else {
       xj = T(0);
       for (int r = lane; r < m; r += kW) s.y[r] = T(0), s.z[r] = T(0);
@@ -683,7 +699,7 @@ __global__ void __launch_bounds__(kW, Fallback ? 8 : 16) qp_admm_warp_kernel(int
       __syncwarp();
       T rj = T(0);
       if (own) {
-        rj = col_dot(s, pt, lane, s.tm, sig * xj - qj);
+        rj = col_dot<kSums>(s, pt, lane, s.tm, sig * xj - qj);
       }
       // x̃_j = Σ_l K⁻¹_jl rhs_l, rhs through the broadcast row, four at a time, the next
       // four loaded before these are used
@@ -691,23 +707,25 @@ __global__ void __launch_bounds__(kW, Fallback ? 8 : 16) qp_admm_warp_kernel(int
       __syncwarp();
       T xt = T(0);
       {
-        T cur[4], nxt[4], acc[4] = {T(0), T(0), T(0), T(0)};
+        T cur[4], nxt[4], acc[kSums];
+#pragma unroll
+        for (int u = 0; u < kSums; ++u) acc[u] = T(0);
         load4(s.bc, cur);
 #pragma unroll
         for (int l0 = 0; l0 < kW; l0 += 4) {
           if (l0 + 4 < kW) load4(s.bc + l0 + 4, nxt);
 #pragma unroll
-          for (int u = 0; u < 4; ++u) acc[u] += Kc[l0 + u] * cur[u];
+          for (int u = 0; u < 4; ++u) acc[u % kSums] += Kc[l0 + u] * cur[u];
 #pragma unroll
           for (int u = 0; u < 4; ++u) cur[u] = nxt[u];
         }
-        xt = (acc[0] + acc[1]) + (acc[2] + acc[3]);
+        xt = add_partials<kSums>(acc);
       }
       s.xts[lane] = xt;
       xj = own ? alpha * xt + beta * xj : T(0);
       __syncwarp();
       // rows: v = αAx̃ + (1−α)z
-      for (int r = lane; r < m; r += kW) s.v[r] = alpha * row_dot_any(dprod, s, pt, r, s.xts) + beta * s.z[r];
+      for (int r = lane; r < m; r += kW) s.v[r] = alpha * row_dot_any<kSums>(dprod, s, pt, r, s.xts) + beta * s.z[r];
       __syncwarp();
       // z ← Π_C(v + y/ρ), y ← y + ρ∘(v − z): a lane per zero / nonnegative row, per cone
       for (int u = lane; u < soc0 + cones.n_soc; u += kW) {
@@ -743,7 +761,7 @@ __global__ void __launch_bounds__(kW, Fallback ? 8 : 16) qp_admm_warp_kernel(int
       {
         T prim = T(0), axn = T(0), zn = T(0), spr = T(0), saxn = T(0), szn = T(0);
         for (int r = lane; r < m; r += kW) {
-          const T ax = row_dot_any(dprod, s, pt, r, s.xs);
+          const T ax = row_dot_any<kSums>(dprod, s, pt, r, s.xs);
           s.tm[r] = ax;
           const T e = s.e[r];
           const T rr = abs_of(ax - s.z[r]), aax = abs_of(ax), zz = abs_of(s.z[r]);
@@ -753,9 +771,9 @@ __global__ void __launch_bounds__(kW, Fallback ? 8 : 16) qp_admm_warp_kernel(int
         T dual = T(0), pxn = T(0), atyn = T(0), qn = T(0), sdr = T(0), spxn = T(0), satyn = T(0), sqn = T(0);
         T xpx = T(0), qx = T(0), by = T(0);
         if (own) {
-          const T px = p_dot(P, n, lane, s.xs);
+          const T px = p_dot<kSums>(P, n, lane, s.xs);
           xpx = xj * px, qx = qj * xj;
-          const T aty = col_dot(s, pt, lane, s.y);
+          const T aty = col_dot<kSums>(s, pt, lane, s.y);
           const T rr = abs_of(px + qj + aty), apx = abs_of(px), aaty = abs_of(aty), aq = abs_of(qj);
           dual = rr, pxn = apx, atyn = aaty, qn = aq;
           sdr = dj * rr, spxn = dj * apx, satyn = dj * aaty, sqn = dj * aq;
@@ -820,7 +838,7 @@ __global__ void __launch_bounds__(kW, Fallback ? 8 : 16) qp_admm_warp_kernel(int
               in = in && !(soc3_violation(s.tm[r], s.tm[r + 1], s.tm[r + 2]) > tol);
             }
             if (__all_sync(kFull, in)) {
-              const T aty = own ? abs_of(col_dot(s, pt, lane, s.tm)) : T(0);
+              const T aty = own ? abs_of(col_dot<kSums>(s, pt, lane, s.tm)) : T(0);
               if (wmax(aty) <= tol) verdict = SolveStatus::kPrimalInfeasible;
             }
           }
@@ -834,7 +852,7 @@ __global__ void __launch_bounds__(kW, Fallback ? 8 : 16) qp_admm_warp_kernel(int
             __syncwarp();
             bool in = true;
             for (int r = lane; r < m; r += kW) {
-              const T a = row_dot_any(dprod, s, pt, r, s.xs);
+              const T a = row_dot_any<kSums>(dprod, s, pt, r, s.xs);
               s.tm[r] = a;
               if (r < cones.n_zero) in = in && !(abs_of(a) > tol);
               else if (r < soc0) in = in && !(a > tol && is_finite(s.b[r]));  // b_r = +inf: no bound
@@ -845,7 +863,7 @@ __global__ void __launch_bounds__(kW, Fallback ? 8 : 16) qp_admm_warp_kernel(int
               in = in && !(soc3_violation(-s.tm[r], -s.tm[r + 1], -s.tm[r + 2]) > tol);
             }
             if (__all_sync(kFull, in)) {
-              const T pdx = own ? abs_of(p_dot(P, n, lane, s.xs)) : T(0);
+              const T pdx = own ? abs_of(p_dot<kSums>(P, n, lane, s.xs)) : T(0);
               if (wmax(pdx) <= tol) verdict = SolveStatus::kDualInfeasible;
             }
           }
