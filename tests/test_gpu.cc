@@ -851,6 +851,35 @@ TEST_F(GpuContactNets, AdamStepsMatchCpu) {
   }
 }
 
+// a GPU training run of `c` (backend cuda, two epochs) against the same run stopped after
+// its first epoch and resumed: the histories agree bit for bit (losses and mean QP
+// iterations). Returns the warm starts the first epoch's checkpoint kept.
+NpzArchive expect_gpu_resume_bit_for_bit(TrainConfig c, const std::string& prefix) {
+  c.backend = "cuda";
+  c.progress = false;
+  std::ostringstream log;
+  c.out = testing::fresh_dir(prefix, "straight");
+  c.max_epochs = 2;
+  const TrainResult a = train(c, log);
+  c.out = testing::fresh_dir(prefix, "resumed");
+  c.max_epochs = 1;
+  EXPECT_FALSE(train(c, log).resumed);
+  const nlohmann::json ck = nlohmann::json::parse(testing::read_text_file(c.out + "/checkpoint.json"));
+  NpzArchive wa;
+  EXPECT_TRUE(ck.contains("warm_file")) << "a GPU run's checkpoint keeps the device's warm starts\n" << log.str();
+  if (ck.contains("warm_file")) wa = read_npz(c.out + "/" + ck["warm_file"].get<std::string>());
+  c.max_epochs = 2;
+  const TrainResult b = train(c, log);
+  EXPECT_TRUE(b.resumed);
+  EXPECT_EQ(a.history.size(), b.history.size());
+  for (size_t i = 0; i < std::min(a.history.size(), b.history.size()); ++i) {
+    EXPECT_EQ(a.history[i].train_loss, b.history[i].train_loss) << "epoch " << i;
+    EXPECT_EQ(a.history[i].valid_loss, b.history[i].valid_loss) << "epoch " << i;
+    EXPECT_EQ(a.history[i].mean_qp_iterations, b.history[i].mean_qp_iterations) << "epoch " << i;
+  }
+  return wa;
+}
+
 // a GPU training run killed after an epoch and resumed from its checkpoint ends where
 // the uninterrupted run ends, bit for bit: the checkpoint holds the device's warm starts
 // (x, y and ρ per transition), which the resumed run puts back on the device
@@ -865,21 +894,10 @@ TEST_F(GpuContactNets, TrainerResumesBitForBit) {
   TrainConfig c;
   c.data = dir + "/syn.npz";
   c.seed = 4;
-  c.backend = "cuda";
   c.batch_size = 16;
-  c.max_epochs = 2;
-  c.progress = false;
-  std::ostringstream log;
-  c.out = testing::fresh_dir("impulse_gpu_trainer_", "straight");
-  const TrainResult a = train(c, log);
-  c.out = testing::fresh_dir("impulse_gpu_trainer_", "resumed");
-  c.max_epochs = 1;
-  const TrainResult b1 = train(c, log);
-  EXPECT_FALSE(b1.resumed);
+  const NpzArchive wa = expect_gpu_resume_bit_for_bit(c, "impulse_gpu_trainer_");
   // the checkpoint's warm starts are the device's: a row per transition, x, y and ρ
-  const nlohmann::json ck = nlohmann::json::parse(testing::read_text_file(c.out + "/checkpoint.json"));
-  ASSERT_TRUE(ck.contains("warm_file")) << log.str();
-  const NpzArchive wa = read_npz(c.out + "/" + ck["warm_file"].get<std::string>());
+  ASSERT_TRUE(wa.count("train"));
   const NpyArray& wt = wa.at("train");
   ASSERT_EQ(wt.shape.size(), 2u);
   EXPECT_EQ(wt.shape[1], int64_t(cn::kN + cn::rows(false) + 1));
@@ -887,15 +905,6 @@ TEST_F(GpuContactNets, TrainerResumesBitForBit) {
   int solved = 0;
   for (int64_t r = 0; r < wt.shape[0]; ++r) solved += std::isfinite(flat[size_t(r * wt.shape[1])]);
   EXPECT_EQ(solved, wt.shape[0]) << "every training transition was solved in epoch 1";
-  c.max_epochs = 2;
-  const TrainResult b2 = train(c, log);
-  EXPECT_TRUE(b2.resumed);
-  ASSERT_EQ(a.history.size(), b2.history.size());
-  for (size_t i = 0; i < a.history.size(); ++i) {
-    EXPECT_EQ(a.history[i].train_loss, b2.history[i].train_loss) << "epoch " << i;
-    EXPECT_EQ(a.history[i].valid_loss, b2.history[i].valid_loss) << "epoch " << i;
-    EXPECT_EQ(a.history[i].mean_qp_iterations, b2.history[i].mean_qp_iterations) << "epoch " << i;
-  }
 }
 
 // the Deep model assembles its loss QPs on the host and solves them on the device
@@ -1097,29 +1106,10 @@ TEST_F(GpuCcn, TrainerResumesBitForBit) {
   c.system = "cube";
   c.data = dir + "/tosses.npz";
   c.seed = 2;
-  c.backend = "cuda";
   c.batch_size = 16;
-  c.max_epochs = 2;
-  c.progress = false;
-  std::ostringstream log;
-  c.out = testing::fresh_dir("impulse_gpu_ccn_trainer_", "straight");
-  const TrainResult a = train(c, log);
-  c.out = testing::fresh_dir("impulse_gpu_ccn_trainer_", "resumed");
-  c.max_epochs = 1;
-  train(c, log);
-  const nlohmann::json ck = nlohmann::json::parse(testing::read_text_file(c.out + "/checkpoint.json"));
-  ASSERT_TRUE(ck.contains("warm_file")) << "a GPU CCN run's checkpoint keeps the device's warm starts";
-  const NpzArchive wa = read_npz(c.out + "/" + ck["warm_file"].get<std::string>());
+  const NpzArchive wa = expect_gpu_resume_bit_for_bit(c, "impulse_gpu_ccn_trainer_");
+  ASSERT_TRUE(wa.count("train"));
   EXPECT_EQ(wa.at("train").shape.at(1), int64_t(2 * 3 * 8)) << "x and y of the cube's 8 vertex contacts";
-  c.max_epochs = 2;
-  const TrainResult b = train(c, log);
-  EXPECT_TRUE(b.resumed);
-  ASSERT_EQ(a.history.size(), b.history.size());
-  for (size_t i = 0; i < a.history.size(); ++i) {
-    EXPECT_EQ(a.history[i].train_loss, b.history[i].train_loss) << "epoch " << i;
-    EXPECT_EQ(a.history[i].valid_loss, b.history[i].valid_loss) << "epoch " << i;
-    EXPECT_EQ(a.history[i].mean_qp_iterations, b.history[i].mean_qp_iterations) << "epoch " << i;
-  }
 }
 
 
