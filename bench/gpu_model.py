@@ -409,7 +409,8 @@ def shared_sm_check(log):
     other = os.path.join(os.path.dirname(os.path.dirname(log)), "contactnets_loss_16sm", "sim.log")
     qp = "qp_admm_warp_kernel<double, fallback>"
     one = [c for k, c, _, _ in parse_timing(log) if k == qp]
-    two = [c for k, c, _, _ in parse_timing(other) if k == qp] if os.path.exists(other) else []
+    done = os.path.exists(os.path.join(os.path.dirname(other), "done"))  # a finished run
+    two = [c for k, c, _, _ in parse_timing(other) if k == qp] if done else []
     if not one or not two:
         return "not simulated (bench/gpu_timing.sh's contactnets_loss_16sm checks it)"
     return (f"checked: the loss test's QP launch on 16 SMs, two warps an SM, simulates at {two[0]:,} cycles "
@@ -548,6 +549,16 @@ def tail_lines(case_dir, qp_cycles, history, f, other):
     mean_t = float(last["mean_qp_iterations"])
     qp_step = cal * (setup + St * per_it + Rt * per_rho)
     step = (other + qp_step) / f
+    # every epoch of the run the same way: the slowest QP varies over training (more
+    # iterations while θ moves fast), so one epoch's figure is not the run's
+    steps = math.ceil(26766 / TRAIN_BATCH)
+    series = []
+    for row in rows:
+        if int(row["epoch"]) < 1:
+            continue
+        s_it, s_rho = float(row["slowest_qp_iterations"]), float(row["slowest_qp_rho_updates"])
+        st_e = (other + cal * (setup + s_it * per_it + s_rho * per_rho)) / f
+        series.append((int(row["epoch"]), s_it, s_rho, st_e, steps * st_e))
     L = ["\n#### The step waits for its slowest transition\n",
          "Each transition's QP warp has an SM to itself, so a step's QP launch lasts as long as its "
          "slowest transition's solve, not its mean one (the scaling above). The same 132-SM run, "
@@ -566,6 +577,15 @@ def tail_lines(case_dir, qp_cycles, history, f, other):
          f"steps, against {mean_t:.1f} iterations for the mean transition) then takes "
          f"{qp_step:,.0f} cycles, {qp_step / f * 1e6:,.1f} µs; with the other kernels, a step "
          f"{step * 1e6:,.1f} µs.\n"]
+    if series:
+        L += [f"Every epoch of that run ({os.path.relpath(history, ROOT)}, a mini-batch of {TRAIN_BATCH}: "
+              f"{steps} steps) costed the same way, its QP launches only (without the validation chain "
+              "and launch overheads; the table below adds those for the last epoch):\n",
+              "| epoch | a step's slowest QP: iterations | ρ updates | a step | the epoch's steps |",
+              "|---|---|---|---|---|"]
+        L += [f"| {e} | {a:.1f} | {b:.2f} | {c * 1e6:,.1f} µs | {d * 1e3:,.1f} ms |" for e, a, b, c, d in series]
+        mean = sum(x[4] for x in series) / len(series)
+        L.append(f"| mean of {len(series)} | | | | **{mean * 1e3:,.1f} ms** |\n")
     return L, step
 
 
@@ -657,8 +677,8 @@ def main():
                     help="the training run's mini-batch (transitions per Adam step; --train-history's run's)")
     a = ap.parse_args()
     TRAIN_HISTORY = os.path.abspath(a.train_history)
-    if a.batch < 1:
-        sys.exit("gpu_model: --batch must be positive")
+    if not 1 <= a.batch <= 264:
+        sys.exit("gpu_model: --batch must be 1 .. 264 (at most two QP warps an SM, as simulated)")
     TRAIN_BATCH = a.batch
     names = opcode_names()
     ptx = {}
@@ -757,7 +777,7 @@ def main():
                          f"{fmt('shared')} | {fmt('DRAM once')} | "
                          f"{fmt('DRAM')} | **{rng}** | {lim} | ≥ {alone_us:,.1f} µs |")
     # a ContactNets epoch on 256 real tosses (bench/results/contactnets_2026-11-21.md):
-    # 26,766 training transitions in mini-batches of 64, one launch chain each (the Adam
+    # 26,766 training transitions in mini-batches (TRAIN_BATCH, 64 by default), one launch chain each (the Adam
     # step needs the gradient before the next), and 17,969 validation transitions in one
     # chain. A chain's kernels run one after another: each takes at least the longer of
     # one problem alone (its instructions back to back at one per cycle: a thread's own,

@@ -5,6 +5,8 @@ lists each local-memory spill instruction (STL / LDL) with the kernel source lin
 to (the outermost line of nvdisasm's inlining chain), the kernel's phase (its `// ---- NAME`
 marker comments), and whether that line is inside the solver's iteration loop. A spill
 inside it costs every iteration; one outside costs once a solve (or once a phase of it).
+"Inside" is decided by the source line, not by the SASS's control flow: the compiler may
+place an instruction of a line elsewhere (e.g. a phase loop's reload at the kernel's end).
 
     python3 bench/gpu_spills.py                         # the ContactNets QP (double, fallback)
     python3 bench/gpu_spills.py --kernel qp_admm_warp_kernelIfLb0ELb0 --out spills.md
@@ -75,7 +77,7 @@ def main():
     log = cubin + ".ptxas.txt"
     heads = glob.glob(os.path.join(ROOT, "kernels", "*.h")) + glob.glob(os.path.join(ROOT, "kernels", "*.cuh")) + \
         glob.glob(os.path.join(ROOT, "solvers", "*.h"))
-    fresh = os.path.exists(log) and all(os.path.getmtime(f) < os.path.getmtime(log) for f in [src] + heads)
+    fresh = os.path.exists(log) and os.path.exists(cubin) and all(os.path.getmtime(f) < os.path.getmtime(log) for f in [src] + heads)
     if not fresh:  # (compiled again only when the source or a header changed)
         print(f"gpu_spills: compiling {a.source} for {a.arch}", file=sys.stderr)
         r = subprocess.run(cmd, capture_output=True, text=True)
@@ -102,16 +104,11 @@ def main():
     end = next((i for i in range(start + 1, len(sass)) if sass[i].startswith(".text.")), len(sass))
     base = os.path.basename(a.source)
     where = None           # the kernel-level source line of the instructions that follow
-    labels = {}            # label -> (address, source line)
     insns = []             # (address, text, source line)
     for l in sass[start:end]:
         m = re.search(r'//## File "([^"]+)", line (\d+)$', l)  # the outermost of an inlining chain
         if m and os.path.basename(m.group(1)) == base:
             where = int(m.group(2))
-            continue
-        m = re.match(r"(\.L_x_\d+):", l.strip())
-        if m:
-            labels[m.group(1)] = len(insns)
             continue
         m = re.match(r"\s*/\*([0-9a-f]+)\*/\s+(.*?)\s*;?\s*$", l)
         if m:

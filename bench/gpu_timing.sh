@@ -47,9 +47,9 @@
 #     QP, gradient, gradient sum) are done: gpu_model.py takes those. (A training
 #     run itself, whose last epoch would be warm, simulates for hours here: its first
 #     epoch alone is ~10^9 instructions.)
-#   contactnets_loss_16sm: the same test on 16 SMs, stopped after its QP launch: two QP warps
-#     an SM, as a mini-batch of more than 132 transitions has on an H100 (does a second warp
-#     slow the first?).
+#   contactnets_loss_16sm: the same test's four launches on 16 SMs: two QP warps an SM, as a
+#     mini-batch of more than 132 transitions has on an H100 (does a second warp slow the
+#     first?).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=bench/gpu_sim_env.sh
@@ -133,7 +133,6 @@ fi
 run qp_cube_float_cold_alone 1 1 0 "$bin/impulse_gpu_warp_variant" --in ../cube1.npz --eps 1e-5
 run qp_cube_float_warm_alone 1 1 0 "$bin/impulse_gpu_warp_variant" --in ../cube1_warm.npz --eps 1e-5
 run contactnets_loss_132sm 132 32 4 "$bin/impulse_tests" --gtest_filter=GpuContactNets.DeviceLossAndGradientMatchCpu
-# the same on 16 SMs, two QP warps an SM (a mini-batch above 132 transitions shares SMs so):
-# stopped after the assembly and the QP
-run contactnets_loss_16sm 16 32 2 "$bin/impulse_tests" --gtest_filter=GpuContactNets.DeviceLossAndGradientMatchCpu
+# the same on 16 SMs, two QP warps an SM (a mini-batch above 132 transitions shares SMs so)
+run contactnets_loss_16sm 16 32 4 "$bin/impulse_tests" --gtest_filter=GpuContactNets.DeviceLossAndGradientMatchCpu
 echo "gpu_timing: done; now: python3 bench/gpu_model.py"

@@ -20,13 +20,15 @@
 //     through the cache;
 //   - the x-step K⁻¹·rhs is 32 FMAs per lane with rhs broadcast through shared
 //     memory, loads issued ahead of the FMAs that use them; Ax and
-//     Aᵀv are a lane per row / per column over its nonzeros (in the CPU's order:
-//     csr_matvec's and csr_matvec_t's sums, bit for bit); the projections take a
+//     Aᵀv are a lane per row / per column over its nonzeros (the 128-register
+//     variants in the CPU's order: csr_matvec's and csr_matvec_t's sums, bit for bit;
+//     the stagnation-restart variants in four partial sums, kSums); the projections take a
 //     lane per zero/nonnegative row and per 3-row cone; norms and dot products are
 //     shuffle reductions. P stays in global memory (read coalesced at set-up and at
 //     the checks).
 // Sums run in the serial code's order where it is cheap (the products with K⁻¹, A,
-// Aᵀ, P), so the iterates agree with the CPU's to rounding. One difference: the
+// Aᵀ, P; four partial sums instead in the stagnation-restart variants), so the
+// iterates agree with the CPU's to rounding. One difference: the
 // PSD test of P + δI and the factorization of K take Gauss-Jordan pivots (the
 // Schur complements) rather than a Cholesky: the same pivots up to rounding.
 //

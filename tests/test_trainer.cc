@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <limits>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -16,6 +17,8 @@
 #include "host/learning/evaluate.h"
 #include "host/dynamics/synthetic.h"
 #include "host/learning/trainer.h"
+#include "host/learning/train_method.h"
+#include "io/npz.h"
 #include "tests/test_util.h"
 #include "solvers/error.h"
 
@@ -124,6 +127,50 @@ TEST(Trainer, ResumeAfterInterruptionIsBitExact) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("lr"), std::string::npos) << e.what();
   }
+}
+
+// a checkpoint's warm starts: a row per transition, NaN rows for the never solved; read
+// back, a row with a NaN or Inf anywhere (a failed solve's numbers) starts cold
+TEST(Trainer, WarmStartRowsRoundTrip) {
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::nan("");
+  const std::vector<std::vector<double>> w = {{1, 2, 3}, {}, {4, 5, 6}, {7, inf, 9}, {1, nan, 2}, {1, 2}};
+  const NpyArray a = warm_rows(w);
+  ASSERT_EQ(a.shape, (std::vector<int64_t>{6, 3}));
+  const std::vector<std::vector<double>> back = warm_from_rows(a, 6);
+  EXPECT_EQ(back[0], w[0]);
+  EXPECT_TRUE(back[1].empty());
+  EXPECT_EQ(back[2], w[2]);
+  EXPECT_TRUE(back[3].empty()) << "an Inf: cold";
+  EXPECT_TRUE(back[4].empty()) << "a NaN inside the row: cold";
+  EXPECT_TRUE(back[5].empty()) << "a row of another length was written as NaN";
+  EXPECT_EQ(warm_from_rows(a).size(), 6u);
+  testing::expect_error([&] { warm_from_rows(a, 5); }, {"warm starts", "5 rows"});
+}
+
+// a checkpoint whose warm-start file holds another number of transitions than the run's
+// sets is refused on resume, naming the file
+TEST(Trainer, ResumeRefusesWarmStartsOfAnotherSize) {
+  TrainConfig c;
+  c.data = synthetic_file();
+  c.seed = 4;
+  c.tosses = 4;
+  c.max_epochs = 1;
+  c.progress = false;
+  c.out = temp_dir("warm_size");
+  std::ostringstream log;
+  train(c, log);
+  const nlohmann::json ck = read_json(c.out + "/checkpoint.json");
+  ASSERT_TRUE(ck.contains("warm_file"));
+  const std::string wf = c.out + "/" + ck["warm_file"].get<std::string>();
+  NpzArchive wa = read_npz(wf);
+  const NpyArray& t = wa.at("train");
+  ASSERT_EQ(t.shape.size(), 2u);
+  std::vector<double> flat = t.as<double>();
+  flat.resize(flat.size() - size_t(t.shape[1]));  // one transition fewer
+  wa["train"] = make_npy({t.shape[0] - 1, t.shape[1]}, flat);
+  write_npz(wf, wa);
+  c.max_epochs = 2;
+  testing::expect_error([&] { train(c, log); }, {ck["warm_file"].get<std::string>(), "'train'", "warm starts for"});
 }
 
 TEST(Trainer, SameSeedSameRun) {

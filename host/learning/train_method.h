@@ -39,8 +39,9 @@ struct BatchStats {
 
 // warm starts as a checkpoint holds them: rows x width (the longest entry), NaN rows
 // for the entries of another length (empty: never solved); and back, an entry per
-// row (a NaN row empty). Error when the array is not 2-D or (rows >= 0) has
-// another number of rows.
+// row (empty where the row has a NaN or Inf: never solved, or a failed solve's
+// numbers, which a resumed run takes as a cold start). Error when the array is not
+// 2-D or (rows >= 0) has another number of rows.
 NpyArray warm_rows(const std::vector<std::vector<double>>& w);
 std::vector<std::vector<double>> warm_from_rows(const NpyArray& a, int64_t rows = -1);
 

@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include <algorithm>
+#include <tuple>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -252,8 +253,13 @@ std::vector<std::vector<double>> warm_from_rows(const NpyArray& a, int64_t rows)
   const std::vector<double> flat = a.as<double>();
   const size_t width = size_t(a.shape[1]);
   std::vector<std::vector<double>> w(size_t(a.shape[0]));
-  for (size_t i = 0; i < w.size(); ++i)
-    if (width > 0 && !std::isnan(flat[i * width])) w[i].assign(flat.begin() + i * width, flat.begin() + (i + 1) * width);
+  for (size_t i = 0; i < w.size(); ++i) {
+    const auto row = flat.begin() + std::ptrdiff_t(i * width);
+    // a NaN row was never solved; a row with any other non-finite number is a failed
+    // solve's, which starts cold (the device refuses it as a warm start)
+    if (width > 0 && std::all_of(row, row + std::ptrdiff_t(width), [](double v) { return std::isfinite(v); }))
+      w[i].assign(row, row + std::ptrdiff_t(width));
+  }
   return w;
 }
 
@@ -666,8 +672,15 @@ TrainResult train(const TrainConfig& cfg, std::ostream& log_out) {
       const fs::path wf = fs::path(cfg.out) / ck["warm_file"].get<std::string>();
       if (fs::exists(wf)) {
         const NpzArchive wa = read_npz(wf.string());
-        method->set_warm_starts(0, npz_get(wa, "train", wf.string()));
-        method->set_warm_starts(1, npz_get(wa, "valid", wf.string()));
+        const NpyArray& wt = npz_get(wa, "train", wf.string());
+        const NpyArray& wv = npz_get(wa, "valid", wf.string());
+        for (const auto& [a, n, name] : {std::tuple<const NpyArray&, int, const char*>{wt, train_set.size(), "train"},
+                                         {wv, valid_set.size(), "valid"}})
+          if (a.shape.size() != 2 || (a.shape[0] != n && a.shape[0] != 0))  // (0 rows: none kept)
+            throw Error(wf.string() + ": '" + name + "' holds " + shape_string(a.shape) + " warm starts for " +
+                        std::to_string(n) + " transitions");
+        if (wt.shape[0] > 0) method->set_warm_starts(0, wt);
+        if (wv.shape[0] > 0) method->set_warm_starts(1, wv);
       } else {
         log("note: " + wf.string() + " is missing; the QPs start cold (results may differ in rounding)");
       }
