@@ -45,6 +45,17 @@ const std::string& synthetic_file() {
 
 nlohmann::json read_json(const std::string& path) { return nlohmann::json::parse(testing::read_text_file(path)); }
 
+// a short run on the synthetic tosses, without a progress line
+TrainConfig short_run(uint64_t seed, int tosses, int epochs) {
+  TrainConfig c;
+  c.data = synthetic_file();
+  c.seed = seed;
+  c.tosses = tosses;
+  c.max_epochs = epochs;
+  c.progress = false;
+  return c;
+}
+
 TEST(Trainer, PolytopeRecoversTheTrueCubeFromNoisyStart) {
   TrainConfig c;
   c.data = synthetic_file();
@@ -94,12 +105,7 @@ TEST(Trainer, PolytopeRecoversTheTrueCubeFromNoisyStart) {
 // An interrupted run resumed from its checkpoint ends exactly where the
 // uninterrupted run ends.
 TEST(Trainer, ResumeAfterInterruptionIsBitExact) {
-  TrainConfig c;
-  c.data = synthetic_file();
-  c.seed = 4;
-  c.tosses = 6;
-  c.max_epochs = 4;
-  c.progress = false;
+  TrainConfig c = short_run(4, 6, 4);
   std::ostringstream log;
   c.out = temp_dir("straight");
   const TrainResult a = train(c, log);
@@ -150,12 +156,7 @@ TEST(Trainer, WarmStartRowsRoundTrip) {
 // a checkpoint whose warm-start file holds another number of transitions than the run's
 // sets is refused on resume, naming the file
 TEST(Trainer, ResumeRefusesWarmStartsOfAnotherSize) {
-  TrainConfig c;
-  c.data = synthetic_file();
-  c.seed = 4;
-  c.tosses = 4;
-  c.max_epochs = 1;
-  c.progress = false;
+  TrainConfig c = short_run(4, 4, 1);
   c.out = temp_dir("warm_size");
   std::ostringstream log;
   train(c, log);
@@ -174,12 +175,7 @@ TEST(Trainer, ResumeRefusesWarmStartsOfAnotherSize) {
 }
 
 TEST(Trainer, SameSeedSameRun) {
-  TrainConfig c;
-  c.data = synthetic_file();
-  c.seed = 9;
-  c.tosses = 4;
-  c.max_epochs = 2;
-  c.progress = false;
+  TrainConfig c = short_run(9, 4, 2);
   std::ostringstream log;
   c.out = temp_dir("seed_a");
   const TrainResult a = train(c, log);
@@ -191,13 +187,8 @@ TEST(Trainer, SameSeedSameRun) {
 
 TEST(Trainer, DeepAndEndToEndTrainAndEvaluate) {
   for (const char* method : {"contactnets-deep", "end-to-end"}) {
-    TrainConfig c;
+    TrainConfig c = short_run(1, 6, 3);
     c.method = method;
-    c.data = synthetic_file();
-    c.seed = 1;
-    c.tosses = 6;
-    c.max_epochs = 3;
-    c.progress = false;
     c.out = temp_dir(std::string("m_") + method);
     std::ostringstream log;
     const TrainResult r = train(c, log);

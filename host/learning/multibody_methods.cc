@@ -139,13 +139,10 @@ class CcnMethod : public StructuredMethod {
   // the device warm-starts each transition's QP from its last answer (the CPU solves
   // cold): a checkpoint keeps those, so a resumed GPU run continues bit for bit
   NpyArray warm_starts(int set) const override {
-    if (!device_) return {};
-    return warm_rows(uploaded_[set] ? device_->download_warm_starts(set) : pending_[set]);
+    return device_ ? device_warm_.rows(*device_, set, uploaded_[set] != nullptr) : NpyArray{};
   }
   void set_warm_starts(int set, const NpyArray& a) override {
-    if (!device_) return;
-    pending_[set] = warm_from_rows(a);
-    if (uploaded_[set]) device_->upload_warm_starts(set, pending_[set]), pending_[set].clear();
+    if (device_) device_warm_.put(*device_, set, uploaded_[set] != nullptr, warm_from_rows(a));
   }
 
  private:
@@ -170,7 +167,7 @@ class CcnMethod : public StructuredMethod {
       }
       device_->upload_transitions(set, xs.data(), xns.data(), t.size());
       uploaded_[set] = &t;
-      if (!pending_[set].empty()) device_->upload_warm_starts(set, pending_[set]), pending_[set].clear();
+      device_warm_.uploaded(*device_, set);
     }
     const Eigen::VectorXd theta = model_.parameters();
     const double res_w = loss_.config().weights.applied(loss_.config().dt).res_w;
@@ -206,7 +203,7 @@ class CcnMethod : public StructuredMethod {
   CcnLoss loss_{CcnLossConfig{}};
   std::unique_ptr<cuda::DeviceCcn<double>> device_;
   const Transitions* uploaded_[2] = {nullptr, nullptr};
-  std::vector<std::vector<double>> pending_[2];  // warm starts from a checkpoint, for the device
+  DeviceWarmStarts<cuda::DeviceCcn<double>> device_warm_;
 };
 
 // DiffSim (host/learning/diffsim.h): the CCN model trained on the one-step

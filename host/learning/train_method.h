@@ -45,6 +45,32 @@ struct BatchStats {
 NpyArray warm_rows(const std::vector<std::vector<double>>& w);
 std::vector<std::vector<double>> warm_from_rows(const NpyArray& a, int64_t rows = -1);
 
+// The warm starts a checkpoint gives a method whose transitions live on the device
+// (ContactNets and CCN with the GPU backend; Device: cuda::DeviceContactNets or
+// cuda::DeviceCcn). They go onto the device at once when the set's transitions are
+// there, else when they are uploaded (an upload resets the device's warm starts).
+template <class Device>
+class DeviceWarmStarts {
+ public:
+  // the checkpoint's list for `set`
+  void put(Device& dev, int set, bool uploaded, std::vector<std::vector<double>> w) {
+    pending_[set] = std::move(w);
+    if (uploaded) this->uploaded(dev, set);
+  }
+  // right after the set's transitions went onto the device
+  void uploaded(Device& dev, int set) {
+    if (!pending_[set].empty()) dev.upload_warm_starts(set, pending_[set]);
+    pending_[set] = {};
+  }
+  // what a checkpoint keeps: the device's, or those still waiting for the set
+  NpyArray rows(const Device& dev, int set, bool uploaded) const {
+    return warm_rows(uploaded ? dev.download_warm_starts(set) : pending_[set]);
+  }
+
+ private:
+  std::vector<std::vector<double>> pending_[2];
+};
+
 class Method {
  public:
   virtual ~Method() = default;

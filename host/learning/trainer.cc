@@ -330,11 +330,7 @@ class ContactNetsMethod : public Method {
         for (int e = 0; e < 13; ++e) xs[size_t(i) * 13 + e] = t.x[i](e), xns[size_t(i) * 13 + e] = t.xn[i](e);
       device_->upload_transitions(set, xs.data(), xns.data(), t.size());
       uploaded_[set] = &t;
-      // warm starts read from a checkpoint (set_warm_starts) go onto the device
-      // with the transitions they belong to
-      if (pending_warm_[set]) device_->upload_warm_starts(set, warm_[set]);
-      pending_warm_[set] = false;
-      warm_[set].assign(warm_[set].size(), {});
+      device_warm_.uploaded(*device_, set);
     }
     const std::vector<double> theta = model_->parameters();
     std::vector<double> loss(idx.size()), g(theta.size());
@@ -352,17 +348,15 @@ class ContactNetsMethod : public Method {
     for (double v : loss) sum += v;
     return sum;
   }
+  // with the device, they live there (a checkpoint of a GPU run holds them as a CPU
+  // run's: a resumed run continues bit for bit)
   NpyArray warm_starts(int set) const override {
-    // on the device they live there once the set is uploaded (a checkpoint of a
-    // GPU run holds them as a CPU run's: a resumed run continues bit for bit)
-    return warm_rows(device_ && uploaded_[set] ? device_->download_warm_starts(set) : warm_[set]);
+    return device_ ? device_warm_.rows(*device_, set, uploaded_[set] != nullptr) : warm_rows(warm_[set]);
   }
   void set_warm_starts(int set, const NpyArray& a) override {
-    warm_[set] = warm_from_rows(a, int64_t(warm_[set].size()));
-    if (device_) {
-      if (uploaded_[set]) device_->upload_warm_starts(set, warm_[set]), warm_[set].assign(warm_[set].size(), {});
-      else pending_warm_[set] = true;
-    }
+    std::vector<std::vector<double>> w = warm_from_rows(a, int64_t(warm_[set].size()));
+    if (device_) device_warm_.put(*device_, set, uploaded_[set] != nullptr, std::move(w));
+    else warm_[set] = std::move(w);
   }
   // the paper used 5e-4 with one transition per step; with 64 per step 5e-3
   // reaches the same validation loss in far fewer epochs (checked on the
@@ -379,7 +373,7 @@ class ContactNetsMethod : public Method {
   std::vector<TransitionFrame> frames_;
   std::unique_ptr<cuda::DeviceContactNets<double>> device_;
   const Transitions* uploaded_[2] = {nullptr, nullptr};
-  bool pending_warm_[2] = {false, false};  // warm_[set] from a checkpoint, for the device
+  DeviceWarmStarts<cuda::DeviceContactNets<double>> device_warm_;
 };
 
 
