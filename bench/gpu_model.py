@@ -444,7 +444,7 @@ def epoch_lines(log, results, qp_used):
     step_cycles = {names[0]: first[names[0]][0], names[1]: qc * scale, names[2]: first[names[2]][0],
                    names[3]: first[names[3]][0]}
     step = sum(step_cycles.values()) / f
-    train, valid, batch = 26766, 17969, TRAIN_BATCH
+    train, valid, batch = TRAIN_TRANSITIONS, VALID_TRANSITIONS, TRAIN_BATCH
     steps = math.ceil(train / batch)
     L = ["\n### A ContactNets epoch on 256 tosses\n",
          "The loss-and-gradient GPU test (warp layout, double, 32 transitions, cold at the test's "
@@ -513,6 +513,8 @@ def epoch_lines(log, results, qp_used):
 # starting from its last solve's x, y and rho: the trainer since 2026-11-27 evening)
 TRAIN_HISTORY = os.path.join(ROOT, "bench", "results", "contactnets_slowest_qp_warm_rho_2026-11-27.csv")
 TRAIN_BATCH = 64  # that run's mini-batch (the trainer's default)
+# a ContactNets epoch on 256 real tosses (bench/results/contactnets_2026-11-21.md's split)
+TRAIN_TRANSITIONS, VALID_TRANSITIONS = 26766, 17969
 SETUP_PHASES = ("set-up", "the input check", "the initial iterate", "Ruiz", "ρ and the factorization",
                 "finish", "(no line)")
 ITERATION_PHASES = ("the iteration", "the check", "infeasibility", "stagnation")
@@ -551,7 +553,7 @@ def tail_lines(case_dir, qp_cycles, history, f, other):
     step = (other + qp_step) / f
     # every epoch of the run the same way: the slowest QP varies over training (more
     # iterations while θ moves fast), so one epoch's figure is not the run's
-    steps = math.ceil(26766 / TRAIN_BATCH)
+    steps = math.ceil(TRAIN_TRANSITIONS / TRAIN_BATCH)
     series = []
     for row in rows:
         if int(row["epoch"]) < 1:
@@ -790,7 +792,7 @@ def main():
                ("warp (assembly, QP, gradient)", ["contactnets_train_double"]
                 if "contactnets_train_double" in have else ["contactnets_warp_double"])]
     if any(x[0].startswith("contactnets") for x in results):
-        train, valid, batch = 26766, 17969, TRAIN_BATCH
+        train, valid, batch = TRAIN_TRANSITIONS, VALID_TRANSITIONS, TRAIN_BATCH
         steps = math.ceil(train / batch)
         lines.append("\n## A ContactNets epoch on 256 tosses, predicted\n")
         lines.append(f"{train:,} training transitions in mini-batches of {batch} (one launch chain per Adam "
