@@ -520,6 +520,83 @@ SETUP_PHASES = ("set-up", "the input check", "the initial iterate", "Ruiz", "ρ 
 ITERATION_PHASES = ("the iteration", "the check", "infeasibility", "stagnation")
 
 
+CLOCK_PHASES = ("load", "input", "init", "ruiz", "factor", "iter", "check_ax", "check_px", "check_end", "infeas",
+                "rho", "rhotest", "restart", "finish")  # kernels/qp_warp_kernels.cu's ClockPhase
+SETUP_CLOCKS = ("load", "input", "init", "ruiz", "factor", "restart", "finish")
+CHECK_CLOCKS = ("check_ax", "check_px", "check_end")
+
+
+def clock_costs(case_dir):
+    """The QP's cycles by phase, per problem, from the clocks build's run
+    (bench/gpu_timing.sh's contactnets_clocks_132sm: kernels/qp_warp_kernels.cu with
+    IMPULSE_WARP_CLOCKS prints each problem's fields as `impulse_clocks` lines, one number
+    ((k·32 + field)·2³² + value) a line). {problem: {"iterations", "rho_updates", phase:
+    (cycles, intervals)}}, or None without the run."""
+    log = os.path.join(case_dir, "sim.log")
+    if not os.path.exists(os.path.join(case_dir, "done")):
+        return None
+    fields = {}
+    for line in open(log, encoding="latin1"):
+        if line.startswith("impulse_clocks "):
+            code = int(round(float(line.split()[1])))
+            kf, v = divmod(code, 1 << 32)
+            k, field = divmod(kf, 32)
+            fields.setdefault(k, {})[field] = v
+    out = {}
+    for k, fl in fields.items():
+        if len(fl) != 2 + 2 * len(CLOCK_PHASES):
+            sys.exit(f"gpu_model: {log}: problem {k} has {len(fl)} clock fields, not {2 + 2 * len(CLOCK_PHASES)}")
+        d = {"iterations": fl[0], "rho_updates": fl[1]}
+        for p, name in enumerate(CLOCK_PHASES):
+            d[name] = (fl[2 + 2 * p], fl[3 + 2 * p])
+        out[k] = d
+    return out or None
+
+
+def clock_tail(clocks, qp_cycles, clocks_qp_cycles):
+    """From the clocks run: a solve's set-up (set-up, stagnation restart and finish: their
+    mean a solve), an iteration (its own work and its share of the checks, infeasibility
+    tests and ρ tests) and a ρ update (the refactorization), in cycles of the normal build
+    (x the two builds' QP launch ratio: the clock reads' own cost taken out); and lines of
+    markdown describing them."""
+    B = len(clocks)
+    tot = lambda names: sum(d[n][0] for d in clocks.values() for n in names)
+    T = sum(d["iterations"] for d in clocks.values())
+    U = sum(d["rho"][1] for d in clocks.values())
+    ovh = qp_cycles / clocks_qp_cycles
+    setup = ovh * tot(SETUP_CLOCKS) / B
+    per_it = ovh * tot(("iter",) + CHECK_CLOCKS + ("infeas", "rhotest")) / T
+    per_rho = ovh * tot(("rho",)) / U if U else 0.0
+    slow_k = max(clocks, key=lambda k: sum(clocks[k][n][0] for n in CLOCK_PHASES))
+    sd = clocks[slow_k]
+    slow_meas = ovh * sum(sd[n][0] for n in CLOCK_PHASES)
+    slow_est = setup + sd["iterations"] * per_it + sd["rho"][1] * per_rho
+    checks = sum(d["check_end"][1] for d in clocks.values())
+    per = lambda names, by: ovh * tot(names) / by
+    rows = [("set-up: A, b (and dense A, P) into shared memory", per(("load",), B)),
+            ("set-up: the input check", per(("input",), B)),
+            ("set-up: the initial iterate", per(("init",), B)),
+            ("set-up: Ruiz equilibration", per(("ruiz",), B)),
+            ("set-up: ρ and the first factorization", per(("factor",), B)),
+            ("set-up: the finish; a stagnation restart's share", per(("finish", "restart"), B)),
+            ("**set-up, a solve**", setup),
+            ("an iteration: its own work", per(("iter",), T)),
+            (f"a check ({checks} in {T:,} iterations): Ax and the primal residual", per(("check_ax",), checks)),
+            ("a check: Px and Aᵀy", per(("check_px",), checks)),
+            ("a check: the reductions and the verdict", per(("check_end",), checks)),
+            ("a check: the infeasibility test", per(("infeas",), checks)),
+            ("an iteration: its share of the checks, infeasibility and ρ tests",
+             per(CHECK_CLOCKS + ("infeas", "rhotest"), T)),
+            ("**an iteration, all told**", per_it),
+            (f"**a ρ update** (the refactorization; {U} of them)", per_rho)]
+    L = ["| part | cycles |", "|---|---|"] + [f"| {a} | {b:,.0f} |" for a, b in rows]
+    L.append(f"\nThe clock reads' own cost: the clocks build's QP launch {clocks_qp_cycles:,} cycles against "
+             f"{qp_cycles:,} (x {ovh:.3f} applied above). Check: the slowest transition (problem {slow_k}: "
+             f"{sd['iterations']} iterations, {sd['rho'][1]} ρ updates) so costed: {slow_est:,.0f} cycles; "
+             f"its own clocks: {slow_meas:,.0f}.\n")
+    return setup, per_it, per_rho, L
+
+
 def tail_lines(case_dir, qp_cycles, history, f, other):
     """The QP of a training step waits for its slowest transition. From the 132-SM run's
     per-phase latency (bench/gpu_line_stats.py, the run made with GPU_TIMING_LINE_STATS=1)
@@ -538,13 +615,24 @@ def tail_lines(case_dir, qp_cycles, history, f, other):
         return ["\n(The step's slowest transition: needs the 132-SM run with GPU_TIMING_LINE_STATS=1, its "
                 f"test's `device loss:` line, and {os.path.relpath(history, ROOT)}.)"], None
     B, T, S, U, R = (int(g) for g in m.groups())
-    lat = gpu_line_stats.phase_latency(case_dir)
-    group = lambda names: sum(v for k, v in lat.items() if k.startswith(names)) / 32  # warp-cycles
-    setup = group(SETUP_PHASES) / B
-    per_it = group(ITERATION_PHASES) / T
-    per_rho = group(("adaptive ρ",)) / U if U else 0.0
-    est = setup + S * per_it + R * per_rho
-    cal = qp_cycles / est
+    clock_dir = os.path.join(os.path.dirname(case_dir), "contactnets_clocks_132sm")
+    clocks = clock_costs(clock_dir)
+    if clocks:  # the phases' own cycles (the clocks build)
+        qk = [x for x in parse_timing(os.path.join(clock_dir, "sim.log"))
+              if x[0] == "qp_admm_warp_kernel<double, fallback>"]
+        if not qk:
+            sys.exit(f"gpu_model: {clock_dir}: no QP launch in its log")
+        setup, per_it, per_rho, clock_table = clock_tail(clocks, qp_cycles, qk[0][1])
+        est = setup + S * per_it + R * per_rho
+        cal = 1.0
+    else:  # summed latencies by phase, calibrated on the launch
+        lat = gpu_line_stats.phase_latency(case_dir)
+        group = lambda names: sum(v for k, v in lat.items() if k.startswith(names)) / 32  # warp-cycles
+        setup = group(SETUP_PHASES) / B
+        per_it = group(ITERATION_PHASES) / T
+        per_rho = group(("adaptive ρ",)) / U if U else 0.0
+        est = setup + S * per_it + R * per_rho
+        cal = qp_cycles / est
     rows = list(csv.DictReader(open(history)))
     last = rows[-1]
     St, Rt = float(last["slowest_qp_iterations"]), float(last["slowest_qp_rho_updates"])
@@ -563,22 +651,36 @@ def tail_lines(case_dir, qp_cycles, history, f, other):
         series.append((int(row["epoch"]), s_it, s_rho, st_e, steps * st_e))
     L = ["\n#### The step waits for its slowest transition\n",
          "Each transition's QP warp has an SM to itself, so a step's QP launch lasts as long as its "
-         "slowest transition's solve, not its mean one (the scaling above). The same 132-SM run, "
-         "summed by the kernel's phases (`python3 bench/gpu_line_stats.py build-sim/timing/"
-         "contactnets_loss_132sm --phases`; summed pipeline latency, a warp's), and the test's own "
-         f"counts ({B} transitions, {T:,} iterations, slowest {S}; {U} ρ updates, most {R}) give what "
-         "one solve costs:\n",
-         "| part | cycles (summed latency) |", "|---|---|",
-         f"| set-up (input check, Ruiz, factorization, finish), a solve | {setup:,.0f} |",
-         f"| an iteration, its share of the checks included | {per_it:,.0f} |",
-         f"| a ρ update (the refactorization) | {per_rho:,.0f} |",
-         f"\nThe test's slowest transition so costed: {est:,.0f}, against {qp_cycles:,} simulated "
-         f"(x {cal:.3f}, the calibration: summed latency overlaps where instructions do). A real "
-         f"training step's slowest transition ({os.path.relpath(history, ROOT)}, its last epoch, "
-         f"epoch {last['epoch']}: {St:.1f} iterations and {Rt:.2f} ρ updates on average over the "
-         f"steps, against {mean_t:.1f} iterations for the mean transition) then takes "
-         f"{qp_step:,.0f} cycles, {qp_step / f * 1e6:,.1f} µs; with the other kernels, a step "
-         f"{step * 1e6:,.1f} µs.\n"]
+         "slowest transition's solve, not its mean one (the scaling above). "]
+    if clocks:
+        L[-1] += ("The same 132-SM run from the clocks build (`contactnets_clocks_132sm`: the warp kernel "
+                  "reads the simulator's cycle counter at its phase boundaries, kernels/qp_warp_kernels.cu's "
+                  "IMPULSE_WARP_CLOCKS) gives each phase's own cycles, per transition; over the test's "
+                  f"{B} transitions ({T:,} iterations, slowest {S}; {U} ρ updates, most {R}) what one solve "
+                  "costs:\n")
+        L += clock_table
+        L.append(f"A real training step's slowest transition ({os.path.relpath(history, ROOT)}, its last "
+                 f"epoch, epoch {last['epoch']}: {St:.1f} iterations and {Rt:.2f} ρ updates on average over "
+                 f"the steps, against {mean_t:.1f} iterations for the mean transition) then takes "
+                 f"{qp_step:,.0f} cycles, {qp_step / f * 1e6:,.1f} µs; with the other kernels, a step "
+                 f"{step * 1e6:,.1f} µs.\n")
+    else:
+        L[-1] += ("The same 132-SM run, "
+                  "summed by the kernel's phases (`python3 bench/gpu_line_stats.py build-sim/timing/"
+                  "contactnets_loss_132sm --phases`; summed pipeline latency, a warp's), and the test's own "
+                  f"counts ({B} transitions, {T:,} iterations, slowest {S}; {U} ρ updates, most {R}) give what "
+                  "one solve costs:\n")
+        L += ["| part | cycles (summed latency) |", "|---|---|",
+              f"| set-up (input check, Ruiz, factorization, finish), a solve | {setup:,.0f} |",
+              f"| an iteration, its share of the checks included | {per_it:,.0f} |",
+              f"| a ρ update (the refactorization) | {per_rho:,.0f} |",
+              f"\nThe test's slowest transition so costed: {est:,.0f}, against {qp_cycles:,} simulated "
+              f"(x {cal:.3f}, the calibration: summed latency overlaps where instructions do). A real "
+              f"training step's slowest transition ({os.path.relpath(history, ROOT)}, its last epoch, "
+              f"epoch {last['epoch']}: {St:.1f} iterations and {Rt:.2f} ρ updates on average over the "
+              f"steps, against {mean_t:.1f} iterations for the mean transition) then takes "
+              f"{qp_step:,.0f} cycles, {qp_step / f * 1e6:,.1f} µs; with the other kernels, a step "
+              f"{step * 1e6:,.1f} µs.\n"]
     if series:
         L += [f"Every epoch of that run ({os.path.relpath(history, ROOT)}, a mini-batch of {TRAIN_BATCH}: "
               f"{steps} steps) costed the same way, its QP launches only (without the validation chain "

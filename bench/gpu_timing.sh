@@ -50,6 +50,8 @@
 #   contactnets_loss_16sm: the same test's four launches on 16 SMs: two QP warps an SM, as a
 #     mini-batch of more than 132 transitions has on an H100 (does a second warp slow the
 #     first?).
+#   contactnets_clocks_132sm: contactnets_loss_132sm's first two launches from the clocks
+#     build (below): the QP's cycles by phase, per problem.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=bench/gpu_sim_env.sh
@@ -135,4 +137,16 @@ run qp_cube_float_warm_alone 1 1 0 "$bin/impulse_gpu_warp_variant" --in ../cube1
 run contactnets_loss_132sm 132 32 4 "$bin/impulse_tests" --gtest_filter=GpuContactNets.DeviceLossAndGradientMatchCpu
 # the same on 16 SMs, two QP warps an SM (a mini-batch above 132 transitions shares SMs so)
 run contactnets_loss_16sm 16 32 4 "$bin/impulse_tests" --gtest_filter=GpuContactNets.DeviceLossAndGradientMatchCpu
+# the same QP launch from a build whose warp kernel reads %clock at its phase boundaries
+# (build-sim-clocks/, CMake's IMPULSE_WARP_CLOCKS, made here when absent or with
+# GPU_TIMING_BUILD): each problem's cycles by phase, printed as "impulse_clocks" lines,
+# which gpu_model.py costs a solve from (summed latencies overlap, these do not)
+if want contactnets_clocks_132sm; then
+  if [ -n "${GPU_TIMING_BUILD:-}" ] || [ ! -x build-sim-clocks/impulse_tests ]; then
+    cpu bash .ci/build.sh build-sim-clocks -DIMPULSE_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=80 \
+      -DIMPULSE_BUILD_BENCH=OFF -DIMPULSE_WARP_CLOCKS=ON > /dev/null
+  fi
+  run contactnets_clocks_132sm 132 32 2 "$PWD/build-sim-clocks/impulse_tests" \
+    --gtest_filter=GpuContactNets.DeviceLossAndGradientMatchCpu
+fi
 echo "gpu_timing: done; now: python3 bench/gpu_model.py"

@@ -46,6 +46,9 @@
 
 #include <algorithm>
 #include <cstddef>
+#ifdef IMPULSE_WARP_CLOCKS
+#include <cstdio>
+#endif
 
 #include "kernels/device_util.cuh"
 #include "kernels/qp_kernels.h"
@@ -420,6 +423,34 @@ __device__ __forceinline__ T row_dot_dense(const Smem<T>& s, int r, const T* v) 
   return add_partials<S>(acc);
 }
 // row_dot_dense where `dense` (the kernel's choice, below), else row_dot
+// acc + (Aᵀ w)_j from the dense A (Problem::dense, m <= 32): column j's m entries in row
+// order, S partial sums (rows r mod S), the entries off the pattern adding exact zeros;
+// a lane reads its column's entries (consecutive across the lanes) and w (broadcast)
+template <int S, class T>
+__device__ __forceinline__ T col_dot_dense(const Smem<T>& s, int m, int j, const T* w, T acc0) {
+  const T* __restrict__ a = s.Ad + j;
+  T acc[S];
+#pragma unroll
+  for (int u = 0; u < S; ++u) acc[u] = u == 0 ? acc0 : T(0);
+#pragma unroll
+  for (int r0 = 0; r0 < kW; r0 += 4) {
+    if (r0 >= m) break;
+    T av[4], wv[4];
+#pragma unroll
+    for (int u = 0; u < 4; ++u) {  // (w: scalar reads, an m-sized array need not be 16-byte aligned)
+      av[u] = r0 + u < m ? a[(r0 + u) * kWarpDenseLd] : T(0);
+      wv[u] = r0 + u < m ? w[r0 + u] : T(0);
+    }
+#pragma unroll
+    for (int u = 0; u < 4; ++u) acc[u % S] += av[u] * wv[u];
+  }
+  return add_partials<S>(acc);
+}
+template <int S, class T>
+__device__ __forceinline__ T col_dot_any(bool dense, const Smem<T>& s, const Pattern& pt, int m, int j, const T* w,
+                                         T acc0 = T(0)) {
+  return dense ? col_dot_dense<S>(s, m, j, w, acc0) : col_dot<S>(s, pt, j, w, acc0);
+}
 template <int S, class T>
 __device__ __forceinline__ T row_dot_any(bool dense, const Smem<T>& s, const Pattern& pt, int r, const T* v) {
   return dense ? row_dot_dense<S>(s, r, v) : row_dot(s, pt, r, v);
@@ -436,6 +467,66 @@ __device__ __forceinline__ T row_dot_any(bool dense, const Smem<T>& s, const Pat
 // rho0, rho_out (optional): per problem, the first ρ (> 0; else the settings') and the final ρ.
 // Kept: the kept factorization (WarpLaunch::kept) is compiled in, a variant launched
 // only with it: the code that loads and stores it costs the others registers (spills).
+// IMPULSE_WARP_CLOCKS (a measurement build only: CMake's IMPULSE_WARP_CLOCKS, used by
+// bench/gpu_timing.sh's *_clocks cases): lane 0 reads %clock at the kernel's phase
+// boundaries and adds each interval to its phase (in shared memory); the finish prints
+// them ("impulse_clocks" lines, print below), which bench/gpu_model.py reads. Under the
+// simulator's timing model %clock is its cycle count, so these are the phases' own
+// cycles (a few instructions a boundary added), not summed latencies.
+#ifdef IMPULSE_WARP_CLOCKS
+// (phases: loading the data into shared memory, the input check, the initial iterate,
+// Ruiz, ρ and the first factorization; an iteration's own work; a check's three parts
+// (Ax and the primal residual, Px and Aᵀy, the reductions and the verdict); the
+// infeasibility test; a ρ update that refactored, a ρ test that did not; a stagnation
+// restart's set-up; the finish)
+enum ClockPhase {
+  kClkLoad, kClkInput, kClkInit, kClkRuiz, kClkFactor, kClkIter, kClkCheckAx, kClkCheckPx, kClkCheckEnd,
+  kClkInfeas, kClkRho, kClkRhoTest, kClkRestart, kClkFinish, kClkN
+};
+// the sums and counts ahead of the kernel's own shared memory, in the launch's dynamic
+// shared memory (the simulator places a static __shared__ array over the dynamic one)
+constexpr int kClkBytes = 128;
+static_assert(2 + 2 * kClkN <= 32, "a problem's fields (print)");
+static_assert(kClkN * 8 <= kClkBytes, "the clocks' shared bytes");
+__device__ __forceinline__ unsigned clock32() {  // %clock (the simulator has no %clock64)
+  unsigned c;
+  asm volatile("mov.u32 %0, %%clock;" : "=r"(c));
+  return c;
+}
+struct WarpClocks {
+  unsigned* sum;  // kClkN in shared memory (32 bits: the simulator's widening of a 32-bit
+                  // difference to 64 gave 0; a solve's cycles are far below 2³²)
+  int* cnt;
+  unsigned t;
+  __device__ void start(int lane) {
+    if (lane == 0) {
+      for (int p = 0; p < kClkN; ++p) sum[p] = 0, cnt[p] = 0;
+      t = clock32();
+    }
+  }
+  __device__ void lap(int lane, int p) {
+    if (lane == 0) {
+      const unsigned now = clock32();
+      sum[p] += now - t, ++cnt[p], t = now;
+    }
+  }
+  // one number a line: the simulator's printf takes %u, %d and %f and reads one argument
+  // right, so each line is ((k·32 + field)·2³² + value) as a double (exact below 2⁵³):
+  // field 0 iterations, 1 ρ updates, 2 + 2p phase p's cycles, 3 + 2p its intervals
+  __device__ void print(int lane, int k, int iterations, int rho_updates) const {
+    if (lane != 0) return;
+    auto put = [&](int field, unsigned long long v) {
+      printf("impulse_clocks %f\n", (double(k) * 32.0 + double(field)) * 4294967296.0 + double(v));
+    };
+    put(0, unsigned(iterations)), put(1, unsigned(rho_updates));
+    for (int p = 0; p < kClkN; ++p) put(2 + 2 * p, sum[p]), put(3 + 2 * p, unsigned(cnt[p]));
+  }
+};
+#define IMPULSE_CLK(...) __VA_ARGS__
+#else
+#define IMPULSE_CLK(...)
+#endif
+
 template <class T, bool Fallback, bool Kept>
 __global__ void __launch_bounds__(kW, Fallback ? 8 : 16) qp_admm_warp_kernel(int batch, Problem pr, Pattern pt,
                                     const T* __restrict__ Pg,
@@ -454,11 +545,13 @@ __global__ void __launch_bounds__(kW, Fallback ? 8 : 16) qp_admm_warp_kernel(int
   const int lane = threadIdx.x;
   const int k = blockIdx.x;
   if (k >= batch) return;
+  IMPULSE_CLK(WarpClocks clk{reinterpret_cast<unsigned*>(smem_raw), reinterpret_cast<int*>(smem_raw + kClkN * 4), 0u};
+              clk.start(lane);)
   const int n = pr.n, m = pr.m, nnz = pr.nnz;
   const ConeSpec cones = pr.cones;
   // A dense and P in shared memory: the stagnation-restart variants, when it fits
   const bool dense = Fallback && pr.dense;
-  const Smem<T> s = Smem<T>::carve(reinterpret_cast<T*>(smem_raw), nnz, m, dense);
+  const Smem<T> s = Smem<T>::carve(reinterpret_cast<T*>(smem_raw IMPULSE_CLK(+kClkBytes)), nnz, m, dense);
   // Ax from the dense A (row_dot_dense) where A is dense, m <= 32 (one round of rows) and a
   // row has 12 or more nonzeros (below that the sparse loop's few chunks are shorter)
   bool dprod = false;
@@ -503,6 +596,7 @@ __global__ void __launch_bounds__(kW, Fallback ? 8 : 16) qp_admm_warp_kernel(int
     if (Kept && lane == 0) kept_at()[kf] = valid ? T(1) : T(0);
   };
   auto finish_early = [&]() {  // x, y as they are; the info as set
+    IMPULSE_CLK(clk.lap(lane, kClkFinish); clk.print(lane, k, info.iterations, info.rho_updates);)
     if (own) xg[size_t(k) * n + lane] = xj;
     for (int r = lane; r < m; r += kW) yg[size_t(k) * m + r] = s.y[r];
     if (lane == 0) {
@@ -514,6 +608,7 @@ __global__ void __launch_bounds__(kW, Fallback ? 8 : 16) qp_admm_warp_kernel(int
     }
   };
 
+  IMPULSE_CLK(clk.lap(lane, kClkLoad);)
   // ---- the input check (qp_check_input) ----------------------------------------
   if (st0.check_input) {
     bool bad_p = false, bad_q = false, bad_a = false, bad_b = false;
@@ -582,6 +677,7 @@ __global__ void __launch_bounds__(kW, Fallback ? 8 : 16) qp_admm_warp_kernel(int
     const bool warm = phase == 0 && warm_k;
     const bool kept_ph = phase == 0 && kept_k;
     info = QpInfo<T>{};
+    IMPULSE_CLK(clk.lap(lane, phase == 0 ? kClkInput : kClkRestart);)
     // ---- the initial iterate ------------------------------------------------------
     if (warm) {
       xj = own ? xg[size_t(k) * n + lane] : T(0);
@@ -596,6 +692,7 @@ __global__ void __launch_bounds__(kW, Fallback ? 8 : 16) qp_admm_warp_kernel(int
       for (int r = lane; r < m; r += kW) s.y[r] = T(0), s.z[r] = T(0);
     }
     __syncwarp();
+    IMPULSE_CLK(clk.lap(lane, phase == 0 ? kClkInit : kClkRestart);)
 
     // ---- Ruiz equilibration (qp_equilibrate) ------------------------------------------
     T dj = T(1), cscale = T(1);
@@ -654,6 +751,7 @@ __global__ void __launch_bounds__(kW, Fallback ? 8 : 16) qp_admm_warp_kernel(int
       __syncwarp();
     }
     if (iters == 0) cscale = T(1);
+    IMPULSE_CLK(clk.lap(lane, phase == 0 ? kClkRuiz : kClkRestart);)
     // ---- ρ and the factorization (qp_setup) -----------------------------------------
     // (the first phase at the problem's own first ρ where one is given: WarpLaunch::rho0)
     T rho = phase == 0 && rho0 ? impulse::detail::qp_first_rho(st, rho0[k]) : st.rho;
@@ -689,6 +787,7 @@ __global__ void __launch_bounds__(kW, Fallback ? 8 : 16) qp_admm_warp_kernel(int
     bool stalled = false;
     int it = 0;
     const int soc0 = cones.soc_begin();
+    IMPULSE_CLK(clk.lap(lane, phase == 0 ? kClkFactor : kClkRestart);)
     for (it = 1; it <= st.max_iter; ++it) {
       const bool check = it == sc.next_check || it == st.max_iter ||
                          (st.adaptive_rho && it % st.adaptive_rho_interval == 0);
@@ -701,7 +800,7 @@ __global__ void __launch_bounds__(kW, Fallback ? 8 : 16) qp_admm_warp_kernel(int
       __syncwarp();
       T rj = T(0);
       if (own) {
-        rj = col_dot<kSums>(s, pt, lane, s.tm, sig * xj - qj);
+        rj = col_dot_any<kSums>(dprod, s, pt, m, lane, s.tm, sig * xj - qj);
       }
       // x̃_j = Σ_l K⁻¹_jl rhs_l, rhs through the broadcast row, four at a time, the next
       // four loaded before these are used
@@ -754,6 +853,7 @@ __global__ void __launch_bounds__(kW, Fallback ? 8 : 16) qp_admm_warp_kernel(int
         }
       }
       __syncwarp();
+      IMPULSE_CLK(clk.lap(lane, kClkIter);)
       if (!check) continue;
 
       // ---- the check (qp_check_residuals) ----
@@ -770,16 +870,18 @@ __global__ void __launch_bounds__(kW, Fallback ? 8 : 16) qp_admm_warp_kernel(int
           prim = max_of(prim, rr), axn = max_of(axn, aax), zn = max_of(zn, zz);
           spr = max_of(spr, e * rr), saxn = max_of(saxn, e * aax), szn = max_of(szn, e * zz);
         }
+        IMPULSE_CLK(clk.lap(lane, kClkCheckAx);)
         T dual = T(0), pxn = T(0), atyn = T(0), qn = T(0), sdr = T(0), spxn = T(0), satyn = T(0), sqn = T(0);
         T xpx = T(0), qx = T(0), by = T(0);
         if (own) {
           const T px = p_dot<kSums>(P, n, lane, s.xs);
           xpx = xj * px, qx = qj * xj;
-          const T aty = col_dot<kSums>(s, pt, lane, s.y);
+          const T aty = col_dot_any<kSums>(dprod, s, pt, m, lane, s.y);
           const T rr = abs_of(px + qj + aty), apx = abs_of(px), aaty = abs_of(aty), aq = abs_of(qj);
           dual = rr, pxn = apx, atyn = aaty, qn = aq;
           sdr = dj * rr, spxn = dj * apx, satyn = dj * aaty, sqn = dj * aq;
         }
+        IMPULSE_CLK(clk.lap(lane, kClkCheckPx);)
         {
           T red[7] = {prim, spr, saxn, szn, dual, sdr, spxn};
           wmax_all(red);
@@ -817,6 +919,7 @@ __global__ void __launch_bounds__(kW, Fallback ? 8 : 16) qp_admm_warp_kernel(int
           if (c.prim_res <= c.eps_prim && c.dual_res <= c.eps_dual && gap_ok) verdict = SolveStatus::kSolved;
         }
       }
+      IMPULSE_CLK(clk.lap(lane, kClkCheckEnd);)
       if (verdict == SolveStatus::kNotRun) {
         impulse::detail::qp_schedule_next(st, it, c, sc);
         // ---- infeasibility (qp_check_infeasible) ----
@@ -840,7 +943,7 @@ __global__ void __launch_bounds__(kW, Fallback ? 8 : 16) qp_admm_warp_kernel(int
               in = in && !(soc3_violation(s.tm[r], s.tm[r + 1], s.tm[r + 2]) > tol);
             }
             if (__all_sync(kFull, in)) {
-              const T aty = own ? abs_of(col_dot<kSums>(s, pt, lane, s.tm)) : T(0);
+              const T aty = own ? abs_of(col_dot_any<kSums>(dprod, s, pt, m, lane, s.tm)) : T(0);
               if (wmax(aty) <= tol) verdict = SolveStatus::kPrimalInfeasible;
             }
           }
@@ -872,6 +975,7 @@ __global__ void __launch_bounds__(kW, Fallback ? 8 : 16) qp_admm_warp_kernel(int
         }
         __syncwarp();  // s.tm and s.xs were read across lanes: before they are written again
       }
+      IMPULSE_CLK(clk.lap(lane, kClkInfeas); const int ru0 = info.rho_updates;)
       // ---- adaptive ρ (qp_adapt_rho) ----
       if (verdict == SolveStatus::kNotRun && st.adaptive_rho && it % st.adaptive_rho_interval == 0 &&
           info.rho_updates < st.max_rho_updates && sc.remaining > T(st.adaptive_rho_interval)) {
@@ -889,6 +993,7 @@ __global__ void __launch_bounds__(kW, Fallback ? 8 : 16) qp_admm_warp_kernel(int
             ++info.rho_updates;
         }
       }
+      IMPULSE_CLK(clk.lap(lane, info.rho_updates != ru0 ? kClkRho : kClkRhoTest);)
       if (verdict != SolveStatus::kNotRun) {
         status = verdict;
         break;
@@ -957,7 +1062,8 @@ void launch_qp_warp(const WarpLaunch<T>& a, const QpSettings<T>& st, bool warm) 
   const bool dense = st.fallback && warp_shared_bytes_dense(a.m, a.nnz, sizeof(T)) <= kWarpSharedLimit;
   const Problem pr{a.n, a.m, a.nnz, a.cones, dense};
   const Pattern pt{a.row_ptr, a.col, a.col_ptr, a.csc_pos, a.csc_row};
-  const size_t smem = dense ? warp_shared_bytes_dense(a.m, a.nnz, sizeof(T)) : warp_shared_bytes(a.m, a.nnz, sizeof(T));
+  const size_t smem = (dense ? warp_shared_bytes_dense(a.m, a.nnz, sizeof(T)) : warp_shared_bytes(a.m, a.nnz, sizeof(T)))
+                      IMPULSE_CLK(+kClkBytes);
   static_assert(sizeof(T) == 4 || sizeof(T) == 8, "float or double");
   auto kernel = st.fallback ? (a.kept ? qp_admm_warp_kernel<T, true, true> : qp_admm_warp_kernel<T, true, false>)
                             : (a.kept ? qp_admm_warp_kernel<T, false, true> : qp_admm_warp_kernel<T, false, false>);
