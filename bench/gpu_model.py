@@ -361,7 +361,9 @@ WARP_SHAPES = {"contactnets_warp_double": (32, 224), "contactnets_train_double":
 
 
 def warp_shared_bytes(m, nnz, t, dense=False):  # kernels/qp_kernels.h (dense: warp_shared_bytes_dense)
-    return (nnz + 4 * 32 + 9 * m + (32 + 36 * m + 32 * 32 if dense else 32 * 33)) * t
+    ld = 34 if t == 8 else 36  # warp_dense_ld
+    pad4 = lambda v: (v + 3) // 4 * 4  # warp_pad4
+    return (pad4(nnz) + 4 * 32 + 9 * pad4(m) + (32 + ld * m + 32 * 32 if dense else 32 * 33)) * t
 
 
 TIMING = os.path.join(ROOT, "build-sim", "timing")

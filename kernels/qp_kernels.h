@@ -41,18 +41,24 @@ inline DeviceLayout parse_device_layout(const std::string& s) {
 }
 
 // Shared memory one problem of the warp layout takes: A's nonzeros, four rows of 32
-// and nine of m entries, and K while it is formed (32 × 33).
+// and nine of m entries, and K while it is formed (32 × 33). The nonzeros and each row of
+// m take a multiple of 4 elements (warp_pad4), so every row starts 16-byte aligned and is
+// read four elements a load.
+IMPULSE_HD constexpr int warp_pad4(int v) { return (v + 3) & ~3; }
 inline size_t warp_shared_bytes(int m, int nnz, size_t elem) {
-  return size_t(nnz + 4 * 32 + 9 * m + 32 * 33) * elem;
+  return size_t(warp_pad4(nnz) + 4 * 32 + 9 * warp_pad4(m) + 32 * 33) * elem;
 }
-// The same with A also held dense (m rows of kWarpDenseLd, zeros off the pattern) and P
+// The same with A also held dense (m rows of warp_dense_ld, zeros off the pattern) and P
 // (32 x 32), as the stagnation-restart variants take it when it fits the limit below: K
 // is then formed in registers, a lane's column from its column's rows of the dense A, and
 // needs no shared 32 x 33 block (only its first row, the broadcast row, stays); P is read
 // from shared memory; with m <= 32 and long rows, Ax and Aᵀy from the dense A.
-constexpr int kWarpDenseLd = 36;  // 32 columns and padding (rows 16-byte aligned)
+// The dense A's row stride: 32 columns and padding, rows 16-byte aligned, and rows 4 banks
+// apart (68 words in double, 36 in float), so lanes reading 16 bytes each of different
+// rows at the same column (the factorization's K, Ruiz's row norms) meet no bank conflict.
+IMPULSE_HD constexpr int warp_dense_ld(size_t elem) { return elem == 8 ? 34 : 36; }
 inline size_t warp_shared_bytes_dense(int m, int nnz, size_t elem) {
-  return size_t(nnz + 4 * 32 + 9 * m + 32 + size_t(m) * kWarpDenseLd + 32 * 32) * elem;
+  return size_t(warp_pad4(nnz) + 4 * 32 + 9 * warp_pad4(m) + 32 + size_t(m) * warp_dense_ld(elem) + 32 * 32) * elem;
 }
 constexpr size_t kWarpSharedLimit = 48 * 1024;  // without opting in to more
 

@@ -136,7 +136,7 @@ __device__ __forceinline__ T add_partials(const T (&a)[S]) {
 // at the aligned base: while K is not being formed, its first 32 elements are the
 // broadcast row `bc` (Gauss-Jordan's pivot column, the x-step's right-hand side), read
 // with 16-byte loads. Dense (warp_shared_bytes_dense): no K block but the broadcast row,
-// then A dense, m rows of kWarpDenseLd (16-byte aligned), and P (32 x 32, as in global
+// then A dense, m rows of warp_dense_ld (16-byte aligned), and P (32 x 32, as in global
 // memory).
 template <class T>
 struct Smem {
@@ -144,29 +144,33 @@ struct Smem {
   T *z, *v, *y, *yp, *rho, *rinv, *b, *e, *tm;     // m-sized
   T* K;                                            // K while it is formed: 32 x 33
   T* bc;                                           // K's first row otherwise: 32
-  T *Ad, *P;                                       // dense: A, m x kWarpDenseLd; P
+  T *Ad, *P;                                       // dense: A, m x dld; P
   static constexpr int ldk = kW + 1;
-  // warp_shared_bytes' rows, or warp_shared_bytes_dense's
-  __device__ static Smem carve(T* base, int nnz, int m, bool dense) {
+  static constexpr int dld = warp_dense_ld(sizeof(T));
+  // warp_shared_bytes' rows, or warp_shared_bytes_dense's: each 16-byte aligned (the
+  // nonzeros and the m-sized rows padded to multiples of 4 elements)
+  __device__ static Smem carve(T* base, int nnz_, int m_, bool dense) {
     Smem s;
     T* p = base;
+    const int m = m_;
+    const int nnz = warp_pad4(nnz_), mp = warp_pad4(m_);
     s.K = s.bc = p, p += dense ? kW : kW * ldk;
-    s.Ad = p, p += dense ? m * kWarpDenseLd : 0;
+    s.Ad = p, p += dense ? m * dld : 0;
     s.P = p, p += dense ? kW * kW : 0;
     s.A = p, p += nnz;
     s.xs = p, p += kW;
     s.xts = p, p += kW;
     s.ds = p, p += kW;
     s.tn = p, p += kW;
-    s.z = p, p += m;
-    s.v = p, p += m;
-    s.y = p, p += m;
-    s.yp = p, p += m;
-    s.rho = p, p += m;
-    s.rinv = p, p += m;
-    s.b = p, p += m;
-    s.e = p, p += m;
-    s.tm = p, p += m;
+    s.z = p, p += mp;
+    s.v = p, p += mp;
+    s.y = p, p += mp;
+    s.yp = p, p += mp;
+    s.rho = p, p += mp;
+    s.rinv = p, p += mp;
+    s.b = p, p += mp;
+    s.e = p, p += mp;
+    s.tm = p, p += mp;
     return s;
   }
 };
@@ -205,7 +209,12 @@ struct Pattern {
 };
 
 // K (lane j: column j in Kc) ← K⁻¹ by Gauss-Jordan without pivoting (SPD: every
-// pivot is a Schur complement's diagonal, positive). False when a pivot is not
+// pivot is a Schur complement's diagonal, positive). The pivot's column K_ik comes from
+// row k, each lane i writing its own K_ki: the elimination keeps the matrix symmetric
+// in the rows and columns not yet pivoted and antisymmetric between a pivoted one and
+// the rest (an update and its mirror are the same products, negated: exact), so
+// K_ik = K_ki for i >= k and −K_ki for i < k. One store a lane instead of the pivot
+// lane's 32 (K formed symmetric: the same products in the same order on both sides). False when a pivot is not
 // positive or not finite (warp-uniform: the pivot is broadcast). Lanes ≥ n hold
 // identity columns. Inverse = false: the elimination below the pivots only (the
 // same pivots, about half the work), as a positive-definiteness test.
@@ -213,12 +222,9 @@ template <class T, bool Inverse = true>
 __device__ __forceinline__ bool gj_inverse(T (&Kc)[kW], int lane, T* __restrict__ bc) {
 #pragma unroll
   for (int k = 0; k < kW; ++k) {
-    // the pivot lane's column to the broadcast row (the previous pivot's reads done)
+    // the pivot's column to the broadcast row (the previous pivot's reads done)
     __syncwarp();
-    if (lane == k) {
-#pragma unroll
-      for (int i = 0; i < kW; i += 4) store4(bc + i, Kc[i], Kc[i + 1], Kc[i + 2], Kc[i + 3]);
-    }
+    bc[lane] = lane < k ? -Kc[k] : Kc[k];
     __syncwarp();
     // K_ik for every row i, four at a time, the next four loaded before these are used
     T cur[4], nxt[4];
@@ -280,7 +286,7 @@ __device__ bool factor(const Problem& pr, const Pattern& pt, const T* __restrict
       for (int k = pt.col_ptr[lane], e = pt.col_ptr[lane + 1]; k < e; ++k) {
         const int r = pt.csc_row[k];
         const T ab = s.A[pt.csc_pos[k]], rr = s.rho[r];
-        const T* __restrict__ ar = s.Ad + r * kWarpDenseLd;
+        const T* __restrict__ ar = s.Ad + r * Smem<T>::dld;
 #pragma unroll
         for (int i0 = 0; i0 < kW; i0 += 4) {
           T a[4];
@@ -335,6 +341,24 @@ __device__ void set_rho(const Problem& pr, const Smem<T>& s, T rho, T eq_scale, 
   __syncwarp();
 }
 
+template <class T>
+__device__ __forceinline__ T max4(const T (&v)[4]) {
+  return max_of(max_of(v[0], v[1]), max_of(v[2], v[3]));
+}
+
+// dst[i] = src[i] for i < count, lane-strided, U loads of a lane issued before their stores
+template <int U, class T>
+__device__ __forceinline__ void copy_rows(T* __restrict__ dst, const T* __restrict__ src, int count, int lane) {
+  for (int i0 = lane; i0 < count; i0 += U * kW) {
+    T v[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) v[u] = i0 + u * kW < count ? src[i0 + u * kW] : T(0);
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+      if (i0 + u * kW < count) dst[i0 + u * kW] = v[u];
+  }
+}
+
 // (A v)_r over row r's nonzeros in CSR order (csr_matvec's sums), v in shared; a
 // chunk's column indices and values are loaded before its multiply-adds
 template <class T>
@@ -385,11 +409,13 @@ __device__ __forceinline__ T p_dot(const T* __restrict__ P, int n, int j, const 
   T acc[S];  // S partial sums
 #pragma unroll
   for (int u = 0; u < S; ++u) acc[u] = T(0);
+  static_assert(kChunk == 4, "v's chunks are 16-byte loads");
   for (int i = 0; i < n; i += kChunk) {
     T a[kChunk], w[kChunk];
+    load4(v + i, w);  // (v: a row of 32, 16-byte aligned; entries beyond n not used)
 #pragma unroll
     for (int u = 0; u < kChunk; ++u)
-      if (i + u < n) a[u] = P[(i + u) * n + j], w[u] = v[i + u];
+      if (i + u < n) a[u] = P[(i + u) * n + j];
 #pragma unroll
     for (int u = 0; u < kChunk; ++u)
       if (i + u < n) acc[u % S] += a[u] * w[u];
@@ -402,12 +428,10 @@ __device__ __forceinline__ T p_dot(const T* __restrict__ P, int n, int j, const 
 // (columns i mod S; S = 1: row_dot's sum for a pattern whose rows list their columns in
 // ascending order). Chains of 32 / S multiply-adds with no index loads: on the
 // ContactNets QP (rows of up to 25 nonzeros) shorter than the
-// sparse loop's chunks of dependent loads. (Aᵀw the same way, a single chain of
-// m over a column, simulated slower than col_dot's chunks and is not used:
-// bench/results/gpu_contactnets_tail_2026-11-27.md.)
+// sparse loop's chunks of dependent loads. (Aᵀw the same way: col_dot_dense, below.)
 template <int S, class T>
 __device__ __forceinline__ T row_dot_dense(const Smem<T>& s, int r, const T* v) {
-  const T* __restrict__ a = s.Ad + r * kWarpDenseLd;
+  const T* __restrict__ a = s.Ad + r * Smem<T>::dld;
   T acc[S];
 #pragma unroll
   for (int u = 0; u < S; ++u) acc[u] = T(0);
@@ -415,8 +439,7 @@ __device__ __forceinline__ T row_dot_dense(const Smem<T>& s, int r, const T* v) 
   for (int i0 = 0; i0 < kW; i0 += 4) {
     T av[4], w[4];
     load4(a + i0, av);
-#pragma unroll
-    for (int u = 0; u < 4; ++u) w[u] = v[i0 + u];
+    load4(v + i0, w);  // (v: a row of 32, 16-byte aligned)
 #pragma unroll
     for (int u = 0; u < 4; ++u) acc[u % S] += av[u] * w[u];
   }
@@ -436,10 +459,11 @@ __device__ __forceinline__ T col_dot_dense(const Smem<T>& s, int m, int j, const
   for (int r0 = 0; r0 < kW; r0 += 4) {
     if (r0 >= m) break;
     T av[4], wv[4];
+    load4(w + r0, wv);  // (w: an m-sized row, padded to a multiple of 4, 16-byte aligned)
 #pragma unroll
-    for (int u = 0; u < 4; ++u) {  // (w: scalar reads, an m-sized array need not be 16-byte aligned)
-      av[u] = r0 + u < m ? a[(r0 + u) * kWarpDenseLd] : T(0);
-      wv[u] = r0 + u < m ? w[r0 + u] : T(0);
+    for (int u = 0; u < 4; ++u) {  // (the padding's entries beyond m: not used)
+      av[u] = r0 + u < m ? a[(r0 + u) * Smem<T>::dld] : T(0);
+      wv[u] = r0 + u < m ? wv[u] : T(0);
     }
 #pragma unroll
     for (int u = 0; u < 4; ++u) acc[u % S] += av[u] * wv[u];
@@ -569,14 +593,26 @@ __global__ void __launch_bounds__(kW, Fallback ? 8 : 16) qp_admm_warp_kernel(int
   const T qj = own ? qg[size_t(k) * n + lane] : T(0);
 
   // ---- set-up: A's nonzeros and b into shared memory -------------------------------
-  for (int i = lane; i < nnz; i += kW) s.A[i] = A[i];
+  // (global reads eight a lane at a time, all in flight before their stores: one memory
+  // latency per eight, not one per element)
+  copy_rows<8>(s.A, A, nnz, lane);
   for (int r = lane; r < m; r += kW) s.b[r] = bg[size_t(k) * m + r];
   if (dense) {  // P; A dense: zeros, then a lane per row scatters its nonzeros
-    for (int i = lane; i < n * n; i += kW) s.P[i] = Pg[size_t(k) * n * n + i];
-    for (int i = lane; i < m * kWarpDenseLd; i += kW) s.Ad[i] = T(0);
+    copy_rows<8>(s.P, Pg + size_t(k) * n * n, n * n, lane);
+    for (int i = lane; i < m * Smem<T>::dld; i += kW) s.Ad[i] = T(0);
     __syncwarp();
-    for (int r = lane; r < m; r += kW)
-      for (int e = pt.row_ptr[r], e1 = pt.row_ptr[r + 1]; e < e1; ++e) s.Ad[r * kWarpDenseLd + pt.col[e]] = A[e];
+    for (int r = lane; r < m; r += kW) {
+      const int e1 = pt.row_ptr[r + 1];
+      for (int e = pt.row_ptr[r]; e < e1; e += 4) {  // four entries' column and value, then their stores
+        int c[4];
+        T v[4];
+#pragma unroll
+        for (int u = 0; u < 4; ++u) c[u] = e + u < e1 ? pt.col[e + u] : 0, v[u] = e + u < e1 ? s.A[e + u] : T(0);
+#pragma unroll
+        for (int u = 0; u < 4; ++u)
+          if (e + u < e1) s.Ad[r * Smem<T>::dld + c[u]] = v[u];
+      }
+    }
   }
   __syncwarp();
 
@@ -708,15 +744,32 @@ __global__ void __launch_bounds__(kW, Fallback ? 8 : 16) qp_admm_warp_kernel(int
     }
     for (int it = 0; it <= iters; ++it) {
       // column norms of c·D P D (dense_col_absmax_scaled: max over i of |P_ij|·D_i)
-      T tn = T(0);
+      // (maxima in four chains, combined: a maximum is the same in any order)
+      T tn;
+      {
+        T mx[4] = {T(0), T(0), T(0), T(0)};
 #pragma unroll
-      for (int i = 0; i < kW; ++i) tn = max_of(tn, Kc[i] * s.ds[i]);
+        for (int i0 = 0; i0 < kW; i0 += 4) {
+          T d[4];
+          load4(s.ds + i0, d);
+#pragma unroll
+          for (int u = 0; u < 4; ++u) mx[u] = max_of(mx[u], Kc[i0 + u] * d[u]);
+        }
+        tn = max4(mx);
+      }
       tn *= cscale * dj;
       if (it > 0 || iters == 0) {
         s.tn[lane] = tn;
         __syncwarp();
         T mean = T(0);
-        for (int j = 0; j < n; ++j) mean += s.tn[j];  // the serial order
+        {  // the serial order (the reads issued first)
+          T tv[kW];
+#pragma unroll
+          for (int j = 0; j < kW; j += 4) load4(s.tn + j, *reinterpret_cast<T(*)[4]>(tv + j));
+#pragma unroll
+          for (int j = 0; j < kW; ++j)
+            if (j < n) mean += tv[j];
+        }
         const T qn = wmax(own ? abs_of(qj) * dj : T(0)) * cscale;
         mean /= T(n);
         const T gamma = T(1) / impulse::detail::qp_limit_scaling(max_of(mean, qn));
@@ -728,15 +781,45 @@ __global__ void __launch_bounds__(kW, Fallback ? 8 : 16) qp_admm_warp_kernel(int
       }
       if (it == iters) break;
       // column and row norms of E A D (qp_A_norms)
+      // (dense: over the dense A's column and rows, whose entries off the pattern add
+      // products 0, which change no maximum: the same norms, without index loads)
       T cn = T(0);
-      if (own)
-        for (int k = pt.col_ptr[lane], e = pt.col_ptr[lane + 1]; k < e; ++k)
-          cn = max_of(cn, (abs_of(s.A[pt.csc_pos[k]]) * dj) * s.e[pt.csc_row[k]]);
-      for (int r = lane; r < m; r += kW) {
-        T rn = T(0);
-        for (int k = pt.row_ptr[r], e = pt.row_ptr[r + 1]; k < e; ++k)
-          rn = max_of(rn, abs_of(s.A[k]) * s.ds[pt.col[k]]);
-        s.tm[r] = rn * s.e[r];
+      if (dense) {
+        if (own) {
+          T mx[4] = {T(0), T(0), T(0), T(0)};
+          for (int r0 = 0; r0 < m; r0 += 4) {
+            T a[4], e[4];
+            load4(s.e + r0, e);  // (the padding beyond m: not used)
+#pragma unroll
+            for (int u = 0; u < 4; ++u)
+              a[u] = r0 + u < m ? s.Ad[(r0 + u) * Smem<T>::dld + lane] : T(0), e[u] = r0 + u < m ? e[u] : T(0);
+#pragma unroll
+            for (int u = 0; u < 4; ++u) mx[u] = max_of(mx[u], (abs_of(a[u]) * dj) * e[u]);
+          }
+          cn = max4(mx);
+        }
+        for (int r = lane; r < m; r += kW) {
+          T mx[4] = {T(0), T(0), T(0), T(0)};
+#pragma unroll
+          for (int i0 = 0; i0 < kW; i0 += 4) {
+            T a[4], d[4];
+            load4(s.Ad + r * Smem<T>::dld + i0, a);
+            load4(s.ds + i0, d);
+#pragma unroll
+            for (int u = 0; u < 4; ++u) mx[u] = max_of(mx[u], abs_of(a[u]) * d[u]);
+          }
+          s.tm[r] = max4(mx) * s.e[r];
+        }
+      } else {
+        if (own)
+          for (int k = pt.col_ptr[lane], e = pt.col_ptr[lane + 1]; k < e; ++k)
+            cn = max_of(cn, (abs_of(s.A[pt.csc_pos[k]]) * dj) * s.e[pt.csc_row[k]]);
+        for (int r = lane; r < m; r += kW) {
+          T rn = T(0);
+          for (int k = pt.row_ptr[r], e = pt.row_ptr[r + 1]; k < e; ++k)
+            rn = max_of(rn, abs_of(s.A[k]) * s.ds[pt.col[k]]);
+          s.tm[r] = rn * s.e[r];
+        }
       }
       __syncwarp();
       for (int c = lane; c < cones.n_soc; c += kW) {  // one factor per cone
