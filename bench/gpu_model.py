@@ -613,12 +613,14 @@ def tail_lines(case_dir, qp_cycles, history, f, other):
     for line in open(log, encoding="latin1"):
         m = re.search(r"device loss: (\d+) transitions, (\d+) iterations \(slowest (\d+)\), (\d+) rho "
                       r"updates \(most (\d+)\)", line) or m
-    if not m or not os.path.exists(os.path.join(case_dir, "line_stats.txt")) or not os.path.exists(history):
-        return ["\n(The step's slowest transition: needs the 132-SM run with GPU_TIMING_LINE_STATS=1, its "
-                f"test's `device loss:` line, and {os.path.relpath(history, ROOT)}.)"], None
-    B, T, S, U, R = (int(g) for g in m.groups())
     clock_dir = os.path.join(os.path.dirname(case_dir), "contactnets_clocks_132sm")
     clocks = clock_costs(clock_dir)
+    have_phases = clocks or os.path.exists(os.path.join(case_dir, "line_stats.txt"))
+    if not m or not have_phases or not os.path.exists(history):
+        return ["\n(The step's slowest transition: needs the clocks run (contactnets_clocks_132sm) or the "
+                "132-SM run with GPU_TIMING_LINE_STATS=1, its test's `device loss:` line, and "
+                f"{os.path.relpath(history, ROOT)}.)"], None
+    B, T, S, U, R = (int(g) for g in m.groups())
     if clocks:  # the phases' own cycles (the clocks build)
         qk = [x for x in parse_timing(os.path.join(clock_dir, "sim.log"))
               if x[0] == "qp_admm_warp_kernel<double, fallback>"]
