@@ -227,8 +227,14 @@ TEST(QpBatch, DeviceLayoutRule) {
   // shared memory: the warp's rows of one problem (A's nonzeros among them) must fit 48 KB
   EXPECT_EQ(cuda::warp_shared_bytes(48, 240, 4), size_t(240 + 128 + 9 * 48 + 32 * 33) * 4);
   // A dense as well (the stagnation-restart variants, when it fits): the broadcast row and m
-  // rows of 36 in place of the 32 x 33 block, and P; the ContactNets QP (m = 32, nnz = 224) fits
-  EXPECT_EQ(cuda::warp_shared_bytes_dense(32, 224, 8), size_t(224 + 128 + 9 * 32 + 32 + 32 * 36 + 32 * 32) * 8);
+  // rows of warp_dense_ld in place of the 32 x 33 block, and P; the ContactNets QP (m = 32, nnz = 224) fits
+  // (the dense A's rows: 34 doubles or 36 floats, four banks apart; warp_dense_ld)
+  EXPECT_EQ(cuda::warp_shared_bytes_dense(32, 224, 8), size_t(224 + 128 + 9 * 32 + 32 + 32 * 34 + 32 * 32) * 8);
+  EXPECT_EQ(cuda::warp_shared_bytes_dense(32, 224, 4), size_t(224 + 128 + 9 * 32 + 32 + 32 * 36 + 32 * 32) * 4);
+  // the nonzeros and each m-sized row padded to a multiple of 4 elements (warp_pad4), so
+  // every row starts 16-byte aligned
+  EXPECT_EQ(cuda::warp_shared_bytes(47, 241, 4), size_t(244 + 128 + 9 * 48 + 32 * 33) * 4);
+  EXPECT_EQ(cuda::warp_shared_bytes_dense(45, 222, 8), size_t(224 + 128 + 9 * 48 + 32 + 45 * 34 + 32 * 32) * 8);
   EXPECT_LE(cuda::warp_shared_bytes_dense(32, 224, 8), cuda::kWarpSharedLimit);
   EXPECT_GT(cuda::warp_shared_bytes_dense(130, 300, 8), cuda::kWarpSharedLimit);
   EXPECT_LE(cuda::warp_shared_bytes(130, 300, 8), cuda::kWarpSharedLimit);
