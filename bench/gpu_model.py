@@ -48,7 +48,12 @@ average of the kernel's ld/st of that space.
 With latency (bench/gpu_timing.sh, the report's last section): the simulator's
 performance model times the same kernels cycle by cycle on one full SM (throughput) or
 on 132 SMs (a training step's small launches); its cycles at the H100's clock and SM
-count give a prediction that counts the latency the issue limit assumes hidden.
+count give a prediction that counts the latency the issue limit assumes hidden. A
+training step waits for its slowest QP, costed from a solve's set-up, an iteration and a
+ρ update: their cycles come from the clocks build's run (contactnets_clocks_132sm: the
+warp kernel reads the simulator's cycle counter at its phase boundaries) where it exists,
+else from the per-line summed latencies grouped by phase (GPU_TIMING_LINE_STATS=1), which
+misplace the refactorization of a ρ update (bench/results/gpu_clocks_2026-11-27.md).
 """
 import argparse
 import collections
