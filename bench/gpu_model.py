@@ -51,9 +51,9 @@ on 132 SMs (a training step's small launches); its cycles at the H100's clock an
 count give a prediction that counts the latency the issue limit assumes hidden. A
 training step waits for its slowest QP, costed from a solve's set-up, an iteration and a
 ρ update: their cycles come from the clocks build's run (contactnets_clocks_132sm: the
-warp kernel reads the simulator's cycle counter at its phase boundaries) where it exists,
-else from the per-line summed latencies grouped by phase (GPU_TIMING_LINE_STATS=1), which
-misplace the refactorization of a ρ update (bench/results/gpu_clocks_2026-11-27.md).
+warp kernel reads the simulator's cycle counter at its phase boundaries), not from
+per-line summed latencies grouped by phase, which misplace a ρ update's refactorization
+(bench/results/gpu_clocks_2026-11-27.md).
 """
 import argparse
 import collections
@@ -522,9 +522,6 @@ TRAIN_HISTORY = os.path.join(ROOT, "bench", "results", "contactnets_slowest_qp_w
 TRAIN_BATCH = 64  # that run's mini-batch (the trainer's default)
 # a ContactNets epoch on 256 real tosses (bench/results/contactnets_2026-11-21.md's split)
 TRAIN_TRANSITIONS, VALID_TRANSITIONS = 26766, 17969
-SETUP_PHASES = ("set-up", "the input check", "the initial iterate", "Ruiz", "ρ and the factorization",
-                "finish", "(no line)")
-ITERATION_PHASES = ("the iteration", "the check", "infeasibility", "stagnation")
 
 
 CLOCK_PHASES = ("load", "input", "init", "ruiz", "factor", "iter", "check_ax", "check_px", "check_end", "infeas",
@@ -605,14 +602,13 @@ def clock_tail(clocks, qp_cycles, clocks_qp_cycles):
 
 
 def tail_lines(case_dir, qp_cycles, history, f, other):
-    """The QP of a training step waits for its slowest transition. From the 132-SM run's
-    per-phase latency (bench/gpu_line_stats.py, the run made with GPU_TIMING_LINE_STATS=1)
-    and the test's own counts (its log's `device loss:` line): a solve's set-up, an
-    iteration (its checks included) and a ρ update, in cycles; the slowest transition of the
-    test, so costed, against the simulated cycles (the calibration); then the slowest of a
-    real training step (`history`'s last epoch) at the same costs. Lines of markdown."""
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    import gpu_line_stats  # noqa: E402 (bench/, beside this script)
+    """The QP of a training step waits for its slowest transition. From the clocks run
+    (clock_costs: each phase's own cycles) and the 132-SM run's QP launch and counts (its
+    log's `device loss:` line): a solve's set-up, an iteration (its checks included) and a
+    ρ update, in cycles; then the slowest QP of every epoch of a real training run
+    (`history`) at those costs. (Per-line summed latencies grouped by phase,
+    bench/gpu_line_stats.py, are not used: they put a ρ update's refactorization in another
+    phase, bench/results/gpu_clocks_2026-11-27.md.) Lines of markdown."""
     log = os.path.join(case_dir, "sim.log")
     m = None
     for line in open(log, encoding="latin1"):
@@ -620,33 +616,20 @@ def tail_lines(case_dir, qp_cycles, history, f, other):
                       r"updates \(most (\d+)\)", line) or m
     clock_dir = os.path.join(os.path.dirname(case_dir), "contactnets_clocks_132sm")
     clocks = clock_costs(clock_dir)
-    have_phases = clocks or os.path.exists(os.path.join(case_dir, "line_stats.txt"))
-    if not m or not have_phases or not os.path.exists(history):
-        return ["\n(The step's slowest transition: needs the clocks run (contactnets_clocks_132sm) or the "
-                "132-SM run with GPU_TIMING_LINE_STATS=1, its test's `device loss:` line, and "
-                f"{os.path.relpath(history, ROOT)}.)"], None
+    if not m or not clocks or not os.path.exists(history):
+        return ["\n(The step's slowest transition: needs the clocks run (GPU_TIMING_CASES="
+                "contactnets_clocks_132sm bash bench/gpu_timing.sh), the 132-SM run's `device loss:` line, "
+                f"and {os.path.relpath(history, ROOT)}.)"], None
     B, T, S, U, R = (int(g) for g in m.groups())
-    if clocks:  # the phases' own cycles (the clocks build)
-        qk = [x for x in parse_timing(os.path.join(clock_dir, "sim.log"))
-              if x[0] == "qp_admm_warp_kernel<double, fallback>"]
-        if not qk:
-            sys.exit(f"gpu_model: {clock_dir}: no QP launch in its log")
-        setup, per_it, per_rho, clock_table = clock_tail(clocks, qp_cycles, qk[0][1])
-        est = setup + S * per_it + R * per_rho
-        cal = 1.0
-    else:  # summed latencies by phase, calibrated on the launch
-        lat = gpu_line_stats.phase_latency(case_dir)
-        group = lambda names: sum(v for k, v in lat.items() if k.startswith(names)) / 32  # warp-cycles
-        setup = group(SETUP_PHASES) / B
-        per_it = group(ITERATION_PHASES) / T
-        per_rho = group(("adaptive ρ",)) / U if U else 0.0
-        est = setup + S * per_it + R * per_rho
-        cal = qp_cycles / est
+    qk = [x for x in parse_timing(os.path.join(clock_dir, "sim.log")) if x[0] == "qp_admm_warp_kernel<double, fallback>"]
+    if not qk:
+        sys.exit(f"gpu_model: {clock_dir}: no QP launch in its log")
+    setup, per_it, per_rho, clock_table = clock_tail(clocks, qp_cycles, qk[0][1])
     rows = list(csv.DictReader(open(history)))
     last = rows[-1]
     St, Rt = float(last["slowest_qp_iterations"]), float(last["slowest_qp_rho_updates"])
     mean_t = float(last["mean_qp_iterations"])
-    qp_step = cal * (setup + St * per_it + Rt * per_rho)
+    qp_step = setup + St * per_it + Rt * per_rho
     step = (other + qp_step) / f
     # every epoch of the run the same way: the slowest QP varies over training (more
     # iterations while θ moves fast), so one epoch's figure is not the run's
@@ -656,40 +639,21 @@ def tail_lines(case_dir, qp_cycles, history, f, other):
         if int(row["epoch"]) < 1:
             continue
         s_it, s_rho = float(row["slowest_qp_iterations"]), float(row["slowest_qp_rho_updates"])
-        st_e = (other + cal * (setup + s_it * per_it + s_rho * per_rho)) / f
+        st_e = (other + setup + s_it * per_it + s_rho * per_rho) / f
         series.append((int(row["epoch"]), s_it, s_rho, st_e, steps * st_e))
     L = ["\n#### The step waits for its slowest transition\n",
          "Each transition's QP warp has an SM to itself, so a step's QP launch lasts as long as its "
-         "slowest transition's solve, not its mean one (the scaling above). "]
-    if clocks:
-        L[-1] += ("The same 132-SM run from the clocks build (`contactnets_clocks_132sm`: the warp kernel "
-                  "reads the simulator's cycle counter at its phase boundaries, kernels/qp_warp_kernels.cu's "
-                  "IMPULSE_WARP_CLOCKS) gives each phase's own cycles, per transition; over the test's "
-                  f"{B} transitions ({T:,} iterations, slowest {S}; {U} ρ updates, most {R}) what one solve "
-                  "costs:\n")
-        L += clock_table
-        L.append(f"A real training step's slowest transition ({os.path.relpath(history, ROOT)}, its last "
-                 f"epoch, epoch {last['epoch']}: {St:.1f} iterations and {Rt:.2f} ρ updates on average over "
-                 f"the steps, against {mean_t:.1f} iterations for the mean transition) then takes "
-                 f"{qp_step:,.0f} cycles, {qp_step / f * 1e6:,.1f} µs; with the other kernels, a step "
-                 f"{step * 1e6:,.1f} µs.\n")
-    else:
-        L[-1] += ("The same 132-SM run, "
-                  "summed by the kernel's phases (`python3 bench/gpu_line_stats.py build-sim/timing/"
-                  "contactnets_loss_132sm --phases`; summed pipeline latency, a warp's), and the test's own "
-                  f"counts ({B} transitions, {T:,} iterations, slowest {S}; {U} ρ updates, most {R}) give what "
-                  "one solve costs:\n")
-        L += ["| part | cycles (summed latency) |", "|---|---|",
-              f"| set-up (input check, Ruiz, factorization, finish), a solve | {setup:,.0f} |",
-              f"| an iteration, its share of the checks included | {per_it:,.0f} |",
-              f"| a ρ update (the refactorization) | {per_rho:,.0f} |",
-              f"\nThe test's slowest transition so costed: {est:,.0f}, against {qp_cycles:,} simulated "
-              f"(x {cal:.3f}, the calibration: summed latency overlaps where instructions do). A real "
-              f"training step's slowest transition ({os.path.relpath(history, ROOT)}, its last epoch, "
-              f"epoch {last['epoch']}: {St:.1f} iterations and {Rt:.2f} ρ updates on average over the "
-              f"steps, against {mean_t:.1f} iterations for the mean transition) then takes "
-              f"{qp_step:,.0f} cycles, {qp_step / f * 1e6:,.1f} µs; with the other kernels, a step "
-              f"{step * 1e6:,.1f} µs.\n"]
+         "slowest transition's solve, not its mean one (the scaling above). The same 132-SM run from the "
+         "clocks build (`contactnets_clocks_132sm`: the warp kernel reads the simulator's cycle counter at "
+         "its phase boundaries, kernels/qp_warp_kernels.cu's IMPULSE_WARP_CLOCKS) gives each phase's own "
+         f"cycles, per transition; over the test's {B} transitions ({T:,} iterations, slowest {S}; {U} ρ "
+         f"updates, most {R}) what one solve costs:\n"]
+    L += clock_table
+    L.append(f"A real training step's slowest transition ({os.path.relpath(history, ROOT)}, its last "
+             f"epoch, epoch {last['epoch']}: {St:.1f} iterations and {Rt:.2f} ρ updates on average over "
+             f"the steps, against {mean_t:.1f} iterations for the mean transition) then takes "
+             f"{qp_step:,.0f} cycles, {qp_step / f * 1e6:,.1f} µs; with the other kernels, a step "
+             f"{step * 1e6:,.1f} µs.\n")
     if series:
         L += [f"Every epoch of that run ({os.path.relpath(history, ROOT)}, a mini-batch of {TRAIN_BATCH}: "
               f"{steps} steps) costed the same way, its QP launches only (without the validation chain "
