@@ -214,8 +214,9 @@ struct Pattern {
 // in the rows and columns not yet pivoted and antisymmetric between a pivoted one and
 // the rest (an update and its mirror are the same products, negated: exact), so
 // K_ik = K_ki for i >= k and −K_ki for i < k. One store a lane instead of the pivot
-// lane's 32 (K formed symmetric: the same products in the same order on both sides). False when a pivot is not
-// positive or not finite (warp-uniform: the pivot is broadcast). Lanes ≥ n hold
+// lane's 32. (K is formed symmetric from the same products in the same order on both
+// sides, given a symmetric P; an asymmetry the input check tolerates stays a difference
+// of that size.) False when a pivot is not positive or not finite (warp-uniform: the pivot is broadcast). Lanes ≥ n hold
 // identity columns. Inverse = false: the elimination below the pivots only (the
 // same pivots, about half the work), as a positive-definiteness test.
 template <class T, bool Inverse = true>
@@ -348,7 +349,7 @@ __device__ __forceinline__ T max4(const T (&v)[4]) {
 
 // dst[i] = src[i] for i < count, lane-strided, U loads of a lane issued before their stores
 template <int U, class T>
-__device__ __forceinline__ void copy_rows(T* __restrict__ dst, const T* __restrict__ src, int count, int lane) {
+__device__ __forceinline__ void copy_strided(T* __restrict__ dst, const T* __restrict__ src, int count, int lane) {
   for (int i0 = lane; i0 < count; i0 += U * kW) {
     T v[U];
 #pragma unroll
@@ -445,8 +446,7 @@ __device__ __forceinline__ T row_dot_dense(const Smem<T>& s, int r, const T* v) 
   }
   return add_partials<S>(acc);
 }
-// row_dot_dense where `dense` (the kernel's choice, below), else row_dot
-// acc + (Aᵀ w)_j from the dense A (Problem::dense, m <= 32): column j's m entries in row
+// acc + (Aᵀ w)_j from the dense A (Problem::dense; m <= 32: the caller's `dprod`): column j's m entries in row
 // order, S partial sums (rows r mod S), the entries off the pattern adding exact zeros;
 // a lane reads its column's entries (consecutive across the lanes) and w (broadcast)
 template <int S, class T>
@@ -475,6 +475,7 @@ __device__ __forceinline__ T col_dot_any(bool dense, const Smem<T>& s, const Pat
                                          T acc0 = T(0)) {
   return dense ? col_dot_dense<S>(s, m, j, w, acc0) : col_dot<S>(s, pt, j, w, acc0);
 }
+// row_dot_dense where `dense` (the kernel's choice, below), else row_dot
 template <int S, class T>
 __device__ __forceinline__ T row_dot_any(bool dense, const Smem<T>& s, const Pattern& pt, int r, const T* v) {
   return dense ? row_dot_dense<S>(s, r, v) : row_dot(s, pt, r, v);
@@ -595,10 +596,10 @@ __global__ void __launch_bounds__(kW, Fallback ? 8 : 16) qp_admm_warp_kernel(int
   // ---- set-up: A's nonzeros and b into shared memory -------------------------------
   // (global reads eight a lane at a time, all in flight before their stores: one memory
   // latency per eight, not one per element)
-  copy_rows<8>(s.A, A, nnz, lane);
+  copy_strided<8>(s.A, A, nnz, lane);
   for (int r = lane; r < m; r += kW) s.b[r] = bg[size_t(k) * m + r];
   if (dense) {  // P; A dense: zeros, then a lane per row scatters its nonzeros
-    copy_rows<8>(s.P, Pg + size_t(k) * n * n, n * n, lane);
+    copy_strided<8>(s.P, Pg + size_t(k) * n * n, n * n, lane);
     for (int i = lane; i < m * Smem<T>::dld; i += kW) s.Ad[i] = T(0);
     __syncwarp();
     for (int r = lane; r < m; r += kW) {
@@ -762,13 +763,13 @@ __global__ void __launch_bounds__(kW, Fallback ? 8 : 16) qp_admm_warp_kernel(int
         s.tn[lane] = tn;
         __syncwarp();
         T mean = T(0);
-        {  // the serial order (the reads issued first)
-          T tv[kW];
 #pragma unroll
-          for (int j = 0; j < kW; j += 4) load4(s.tn + j, *reinterpret_cast<T(*)[4]>(tv + j));
+        for (int j0 = 0; j0 < kW; j0 += 4) {  // the serial order, four reads a load
+          T t[4];
+          load4(s.tn + j0, t);
 #pragma unroll
-          for (int j = 0; j < kW; ++j)
-            if (j < n) mean += tv[j];
+          for (int u = 0; u < 4; ++u)
+            if (j0 + u < n) mean += t[u];
         }
         const T qn = wmax(own ? abs_of(qj) * dj : T(0)) * cscale;
         mean /= T(n);
