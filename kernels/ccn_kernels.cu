@@ -84,8 +84,8 @@ struct DeviceCcn<T>::Impl {
   DevBuf<int> row_ptr, col;
   QpShape shape;
   detail::ResidentSet<T> sets[2];
-  DevBuf<T> theta, delta, gdelta, P, q, A, b, x, y, work, loss, grad, grad_sum;
-  DevBuf<int> idx, iters, solved;
+  DevBuf<T> delta, gdelta, P, q, A, b, x, y, work, grad;
+  detail::StepIo<T> io;  // θ and indices down; losses, gradient sum, iterations, solved flags up
   cudaEvent_t start = nullptr, stop = nullptr;
 };
 
@@ -112,8 +112,6 @@ DeviceCcn<T>::DeviceCcn(const ccnqp::System<double>& system, const QpSettings<T>
   d.shape.n = d.n;
   d.shape.cones = cones;
   d.shape.a = CsrPattern{d.m, d.n, d.m, d.row_ptr.p, d.col.p};
-  d.theta.ensure(size_t(d.nt));
-  d.grad_sum.ensure(size_t(d.nt));
   check(cudaEventCreate(&d.start), "cudaEventCreate");
   check(cudaEventCreate(&d.stop), "cudaEventCreate");
 }
@@ -139,11 +137,8 @@ DeviceLossStats DeviceCcn<T>::evaluate(int set, const double* theta, const doubl
   auto& S = d.sets[set];
   S.check_indices(idx, count, "device CCN loss");
   const size_t B = size_t(count);
-  std::vector<T> th(size_t(d.nt));
-  for (int i = 0; i < d.nt; ++i) th[size_t(i)] = T(theta[i]);
-  check(cudaMemcpy(d.theta.p, th.data(), sizeof(T) * th.size(), cudaMemcpyHostToDevice), "upload theta");
-  d.idx.ensure(B);
-  check(cudaMemcpy(d.idx.p, idx, sizeof(int) * B, cudaMemcpyHostToDevice), "upload indices");
+  d.io.shape(B, size_t(d.nt));
+  d.io.upload(theta, idx);
   if (delta) {
     std::vector<T> dl(B * d.nv);
     for (size_t i = 0; i < dl.size(); ++i) dl[i] = T(delta[i]);
@@ -158,20 +153,17 @@ DeviceLossStats DeviceCcn<T>::evaluate(int set, const double* theta, const doubl
   d.x.ensure(B * d.n);
   d.y.ensure(B * d.m);
   d.work.ensure(B * qp_work_size(d.n, d.m));
-  d.loss.ensure(B);
   d.grad.ensure(B * d.nt);
-  d.iters.ensure(B);
-  d.solved.ensure(B);
   const int threads = 64, blocks = int((B + threads - 1) / threads);
   check(cudaEventRecord(d.start), "event");
-  ccn_kernel<T><<<blocks, threads>>>(count, d.shape, d.sys, d.settings, d.theta.p, delta ? d.delta.p : nullptr,
-                                     d.idx.p, S.x.p, S.xn.p, S.warm.p, S.warm_ok.p, d.P.p, d.q.p, d.A.p, d.b.p,
-                                     d.x.p, d.y.p, d.work.p, d.loss.p, d.grad.p,
-                                     grad_delta ? d.gdelta.p : nullptr, d.iters.p, d.solved.p,
+  ccn_kernel<T><<<blocks, threads>>>(count, d.shape, d.sys, d.settings, d.io.theta(), delta ? d.delta.p : nullptr,
+                                     d.io.idx(), S.x.p, S.xn.p, S.warm.p, S.warm_ok.p, d.P.p, d.q.p, d.A.p, d.b.p,
+                                     d.x.p, d.y.p, d.work.p, d.io.loss(), d.grad.p,
+                                     grad_delta ? d.gdelta.p : nullptr, d.io.iters(), d.io.solved(),
                                      (grad || grad_delta) ? 1 : 0);
   check(cudaGetLastError(), "CCN loss kernel launch");
   if (grad) {
-    detail::sum_rows_kernel<T><<<d.nt, 256>>>(count, d.grad.p, d.grad_sum.p);
+    detail::sum_rows_kernel<T><<<d.nt, 256>>>(count, d.grad.p, d.io.grad_sum());
     check(cudaGetLastError(), "gradient sum launch");
   }
   check(cudaEventRecord(d.stop), "event");
@@ -180,12 +172,7 @@ DeviceLossStats DeviceCcn<T>::evaluate(int set, const double* theta, const doubl
   float ms = 0;
   cudaEventElapsedTime(&ms, d.start, d.stop);
   st.kernel_ms = ms;
-  detail::download_losses(B, d.loss, d.iters, d.solved, loss, st);
-  if (grad) {
-    std::vector<T> g(size_t(d.nt));
-    check(cudaMemcpy(g.data(), d.grad_sum.p, sizeof(T) * g.size(), cudaMemcpyDeviceToHost), "download gradient");
-    for (int i = 0; i < d.nt; ++i) grad[i] = double(g[size_t(i)]);
-  }
+  d.io.download(loss, grad, st, false);
   if (grad_delta) {
     std::vector<T> g(B * d.nv);
     check(cudaMemcpy(g.data(), d.gdelta.p, sizeof(T) * g.size(), cudaMemcpyDeviceToHost), "download residual gradient");

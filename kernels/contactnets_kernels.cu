@@ -246,11 +246,11 @@ struct DeviceContactNets<T>::Impl {
   detail::DevicePattern pat;
   QpShape shape;
   detail::ResidentSet<T> sets[2];
-  DevBuf<T> theta, P, q, A, b, x, y, work, loss, grad, grad_sum;
-  DevBuf<int> idx, iters, solved;
+  DevBuf<T> P, q, A, b, x, y, work, grad;
+  detail::StepIo<T> io;  // θ and indices down; losses, gradient sum, iterations, solved flags, ρ updates up
   // per-problem results (either layout)
   DevBuf<T> constant, objective, value, prim_res, dual_res, rho;
-  DevBuf<int> status, fault, rho_updates, warm_each;
+  DevBuf<int> status, fault, warm_each;
   cudaEvent_t start = nullptr, stop = nullptr;
 };
 
@@ -275,8 +275,6 @@ DeviceContactNets<T>::DeviceContactNets(const cn::LossConsts<T>& consts, const Q
   d.shape.n = d.n;
   d.shape.cones = cones;
   d.shape.a = CsrPattern{d.m, d.n, d.nnz, d.pat.row_ptr.p, d.pat.col.p};
-  d.theta.ensure(cn::kTheta);
-  d.grad_sum.ensure(cn::kTheta);
   check(cudaEventCreate(&d.start), "cudaEventCreate");
   check(cudaEventCreate(&d.stop), "cudaEventCreate");
 }
@@ -307,34 +305,28 @@ DeviceLossStats DeviceContactNets<T>::evaluate(int set, const double* theta, con
   auto& S = d.sets[set];
   S.check_indices(idx, count, "device loss");
   const size_t B = size_t(count);
-  T th[cn::kTheta];
-  for (int i = 0; i < cn::kTheta; ++i) th[i] = T(theta[i]);
-  check(cudaMemcpy(d.theta.p, th, sizeof th, cudaMemcpyHostToDevice), "upload theta");
-  d.idx.ensure(B);
-  check(cudaMemcpy(d.idx.p, idx, sizeof(int) * B, cudaMemcpyHostToDevice), "upload indices");
+  d.io.shape(B, cn::kTheta);
+  d.io.upload(theta, idx);
   d.P.ensure(B * d.n * d.n);
   d.q.ensure(B * d.n);
   d.A.ensure(B * d.nnz);
   d.b.ensure(B * d.m);
   d.x.ensure(B * d.n);
   d.y.ensure(B * d.m);
-  d.loss.ensure(B);
   d.grad.ensure(B * cn::kTheta);
-  d.iters.ensure(B);
-  d.solved.ensure(B);
   for (DevBuf<T>* v : {&d.constant, &d.objective, &d.value, &d.prim_res, &d.dual_res, &d.rho}) v->ensure(B);
-  for (DevBuf<int>* v : {&d.status, &d.fault, &d.rho_updates, &d.warm_each}) v->ensure(B);
+  for (DevBuf<int>* v : {&d.status, &d.fault, &d.warm_each}) v->ensure(B);
   const bool warp = d.layout == DeviceLayout::kWarp;
   check(cudaEventRecord(d.start), "event");
   auto assemble = [&](auto lay) {
     assemble_kernel<T, decltype(lay)::batch_fastest><<<(count + kAsmWarps - 1) / kAsmWarps, kAsmWarps * 32>>>(
-        count, d.n, d.m, d.nnz, d.consts, d.theta.p, d.idx.p, S.x.p, S.xn.p, S.warm.p, S.warm_ok.p, d.P.p, d.q.p,
+        count, d.n, d.m, d.nnz, d.consts, d.io.theta(), d.io.idx(), S.x.p, S.xn.p, S.warm.p, S.warm_ok.p, d.P.p, d.q.p,
         d.A.p, d.b.p, d.x.p, d.y.p, d.constant.p, d.warm_each.p, d.rho.p, lay);
   };
   auto finish = [&](auto lay) {
     finish_kernel<T, decltype(lay)::batch_fastest><<<(count + kFinPer - 1) / kFinPer, kFinPer * cn::kK>>>(
-        count, d.n, d.m, d.consts, d.theta.p, d.idx.p, S.x.p, S.xn.p, S.warm.p, S.warm_ok.p, d.x.p, d.y.p,
-        d.constant.p, d.value.p, d.rho.p, d.status.p, d.loss.p, d.grad.p, d.solved.p, grad ? 1 : 0, lay);
+        count, d.n, d.m, d.consts, d.io.theta(), d.io.idx(), S.x.p, S.xn.p, S.warm.p, S.warm_ok.p, d.x.p, d.y.p,
+        d.constant.p, d.value.p, d.rho.p, d.status.p, d.io.loss(), d.grad.p, d.io.solved(), grad ? 1 : 0, lay);
   };
   auto in_layout = [&](auto&& launch) {  // the kernels' instantiation for the layout
     if (warp)
@@ -350,7 +342,7 @@ DeviceLossStats DeviceContactNets<T>::evaluate(int set, const double* theta, con
     a.set_pattern(d.pat);
     a.P = d.P.p, a.q = d.q.p, a.A = d.A.p, a.b = d.b.p, a.x = d.x.p, a.y = d.y.p;
     a.objective = d.objective.p, a.value = d.value.p, a.prim_res = d.prim_res.p, a.dual_res = d.dual_res.p;
-    a.status = d.status.p, a.fault = d.fault.p, a.iterations = d.iters.p, a.rho_updates = d.rho_updates.p;
+    a.status = d.status.p, a.fault = d.fault.p, a.iterations = d.io.iters(), a.rho_updates = d.io.rho_updates();
     a.warm_each = d.warm_each.p;
     a.rho0 = a.rho_out = d.rho.p;  // each transition's last ρ in, its final ρ out
     detail::launch_qp_warp(a, d.settings, false);
@@ -358,14 +350,14 @@ DeviceLossStats DeviceContactNets<T>::evaluate(int set, const double* theta, con
   } else {
     d.work.ensure(B * qp_work_size(d.n, d.m));
     detail::launch_qp_thread(count, d.shape, d.P.p, d.q.p, d.A.p, d.b.p, d.x.p, d.y.p, d.work.p, d.objective.p,
-                             d.value.p, d.prim_res.p, d.dual_res.p, d.status.p, d.fault.p, d.iters.p,
-                             d.rho_updates.p, d.settings, false, false, d.warm_each.p, d.rho.p, d.rho.p);
+                             d.value.p, d.prim_res.p, d.dual_res.p, d.status.p, d.fault.p, d.io.iters(),
+                             d.io.rho_updates(), d.settings, false, false, d.warm_each.p, d.rho.p, d.rho.p);
     check(cudaGetLastError(), "qp_admm_kernel launch");
   }
   in_layout(finish);
   check(cudaGetLastError(), "gradient kernel launch");
   if (grad) {
-    detail::sum_rows_kernel<T><<<cn::kTheta, 256>>>(count, d.grad.p, d.grad_sum.p);
+    detail::sum_rows_kernel<T><<<cn::kTheta, 256>>>(count, d.grad.p, d.io.grad_sum());
     check(cudaGetLastError(), "gradient sum launch");
   }
   check(cudaEventRecord(d.stop), "event");
@@ -374,12 +366,7 @@ DeviceLossStats DeviceContactNets<T>::evaluate(int set, const double* theta, con
   float ms = 0;
   cudaEventElapsedTime(&ms, d.start, d.stop);
   st.kernel_ms = ms;
-  detail::download_losses(B, d.loss, d.iters, d.solved, loss, st, &d.rho_updates);
-  if (grad) {
-    T g[cn::kTheta];
-    check(cudaMemcpy(g, d.grad_sum.p, sizeof g, cudaMemcpyDeviceToHost), "download gradient");
-    for (int i = 0; i < cn::kTheta; ++i) grad[i] = double(g[i]);
-  }
+  d.io.download(loss, grad, st, true);
   return st;
 }
 

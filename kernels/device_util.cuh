@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -177,26 +178,74 @@ struct ResidentSet {
   }
 };
 
-// After a loss kernel: the B losses into loss_out, and the iterations and
-// unsolved QPs into the stats.
+// The B losses, iterations, solved flags and (if given) ρ updates of a loss kernel,
+// already on the host: the losses into loss_out, the counts into the stats.
 template <class T>
-void download_losses(size_t B, const DevBuf<T>& loss, const DevBuf<int>& iters, const DevBuf<int>& solved,
-                     double* loss_out, DeviceLossStats& st, const DevBuf<int>* rho_updates = nullptr) {
-  std::vector<T> lt(B);
-  check(cudaMemcpy(lt.data(), loss.p, sizeof(T) * B, cudaMemcpyDeviceToHost), "download losses");
-  for (size_t i = 0; i < B; ++i) loss_out[i] = double(lt[i]);
-  std::vector<int> it(B), ok(B);
-  check(cudaMemcpy(it.data(), iters.p, sizeof(int) * B, cudaMemcpyDeviceToHost), "download stats");
-  check(cudaMemcpy(ok.data(), solved.p, sizeof(int) * B, cudaMemcpyDeviceToHost), "download stats");
+void tally_losses(size_t B, const T* loss, const int* iters, const int* solved, const int* rho_updates,
+                  double* loss_out, DeviceLossStats& st) {
   for (size_t i = 0; i < B; ++i) {
-    st.iterations += it[i], st.not_solved += ok[i] ? 0 : 1;
-    st.max_iterations = std::max(st.max_iterations, it[i]);
+    loss_out[i] = double(loss[i]);
+    st.iterations += iters[i], st.not_solved += solved[i] ? 0 : 1;
+    st.max_iterations = std::max(st.max_iterations, iters[i]);
   }
-  if (rho_updates) {
-    check(cudaMemcpy(it.data(), rho_updates->p, sizeof(int) * B, cudaMemcpyDeviceToHost), "download stats");
-    for (size_t i = 0; i < B; ++i) st.max_rho_updates = std::max(st.max_rho_updates, it[i]), st.rho_updates += it[i];
-  }
+  if (rho_updates)
+    for (size_t i = 0; i < B; ++i)
+      st.max_rho_updates = std::max(st.max_rho_updates, rho_updates[i]), st.rho_updates += rho_updates[i];
 }
+
+// A training step's small transfers, one copy each way: on a device every cudaMemcpy is
+// a round trip through the driver and the bus, waited for, so a step's θ and indices go
+// down together, and its losses, gradient sum and solver counts come back together (the
+// ContactNets step had seven such copies, now two). The device buffers are carved into
+// 8-byte-aligned arrays; they and the host copies grow with the batch, never shrink.
+template <class T>
+struct StepIo {
+  DevBuf<double> dev_in, dev_out;
+  std::vector<double> host_in, host_out;
+  size_t B = 0, P = 0, tb = 0, ib = 0, lb = 0;
+  static size_t up8(size_t bytes) { return (bytes + 7) / 8 * 8; }
+  // a step of B transitions and P parameters
+  void shape(size_t B_, size_t P_) {
+    B = B_, P = P_;
+    tb = up8(sizeof(T) * P), ib = up8(sizeof(int) * B), lb = up8(sizeof(T) * B);
+    dev_in.ensure((tb + ib) / 8);
+    dev_out.ensure((lb + tb + 3 * ib) / 8);
+    if (host_in.size() < (tb + ib) / 8) host_in.resize((tb + ib) / 8);
+    if (host_out.size() < (lb + tb + 3 * ib) / 8) host_out.resize((lb + tb + 3 * ib) / 8);
+  }
+  char* din() const { return reinterpret_cast<char*>(dev_in.p); }
+  char* dout() const { return reinterpret_cast<char*>(dev_out.p); }
+  // the device's views: inputs θ and indices; outputs losses, gradient sum, counts
+  T* theta() const { return reinterpret_cast<T*>(din()); }
+  int* idx() const { return reinterpret_cast<int*>(din() + tb); }
+  T* loss() const { return reinterpret_cast<T*>(dout()); }
+  T* grad_sum() const { return reinterpret_cast<T*>(dout() + lb); }
+  int* iters() const { return reinterpret_cast<int*>(dout() + lb + tb); }
+  int* solved() const { return reinterpret_cast<int*>(dout() + lb + tb + ib); }
+  int* rho_updates() const { return reinterpret_cast<int*>(dout() + lb + tb + 2 * ib); }
+  // θ (as T) and the indices down, in one copy
+  void upload(const double* theta_in, const int* idx_in) {
+    char* h = reinterpret_cast<char*>(host_in.data());
+    T* th = reinterpret_cast<T*>(h);
+    for (size_t i = 0; i < P; ++i) th[i] = T(theta_in[i]);
+    std::memcpy(h + tb, idx_in, sizeof(int) * B);
+    check(cudaMemcpy(dev_in.p, h, tb + ib, cudaMemcpyHostToDevice), "upload theta and indices");
+  }
+  // after the step's kernels: everything back in one copy; the losses into loss_out,
+  // the counts into st, the gradient sum (if grad_out) into grad_out
+  void download(double* loss_out, double* grad_out, DeviceLossStats& st, bool with_rho) {
+    char* h = reinterpret_cast<char*>(host_out.data());
+    check(cudaMemcpy(h, dev_out.p, lb + tb + 3 * ib, cudaMemcpyDeviceToHost), "download losses and gradient");
+    tally_losses(B, reinterpret_cast<const T*>(h), reinterpret_cast<const int*>(h + lb + tb),
+                 reinterpret_cast<const int*>(h + lb + tb + ib),
+                 with_rho ? reinterpret_cast<const int*>(h + lb + tb + 2 * ib) : nullptr, loss_out, st);
+    if (grad_out) {
+      const T* g = reinterpret_cast<const T*>(h + lb);
+      for (size_t i = 0; i < P; ++i) grad_out[i] = double(g[i]);
+    }
+  }
+};
+
 
 // problem-contiguous (batch x len) -> batch-fastest (len x batch).
 template <class T>

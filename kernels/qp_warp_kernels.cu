@@ -90,6 +90,13 @@ __device__ __forceinline__ T wsum(T v) {
   for (int o = 16; o > 0; o >>= 1) v += shfl_xor(v, o);
   return v;
 }
+// |v| as one instruction (abs_of's select keeps −0's sign: three). Used only where a
+// magnitude is compared, maximized or summed into a tolerance, all of which treat ±0
+// alike (a zero norm becomes a scaling of 1 either way): the same results.
+template <class T>
+__device__ __forceinline__ T mag(T v) {
+  return fabs(v);
+}
 // N reductions at once, level by level: each level's N shuffles are issued before
 // their combinations, so one shuffle latency a level is paid instead of one per value;
 // each value's butterfly is wmax's or wsum's, bit for bit
@@ -111,6 +118,22 @@ __device__ __forceinline__ void wmax_all(T (&v)[N]) {
 template <class T, int N>
 __device__ __forceinline__ void wsum_all(T (&v)[N]) {
   wreduce_all(v, [](T a, T b) { return a + b; });
+}
+// NM maxima and NS sums at once, level by level as wreduce_all
+template <class T, int NM, int NS>
+__device__ __forceinline__ void wmax_sum_all(T (&mx)[NM], T (&sm)[NS]) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) {
+    T a[NM], b[NS];
+#pragma unroll
+    for (int u = 0; u < NM; ++u) a[u] = shfl_xor(mx[u], o);
+#pragma unroll
+    for (int u = 0; u < NS; ++u) b[u] = shfl_xor(sm[u], o);
+#pragma unroll
+    for (int u = 0; u < NM; ++u) mx[u] = max_of(mx[u], a[u]);
+#pragma unroll
+    for (int u = 0; u < NS; ++u) sm[u] += b[u];
+  }
 }
 
 // Latency, not instructions: the loops below issue a chunk's independent loads or
@@ -143,7 +166,7 @@ struct Smem {
   T *A, *xs, *xts, *ds, *tn;                       // A: nnz values (CSR order); n-sized: 32 each
   T *z, *v, *y, *yp, *rho, *rinv, *b, *e, *tm;     // m-sized
   T* K;                                            // K while it is formed: 32 x 33
-  T* bc;                                           // K's first row otherwise: 32
+  T* bc;                                           // K's first row otherwise: 32 (with tn: Gauss-Jordan's broadcast rows)
   T *Ad, *P;                                       // dense: A, m x dld; P
   static constexpr int ldk = kW + 1;
   static constexpr int dld = warp_dense_ld(sizeof(T));
@@ -184,13 +207,11 @@ __device__ __forceinline__ void load4(const double* p, double (&v)[4]) {
   const double2 t0 = reinterpret_cast<const double2*>(p)[0], t1 = reinterpret_cast<const double2*>(p)[1];
   v[0] = t0.x, v[1] = t0.y, v[2] = t1.x, v[3] = t1.y;
 }
-__device__ __forceinline__ void store4(float* p, float a, float b, float c, float d) {
-  *reinterpret_cast<float4*>(p) = make_float4(a, b, c, d);
-}
-__device__ __forceinline__ void store4(double* p, double a, double b, double c, double d) {
-  reinterpret_cast<double2*>(p)[0] = make_double2(a, b);
-  reinterpret_cast<double2*>(p)[1] = make_double2(c, d);
-}
+
+// Keeps the loads above it above it (a compiler barrier; no instruction): the loops that
+// load a group's entries and then multiply them would otherwise be emitted load, use,
+// load, use, each use waiting a full load latency (the simulator issues the PTX in order)
+__device__ __forceinline__ void loads_issued() { asm volatile("" ::: "memory"); }
 
 struct Problem {  // the batch's shape (problem-contiguous arrays)
   int n, m, nnz;
@@ -209,54 +230,75 @@ struct Pattern {
 };
 
 // K (lane j: column j in Kc) ← K⁻¹ by Gauss-Jordan without pivoting (SPD: every
-// pivot is a Schur complement's diagonal, positive). The pivot's column K_ik comes from
-// row k, each lane i writing its own K_ki: the elimination keeps the matrix symmetric
-// in the rows and columns not yet pivoted and antisymmetric between a pivoted one and
-// the rest (an update and its mirror are the same products, negated: exact), so
-// K_ik = K_ki for i >= k and −K_ki for i < k. One store a lane instead of the pivot
-// lane's 32. (K is formed symmetric from the same products in the same order on both
-// sides, given a symmetric P; an asymmetry the input check tolerates stays a difference
-// of that size.) False when a pivot is not positive or not finite (warp-uniform: the pivot is broadcast). Lanes ≥ n hold
-// identity columns. Inverse = false: the elimination below the pivots only (the
-// same pivots, about half the work), as a positive-definiteness test.
+// pivot is a Schur complement's diagonal, positive). The pivot's row reaches every lane
+// through a shared broadcast row, each lane i writing its own K_ki: the elimination
+// keeps the matrix symmetric in the rows and columns not yet pivoted and antisymmetric
+// between a pivoted one and the rest (an update and its mirror are the same products,
+// negated: exact), so K_ik = K_ki for i >= k and −K_ki for i < k, the pivot's column
+// read from that row. (K is formed symmetric from the same products in the same order
+// on both sides, given a symmetric P; an asymmetry the input check tolerates stays a
+// difference of that size.)
+// Pipelined: each pivot updates row k+1 first, writes it to the other of two broadcast
+// rows (bc0, bc1) and issues the next pivot's divide, then updates its other rows while
+// the divide is in flight; the next pivot's row is the one just written. Every entry
+// takes the same operation as in plain order, so the inverse is the same bit for bit.
+// False when a pivot is not positive or not finite (warp-uniform: the pivot is read from
+// the broadcast row). Lanes ≥ n hold identity columns. Inverse = false: the elimination
+// below the pivots only (the same pivots, about half the work), as a
+// positive-definiteness test.
 template <class T, bool Inverse = true>
-__device__ __forceinline__ bool gj_inverse(T (&Kc)[kW], int lane, T* __restrict__ bc) {
+__device__ __forceinline__ bool gj_inverse(T (&Kc)[kW], int lane, T* __restrict__ bc0, T* __restrict__ bc1) {
+  __syncwarp();  // the broadcast rows' earlier reads done
+  bc0[lane] = Kc[0];
+  __syncwarp();
+  T d = bc0[0], pinv = T(1) / d;
+  // a bad pivot is noted, not branched on: a branch before the pivot's use would let the
+  // compiler move the next pivot's divide after it, out of the shadow of this pivot's
+  // updates (the elimination goes on to the end, its result unused)
+  bool ok = true;
 #pragma unroll
   for (int k = 0; k < kW; ++k) {
-    // the pivot's column to the broadcast row (the previous pivot's reads done)
-    __syncwarp();
-    bc[lane] = lane < k ? -Kc[k] : Kc[k];
-    __syncwarp();
-    // K_ik for every row i, four at a time, the next four loaded before these are used
-    T cur[4], nxt[4];
-    load4(bc + (k & ~3), cur);
-    const T d = cur[k & 3];
-    if (!(d > T(0)) || !is_finite(d)) return false;
-    const T pinv = T(1) / d;
-    const T rk = Kc[k] * pinv;
+    const T* __restrict__ row = (k & 1) ? bc1 : bc0;  // K_ki (negated for i < k)
+    T* __restrict__ next = (k & 1) ? bc0 : bc1;
+    ok = ok & (d > T(0)) & is_finite(d);  // (no short circuit: no branch)
     // row i of column `lane`: K_ij − K_ik·K_kj/K_kk, and in the pivot's column
-    // −K_ik/K_kk: one select and one fused multiply-add per entry
+    // −K_ik/K_kk: one select and one fused multiply-add per entry (K_ik·(−m) is
+    // −K_ik·m exactly: no negation an entry)
     const bool piv = lane == k;
-    const T mult = piv ? pinv : rk;
+    const T mult = piv ? pinv : Kc[k] * pinv, nmult = -mult;
+    T dn = T(1), pn = T(1);
+    if (k + 1 < kW) {  // row k+1, its broadcast and the next pivot's divide
+      Kc[k + 1] = fma(row[k + 1], nmult, piv ? T(0) : Kc[k + 1]);
+      next[lane] = lane < k + 1 ? -Kc[k + 1] : Kc[k + 1];
+      __syncwarp();
+      dn = next[k + 1];
+      pn = T(1) / dn;
+    }
+    // the other rows, four at a time, the next four loaded before these are used
     const int first = Inverse ? 0 : (k & ~3);  // the test's rows i > k only
-    if (first != (k & ~3)) load4(bc + first, cur);
+    T cur[4], nxt[4];
+    load4(row + first, cur);
 #pragma unroll
     for (int i0 = 0; i0 < kW; i0 += 4) {
       if (i0 < first) continue;
-      if (i0 + 4 < kW) load4(bc + i0 + 4, nxt);
+      if (i0 + 4 < kW) load4(row + i0 + 4, nxt);
+      T base[4];  // the four selects before the four multiply-adds that wait on them
+#pragma unroll
+      for (int u = 0; u < 4; ++u) base[u] = piv ? T(0) : Kc[i0 + u];
 #pragma unroll
       for (int u = 0; u < 4; ++u) {
         const int i = i0 + u;
-        if (i == k || (!Inverse && i < k)) continue;
-        Kc[i] = fma(-cur[u], mult, piv ? T(0) : Kc[i]);
+        if (i == k || i == k + 1 || (!Inverse && i < k)) continue;
+        Kc[i] = fma(cur[u], nmult, base[u]);
       }
 #pragma unroll
       for (int u = 0; u < 4; ++u) cur[u] = nxt[u];
     }
     Kc[k] = mult;
+    __syncwarp();  // this row's reads done before pivot k+1 writes its buffer again
+    d = dn, pinv = pn;
   }
-  __syncwarp();  // the last pivot's reads, before the row is written again
-  return true;
+  return ok;
 }
 
 // Kc ← column `lane` of K = P + diag(σ) + Aᵀdiag(ρ)A (identity columns beyond n),
@@ -297,7 +339,7 @@ __device__ bool factor(const Problem& pr, const Pattern& pt, const T* __restrict
         }
       }
     }
-    return gj_inverse(Kc, lane, s.bc);
+    return gj_inverse(Kc, lane, s.bc, s.tn);
   }
   __syncwarp();  // K's first row may still be read as the broadcast row
   for (int i = 0; i < n; ++i)
@@ -328,7 +370,7 @@ __device__ bool factor(const Problem& pr, const Pattern& pt, const T* __restrict
 #pragma unroll
   for (int i = 0; i < kW; ++i) Kc[i] = own && i < n ? s.K[i * ldk + lane] : (i == lane ? T(1) : T(0));
   __syncwarp();
-  return gj_inverse(Kc, lane, s.bc);
+  return gj_inverse(Kc, lane, s.bc, s.tn);
 }
 
 template <class T>
@@ -411,15 +453,27 @@ __device__ __forceinline__ T p_dot(const T* __restrict__ P, int n, int j, const 
 #pragma unroll
   for (int u = 0; u < S; ++u) acc[u] = T(0);
   static_assert(kChunk == 4, "v's chunks are 16-byte loads");
-  for (int i = 0; i < n; i += kChunk) {
+  // (v: a row of 32, 16-byte aligned.) The whole chunks without a test an entry, then
+  // the partial one (its entries beyond n not used)
+  const int nf = n & ~(kChunk - 1);
+  for (int i = 0; i < nf; i += kChunk) {
     T a[kChunk], w[kChunk];
-    load4(v + i, w);  // (v: a row of 32, 16-byte aligned; entries beyond n not used)
+    load4(v + i, w);
+#pragma unroll
+    for (int u = 0; u < kChunk; ++u) a[u] = P[(i + u) * n + j];
+    loads_issued();
+#pragma unroll
+    for (int u = 0; u < kChunk; ++u) acc[u % S] += a[u] * w[u];
+  }
+  if (nf < n) {
+    T a[kChunk], w[kChunk];
+    load4(v + nf, w);
 #pragma unroll
     for (int u = 0; u < kChunk; ++u)
-      if (i + u < n) a[u] = P[(i + u) * n + j];
+      if (nf + u < n) a[u] = P[(nf + u) * n + j];
 #pragma unroll
     for (int u = 0; u < kChunk; ++u)
-      if (i + u < n) acc[u % S] += a[u] * w[u];
+      if (nf + u < n) acc[u % S] += a[u] * w[u];
   }
   return add_partials<S>(acc);
 }
@@ -436,13 +490,21 @@ __device__ __forceinline__ T row_dot_dense(const Smem<T>& s, int r, const T* v) 
   T acc[S];
 #pragma unroll
   for (int u = 0; u < S; ++u) acc[u] = T(0);
+  // four entries a step, the next four loaded before these are used (v: a row of 32,
+  // 16-byte aligned)
+  T av[4], w[4];
+  load4(a, av);
+  load4(v, w);
 #pragma unroll
   for (int i0 = 0; i0 < kW; i0 += 4) {
-    T av[4], w[4];
-    load4(a + i0, av);
-    load4(v + i0, w);  // (v: a row of 32, 16-byte aligned)
+    T an[4], wn[4];
+    if (i0 + 4 < kW) load4(a + i0 + 4, an), load4(v + i0 + 4, wn);
+    loads_issued();
 #pragma unroll
     for (int u = 0; u < 4; ++u) acc[u % S] += av[u] * w[u];
+    if (i0 + 4 < kW)
+#pragma unroll
+      for (int u = 0; u < 4; ++u) av[u] = an[u], w[u] = wn[u];
   }
   return add_partials<S>(acc);
 }
@@ -455,15 +517,27 @@ __device__ __forceinline__ T col_dot_dense(const Smem<T>& s, int m, int j, const
   T acc[S];
 #pragma unroll
   for (int u = 0; u < S; ++u) acc[u] = u == 0 ? acc0 : T(0);
+  // (w: an m-sized row, padded to a multiple of 4, 16-byte aligned.) The whole groups
+  // of four rows without a test an entry, then the partial one, whose padding adds zeros
+  const int mf = m & ~3;
 #pragma unroll
   for (int r0 = 0; r0 < kW; r0 += 4) {
-    if (r0 >= m) break;
+    if (r0 >= mf) break;
     T av[4], wv[4];
-    load4(w + r0, wv);  // (w: an m-sized row, padded to a multiple of 4, 16-byte aligned)
+    load4(w + r0, wv);
 #pragma unroll
-    for (int u = 0; u < 4; ++u) {  // (the padding's entries beyond m: not used)
-      av[u] = r0 + u < m ? a[(r0 + u) * Smem<T>::dld] : T(0);
-      wv[u] = r0 + u < m ? wv[u] : T(0);
+    for (int u = 0; u < 4; ++u) av[u] = a[(r0 + u) * Smem<T>::dld];
+    loads_issued();
+#pragma unroll
+    for (int u = 0; u < 4; ++u) acc[u % S] += av[u] * wv[u];
+  }
+  if (mf < m) {
+    T av[4], wv[4];
+    load4(w + mf, wv);
+#pragma unroll
+    for (int u = 0; u < 4; ++u) {
+      av[u] = mf + u < m ? a[(mf + u) * Smem<T>::dld] : T(0);
+      wv[u] = mf + u < m ? wv[u] : T(0);
     }
 #pragma unroll
     for (int u = 0; u < 4; ++u) acc[u % S] += av[u] * wv[u];
@@ -654,9 +728,9 @@ __global__ void __launch_bounds__(kW, Fallback ? 8 : 16) qp_admm_warp_kernel(int
       for (int r = 0; r < n; ++r) {
         const T v = P[r * n + lane];
         bad_p |= !is_finite(v);
-        amax = max_of(amax, abs_of(v));
-        if (lane < r) asym = max_of(asym, abs_of(v - P[lane * n + r]));
-        if (lane == r) dmax = max_of(dmax, abs_of(v));
+        amax = max_of(amax, mag(v));
+        if (lane < r) asym = max_of(asym, mag(v - P[lane * n + r]));
+        if (lane == r) dmax = max_of(dmax, mag(v));
       }
     }
     bad_q = own && !is_finite(qj);
@@ -690,7 +764,7 @@ __global__ void __launch_bounds__(kW, Fallback ? 8 : 16) qp_admm_warp_kernel(int
           else
             Kc[i] = i == lane ? T(1) : T(0);
         }
-        if (!gj_inverse<T, false>(Kc, lane, s.bc)) f = InputFault::kNotPsdP;
+        if (!gj_inverse<T, false>(Kc, lane, s.bc, s.tn)) f = InputFault::kNotPsdP;
       }
     }
     if (f != InputFault::kNone) {
@@ -741,7 +815,7 @@ __global__ void __launch_bounds__(kW, Fallback ? 8 : 16) qp_admm_warp_kernel(int
     // |P|'s column `lane` in the registers K⁻¹ takes later (zero beyond n)
     if (!kept_ph) {
 #pragma unroll
-      for (int i = 0; i < kW; ++i) Kc[i] = own && i < n ? abs_of(P[i * n + lane]) : T(0);
+      for (int i = 0; i < kW; ++i) Kc[i] = own && i < n ? mag(P[i * n + lane]) : T(0);
     }
     for (int it = 0; it <= iters; ++it) {
       // column norms of c·D P D (dense_col_absmax_scaled: max over i of |P_ij|·D_i)
@@ -771,7 +845,7 @@ __global__ void __launch_bounds__(kW, Fallback ? 8 : 16) qp_admm_warp_kernel(int
           for (int u = 0; u < 4; ++u)
             if (j0 + u < n) mean += t[u];
         }
-        const T qn = wmax(own ? abs_of(qj) * dj : T(0)) * cscale;
+        const T qn = wmax(own ? mag(qj) * dj : T(0)) * cscale;
         mean /= T(n);
         const T gamma = T(1) / impulse::detail::qp_limit_scaling(max_of(mean, qn));
         if (iters > 0) {
@@ -788,14 +862,24 @@ __global__ void __launch_bounds__(kW, Fallback ? 8 : 16) qp_admm_warp_kernel(int
       if (dense) {
         if (own) {
           T mx[4] = {T(0), T(0), T(0), T(0)};
-          for (int r0 = 0; r0 < m; r0 += 4) {
+          const int mf = m & ~3;  // whole groups of four rows, then the partial one
+          for (int r0 = 0; r0 < mf; r0 += 4) {
             T a[4], e[4];
-            load4(s.e + r0, e);  // (the padding beyond m: not used)
+            load4(s.e + r0, e);
+#pragma unroll
+            for (int u = 0; u < 4; ++u) a[u] = s.Ad[(r0 + u) * Smem<T>::dld + lane];
+            loads_issued();
+#pragma unroll
+            for (int u = 0; u < 4; ++u) mx[u] = max_of(mx[u], (mag(a[u]) * dj) * e[u]);
+          }
+          if (mf < m) {
+            T a[4], e[4];
+            load4(s.e + mf, e);  // (the padding beyond m: not used)
 #pragma unroll
             for (int u = 0; u < 4; ++u)
-              a[u] = r0 + u < m ? s.Ad[(r0 + u) * Smem<T>::dld + lane] : T(0), e[u] = r0 + u < m ? e[u] : T(0);
+              a[u] = mf + u < m ? s.Ad[(mf + u) * Smem<T>::dld + lane] : T(0), e[u] = mf + u < m ? e[u] : T(0);
 #pragma unroll
-            for (int u = 0; u < 4; ++u) mx[u] = max_of(mx[u], (abs_of(a[u]) * dj) * e[u]);
+            for (int u = 0; u < 4; ++u) mx[u] = max_of(mx[u], (mag(a[u]) * dj) * e[u]);
           }
           cn = max4(mx);
         }
@@ -807,18 +891,18 @@ __global__ void __launch_bounds__(kW, Fallback ? 8 : 16) qp_admm_warp_kernel(int
             load4(s.Ad + r * Smem<T>::dld + i0, a);
             load4(s.ds + i0, d);
 #pragma unroll
-            for (int u = 0; u < 4; ++u) mx[u] = max_of(mx[u], abs_of(a[u]) * d[u]);
+            for (int u = 0; u < 4; ++u) mx[u] = max_of(mx[u], mag(a[u]) * d[u]);
           }
           s.tm[r] = max4(mx) * s.e[r];
         }
       } else {
         if (own)
           for (int k = pt.col_ptr[lane], e = pt.col_ptr[lane + 1]; k < e; ++k)
-            cn = max_of(cn, (abs_of(s.A[pt.csc_pos[k]]) * dj) * s.e[pt.csc_row[k]]);
+            cn = max_of(cn, (mag(s.A[pt.csc_pos[k]]) * dj) * s.e[pt.csc_row[k]]);
         for (int r = lane; r < m; r += kW) {
           T rn = T(0);
           for (int k = pt.row_ptr[r], e = pt.row_ptr[r + 1]; k < e; ++k)
-            rn = max_of(rn, abs_of(s.A[k]) * s.ds[pt.col[k]]);
+            rn = max_of(rn, mag(s.A[k]) * s.ds[pt.col[k]]);
           s.tm[r] = rn * s.e[r];
         }
       }
@@ -950,7 +1034,7 @@ __global__ void __launch_bounds__(kW, Fallback ? 8 : 16) qp_admm_warp_kernel(int
           const T ax = row_dot_any<kSums>(dprod, s, pt, r, s.xs);
           s.tm[r] = ax;
           const T e = s.e[r];
-          const T rr = abs_of(ax - s.z[r]), aax = abs_of(ax), zz = abs_of(s.z[r]);
+          const T rr = mag(ax - s.z[r]), aax = mag(ax), zz = mag(s.z[r]);
           prim = max_of(prim, rr), axn = max_of(axn, aax), zn = max_of(zn, zz);
           spr = max_of(spr, e * rr), saxn = max_of(saxn, e * aax), szn = max_of(szn, e * zz);
         }
@@ -961,41 +1045,38 @@ __global__ void __launch_bounds__(kW, Fallback ? 8 : 16) qp_admm_warp_kernel(int
           const T px = p_dot<kSums>(P, n, lane, s.xs);
           xpx = xj * px, qx = qj * xj;
           const T aty = col_dot_any<kSums>(dprod, s, pt, m, lane, s.y);
-          const T rr = abs_of(px + qj + aty), apx = abs_of(px), aaty = abs_of(aty), aq = abs_of(qj);
+          const T rr = mag(px + qj + aty), apx = mag(px), aaty = mag(aty), aq = mag(qj);
           dual = rr, pxn = apx, atyn = aaty, qn = aq;
           sdr = dj * rr, spxn = dj * apx, satyn = dj * aaty, sqn = dj * aq;
         }
         IMPULSE_CLK(clk.lap(lane, kClkCheckPx);)
-        {
-          T red[7] = {prim, spr, saxn, szn, dual, sdr, spxn};
+        // one butterfly for every maximum (and the gap's sums): the norms that the
+        // tolerances and ρ's update use only through their maximum are combined in each
+        // lane first, max(‖Ax‖, ‖z‖) and so on (a maximum in any grouping is the same)
+        T red[8] = {prim, spr, max_of(saxn, szn), dual, sdr, max_of(max_of(spxn, satyn), sqn),
+                    max_of(axn, zn), max_of(max_of(pxn, atyn), qn)};
+        if (st.check_gap) {  // |xᵀPx + qᵀx + bᵀy| <= eps_abs + eps_rel·max(|xᵀPx|, |qᵀx|, |bᵀy|)
+          for (int r = lane; r < m; r += kW) by += s.y[r] == T(0) ? T(0) : s.b[r] * s.y[r];
+          T sums[3] = {xpx, qx, by};
+          wmax_sum_all(red, sums);
+          xpx = sums[0], qx = sums[1], by = sums[2];
+        } else {
           wmax_all(red);
-          c.prim_res = red[0], c.sp_res = red[1], c.sax_norm = red[2], c.sz_norm = red[3];
-          c.dual_res = red[4], c.sd_res = red[5], c.spx_norm = red[6];
         }
-        {
-          T red[7] = {satyn, sqn, axn, zn, pxn, atyn, qn};
-          wmax_all(red);
-          c.saty_norm = red[0], c.sq_norm = red[1];
-          axn = red[2], zn = red[3], pxn = red[4], atyn = red[5], qn = red[6];
-        }
+        c.prim_res = red[0], c.sp_res = red[1], c.sax_norm = c.sz_norm = red[2];
+        c.dual_res = red[3], c.sd_res = red[4], c.spx_norm = c.saty_norm = c.sq_norm = red[5];
+        const T unorm_p = red[6], unorm_d = red[7];
         bool fin = is_finite(xj);
         for (int r = lane; r < m; r += kW) fin = fin && is_finite(s.y[r]);
         if (!is_finite(c.prim_res) || !is_finite(c.dual_res) || !__all_sync(kFull, fin)) {
           verdict = SolveStatus::kNumericalError;
         } else {
-          c.eps_prim = st.eps_abs + st.eps_rel * max_of(axn, zn);
-          c.eps_dual = st.eps_abs + st.eps_rel * max_of(max_of(pxn, atyn), qn);
+          c.eps_prim = st.eps_abs + st.eps_rel * unorm_p;
+          c.eps_dual = st.eps_abs + st.eps_rel * unorm_d;
           bool gap_ok = true;
-          if (st.check_gap) {  // |xᵀPx + qᵀx + bᵀy| <= eps_abs + eps_rel·max(|xᵀPx|, |qᵀx|, |bᵀy|)
-            for (int r = lane; r < m; r += kW) by += s.y[r] == T(0) ? T(0) : s.b[r] * s.y[r];
-            {
-              T sums[3] = {xpx, qx, by};
-              wsum_all(sums);
-              xpx = sums[0], qx = sums[1], by = sums[2];
-            }
-            T gap = abs_of(xpx + qx + by);
-            
-            const T eg = st.eps_abs + st.eps_rel * max_of(max_of(abs_of(xpx), abs_of(qx)), abs_of(by));
+          if (st.check_gap) {
+            const T gap = mag(xpx + qx + by);
+            const T eg = st.eps_abs + st.eps_rel * max_of(max_of(mag(xpx), mag(qx)), mag(by));
             c.gap = is_finite(gap) && is_finite(eg) ? gap : T(1e30);
             c.eps_gap = eg;
             gap_ok = c.gap <= c.eps_gap;
@@ -1013,7 +1094,7 @@ __global__ void __launch_bounds__(kW, Fallback ? 8 : 16) qp_admm_warp_kernel(int
           for (int r = lane; r < m; r += kW) {
             const T dy = s.y[r] - s.yp[r];
             s.tm[r] = dy;
-            dyn = max_of(dyn, abs_of(dy));
+            dyn = max_of(dyn, mag(dy));
             bdy += qp_by(s.b[r], dy);
           }
           dyn = wmax(dyn), bdy = wsum(bdy);
@@ -1027,14 +1108,14 @@ __global__ void __launch_bounds__(kW, Fallback ? 8 : 16) qp_admm_warp_kernel(int
               in = in && !(soc3_violation(s.tm[r], s.tm[r + 1], s.tm[r + 2]) > tol);
             }
             if (__all_sync(kFull, in)) {
-              const T aty = own ? abs_of(col_dot_any<kSums>(dprod, s, pt, m, lane, s.tm)) : T(0);
+              const T aty = own ? mag(col_dot_any<kSums>(dprod, s, pt, m, lane, s.tm)) : T(0);
               if (wmax(aty) <= tol) verdict = SolveStatus::kPrimalInfeasible;
             }
           }
         }
         if (verdict == SolveStatus::kNotRun) {  // dual: Pδx ≈ 0, qᵀδx < 0, Aδx ∈ −K
           const T dx = own ? xj - xprev : T(0);
-          const T dxn = wmax(abs_of(dx)), qdx = wsum(qj * dx);
+          const T dxn = wmax(mag(dx)), qdx = wsum(qj * dx);
           const T tol = st.eps_dinf * dxn;
           if (dxn > T(0) && qdx < -tol) {
             s.xs[lane] = dx;
@@ -1043,7 +1124,7 @@ __global__ void __launch_bounds__(kW, Fallback ? 8 : 16) qp_admm_warp_kernel(int
             for (int r = lane; r < m; r += kW) {
               const T a = row_dot_any<kSums>(dprod, s, pt, r, s.xs);
               s.tm[r] = a;
-              if (r < cones.n_zero) in = in && !(abs_of(a) > tol);
+              if (r < cones.n_zero) in = in && !(mag(a) > tol);
               else if (r < soc0) in = in && !(a > tol && is_finite(s.b[r]));  // b_r = +inf: no bound
             }
             __syncwarp();
@@ -1052,7 +1133,7 @@ __global__ void __launch_bounds__(kW, Fallback ? 8 : 16) qp_admm_warp_kernel(int
               in = in && !(soc3_violation(-s.tm[r], -s.tm[r + 1], -s.tm[r + 2]) > tol);
             }
             if (__all_sync(kFull, in)) {
-              const T pdx = own ? abs_of(p_dot<kSums>(P, n, lane, s.xs)) : T(0);
+              const T pdx = own ? mag(p_dot<kSums>(P, n, lane, s.xs)) : T(0);
               if (wmax(pdx) <= tol) verdict = SolveStatus::kDualInfeasible;
             }
           }
