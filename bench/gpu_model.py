@@ -379,9 +379,9 @@ TIMING_QP = [
     ("qp_cube_float_kept_1sm", "same, warm, the factorization kept", "qp_admm_warp_kernel<float, kept>", 1),
 ]
 # the host's side of a training step, assumed, not simulated: (µs a kernel launch, µs a
-# synchronous copy). A step has four launches and two copies (θ and the indices down; the
-# losses, counts and gradient sum up: kernels/device_util.cuh's StepIo), the validation
-# chain three launches and two copies
+# synchronous copy; Adam on the host's 57 parameters taken as within these). A step has
+# four launches and two copies (θ and the indices down; the losses, counts and gradient
+# sum up: kernels/device_util.cuh's StepIo), the validation chain three launches and two
 HOST_US = ((0.0, 0.0), (5.0, 10.0))
 
 
@@ -515,7 +515,8 @@ def epoch_lines(log, results, qp_used):
             L.append(f"| H100 SXM | {label} | {lu:g} µs x {launches:,}, {cu:g} µs x {copies:,} | "
                      f"{steps} x {st * 1e6:,.1f} µs | **{epoch * 1e3:,.1f} ms** | ≤ 30 ms |")
     L.append("\nThe host's part (a step's four launches, its two copies and Adam) is not simulated: 0 µs is the "
-             "device alone; 5 µs a launch and 10 µs a synchronous copy are assumed figures.")
+             "device alone; 5 µs a launch and 10 µs a synchronous copy (Adam on the host's 57 parameters "
+             "taken as within them) are assumed figures.")
     return L
 
 
@@ -662,7 +663,7 @@ def tail_lines(case_dir, qp_cycles, history, f, other):
     if series:
         L += [f"Every epoch of that run ({os.path.relpath(history, ROOT)}, a mini-batch of {TRAIN_BATCH}: "
               f"{steps} steps) costed the same way, its QP launches only (without the validation chain "
-              "and launch overheads; the table below adds those for the last epoch):\n",
+              "and the host's part; the table below adds those):\n",
               "| epoch | a step's slowest QP: iterations | ρ updates | a step | the epoch's steps |",
               "|---|---|---|---|---|"]
         L += [f"| {e} | {a:.1f} | {b:.2f} | {c * 1e6:,.1f} µs | {d * 1e3:,.1f} ms |" for e, a, b, c, d in series]

@@ -200,18 +200,23 @@ void tally_losses(size_t B, const T* loss, const int* iters, const int* solved, 
 // 8-byte-aligned arrays; they and the host copies grow with the batch, never shrink.
 template <class T>
 struct StepIo {
-  DevBuf<double> dev_in, dev_out;
-  std::vector<double> host_in, host_out;
+  DevBuf<double> dev_in, dev_out;        // 8-byte units
+  std::vector<unsigned char> host_in, host_out;
+  std::vector<T> theta_h, loss_h, grad_h;  // typed copies of the byte blocks' arrays
+  std::vector<int> counts_h;               // iterations, solved flags, ρ updates
   size_t B = 0, P = 0, tb = 0, ib = 0, lb = 0;
   static size_t up8(size_t bytes) { return (bytes + 7) / 8 * 8; }
+  size_t in_bytes() const { return tb + ib; }
+  size_t out_bytes() const { return lb + tb + 3 * ib; }
   // a step of B transitions and P parameters
   void shape(size_t B_, size_t P_) {
     B = B_, P = P_;
     tb = up8(sizeof(T) * P), ib = up8(sizeof(int) * B), lb = up8(sizeof(T) * B);
-    dev_in.ensure((tb + ib) / 8);
-    dev_out.ensure((lb + tb + 3 * ib) / 8);
-    if (host_in.size() < (tb + ib) / 8) host_in.resize((tb + ib) / 8);
-    if (host_out.size() < (lb + tb + 3 * ib) / 8) host_out.resize((lb + tb + 3 * ib) / 8);
+    dev_in.ensure(in_bytes() / 8);
+    dev_out.ensure(out_bytes() / 8);
+    if (host_in.size() < in_bytes()) host_in.resize(in_bytes());
+    if (host_out.size() < out_bytes()) host_out.resize(out_bytes());
+    theta_h.resize(P), grad_h.resize(P), loss_h.resize(B), counts_h.resize(3 * B);
   }
   char* din() const { return reinterpret_cast<char*>(dev_in.p); }
   char* dout() const { return reinterpret_cast<char*>(dev_out.p); }
@@ -225,23 +230,24 @@ struct StepIo {
   int* rho_updates() const { return reinterpret_cast<int*>(dout() + lb + tb + 2 * ib); }
   // θ (as T) and the indices down, in one copy
   void upload(const double* theta_in, const int* idx_in) {
-    char* h = reinterpret_cast<char*>(host_in.data());
-    T* th = reinterpret_cast<T*>(h);
-    for (size_t i = 0; i < P; ++i) th[i] = T(theta_in[i]);
-    std::memcpy(h + tb, idx_in, sizeof(int) * B);
-    check(cudaMemcpy(dev_in.p, h, tb + ib, cudaMemcpyHostToDevice), "upload theta and indices");
+    for (size_t i = 0; i < P; ++i) theta_h[i] = T(theta_in[i]);
+    std::memcpy(host_in.data(), theta_h.data(), sizeof(T) * P);
+    std::memcpy(host_in.data() + tb, idx_in, sizeof(int) * B);
+    check(cudaMemcpy(dev_in.p, host_in.data(), in_bytes(), cudaMemcpyHostToDevice), "upload theta and indices");
   }
   // after the step's kernels: everything back in one copy; the losses into loss_out,
-  // the counts into st, the gradient sum (if grad_out) into grad_out
+  // the counts into st, the gradient sum (if grad_out: the sum kernel ran) into grad_out
   void download(double* loss_out, double* grad_out, DeviceLossStats& st, bool with_rho) {
-    char* h = reinterpret_cast<char*>(host_out.data());
-    check(cudaMemcpy(h, dev_out.p, lb + tb + 3 * ib, cudaMemcpyDeviceToHost), "download losses and gradient");
-    tally_losses(B, reinterpret_cast<const T*>(h), reinterpret_cast<const int*>(h + lb + tb),
-                 reinterpret_cast<const int*>(h + lb + tb + ib),
-                 with_rho ? reinterpret_cast<const int*>(h + lb + tb + 2 * ib) : nullptr, loss_out, st);
+    const unsigned char* h = host_out.data();
+    check(cudaMemcpy(host_out.data(), dev_out.p, out_bytes(), cudaMemcpyDeviceToHost),
+          "download losses and gradient");
+    std::memcpy(loss_h.data(), h, sizeof(T) * B);
+    for (int c = 0; c < 3; ++c) std::memcpy(counts_h.data() + c * B, h + lb + tb + c * ib, sizeof(int) * B);
+    tally_losses(B, loss_h.data(), counts_h.data(), counts_h.data() + B, with_rho ? counts_h.data() + 2 * B : nullptr,
+                 loss_out, st);
     if (grad_out) {
-      const T* g = reinterpret_cast<const T*>(h + lb);
-      for (size_t i = 0; i < P; ++i) grad_out[i] = double(g[i]);
+      std::memcpy(grad_h.data(), h + lb, sizeof(T) * P);
+      for (size_t i = 0; i < P; ++i) grad_out[i] = double(grad_h[i]);
     }
   }
 };

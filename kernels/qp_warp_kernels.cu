@@ -115,10 +115,6 @@ template <class T, int N>
 __device__ __forceinline__ void wmax_all(T (&v)[N]) {
   wreduce_all(v, [](T a, T b) { return max_of(a, b); });
 }
-template <class T, int N>
-__device__ __forceinline__ void wsum_all(T (&v)[N]) {
-  wreduce_all(v, [](T a, T b) { return a + b; });
-}
 // NM maxima and NS sums at once, level by level as wreduce_all
 template <class T, int NM, int NS>
 __device__ __forceinline__ void wmax_sum_all(T (&mx)[NM], T (&sm)[NS]) {
@@ -157,7 +153,8 @@ __device__ __forceinline__ T add_partials(const T (&a)[S]) {
 
 // the shared-memory rows of one problem (T elements), carved per warp. K comes first,
 // at the aligned base: while K is not being formed, its first 32 elements are the
-// broadcast row `bc` (Gauss-Jordan's pivot column, the x-step's right-hand side), read
+// broadcast row `bc` (the x-step's right-hand side; Gauss-Jordan's pivot rows, alternating
+// with `tn`), read
 // with 16-byte loads. Dense (warp_shared_bytes_dense): no K block but the broadcast row,
 // then A dense, m rows of warp_dense_ld (16-byte aligned), and P (32 x 32, as in global
 // memory).
@@ -1063,6 +1060,8 @@ __global__ void __launch_bounds__(kW, Fallback ? 8 : 16) qp_admm_warp_kernel(int
         } else {
           wmax_all(red);
         }
+        // (the scaled norms hold their groups' maxima: each field alone is not its own norm,
+        // which only ρ's update reads, through those maxima)
         c.prim_res = red[0], c.sp_res = red[1], c.sax_norm = c.sz_norm = red[2];
         c.dual_res = red[3], c.sd_res = red[4], c.spx_norm = c.saty_norm = c.sq_norm = red[5];
         const T unorm_p = red[6], unorm_d = red[7];
