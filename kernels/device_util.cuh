@@ -178,21 +178,6 @@ struct ResidentSet {
   }
 };
 
-// The B losses, iterations, solved flags and (if given) ρ updates of a loss kernel,
-// already on the host: the losses into loss_out, the counts into the stats.
-template <class T>
-void tally_losses(size_t B, const T* loss, const int* iters, const int* solved, const int* rho_updates,
-                  double* loss_out, DeviceLossStats& st) {
-  for (size_t i = 0; i < B; ++i) {
-    loss_out[i] = double(loss[i]);
-    st.iterations += iters[i], st.not_solved += solved[i] ? 0 : 1;
-    st.max_iterations = std::max(st.max_iterations, iters[i]);
-  }
-  if (rho_updates)
-    for (size_t i = 0; i < B; ++i)
-      st.max_rho_updates = std::max(st.max_rho_updates, rho_updates[i]), st.rho_updates += rho_updates[i];
-}
-
 // A training step's small transfers, one copy each way: on a device every cudaMemcpy is
 // a round trip through the driver and the bus, waited for, so a step's θ and indices go
 // down together, and its losses, gradient sum and solver counts come back together (the
@@ -243,8 +228,13 @@ struct StepIo {
           "download losses and gradient");
     std::memcpy(loss_h.data(), h, sizeof(T) * B);
     for (int c = 0; c < 3; ++c) std::memcpy(counts_h.data() + c * B, h + lb + tb + c * ib, sizeof(int) * B);
-    tally_losses(B, loss_h.data(), counts_h.data(), counts_h.data() + B, with_rho ? counts_h.data() + 2 * B : nullptr,
-                 loss_out, st);
+    const int *iters_h = counts_h.data(), *solved_h = iters_h + B, *rho_h = iters_h + 2 * B;
+    for (size_t i = 0; i < B; ++i) {
+      loss_out[i] = double(loss_h[i]);
+      st.iterations += iters_h[i], st.not_solved += solved_h[i] ? 0 : 1;
+      st.max_iterations = std::max(st.max_iterations, iters_h[i]);
+      if (with_rho) st.max_rho_updates = std::max(st.max_rho_updates, rho_h[i]), st.rho_updates += rho_h[i];
+    }
     if (grad_out) {
       std::memcpy(grad_h.data(), h + lb, sizeof(T) * P);
       for (size_t i = 0; i < P; ++i) grad_out[i] = double(grad_h[i]);
