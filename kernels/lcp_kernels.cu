@@ -1,11 +1,14 @@
 // Batched LCP / contact CCP by projected Gauss-Seidel on the GPU: one thread per
-// problem over batch-fastest arrays, calling solvers/lcp_pgs.h.
+// problem over batch-fastest arrays, calling solvers/lcp_pgs.h. Also the planar
+// impulse LCPs of host/impact (kernels/impact_device.h), by solvers/impact_lcp.h.
 #include <cuda_runtime.h>
 
 #include <vector>
 
 #include "kernels/device_util.cuh"
+#include "kernels/impact_device.h"
 #include "kernels/qp_kernels.h"
+#include "solvers/impact_lcp.h"
 
 namespace impulse {
 namespace cuda {
@@ -32,6 +35,18 @@ __global__ void lcp_pgs_kernel(int batch, int n, const T* M, const T* q, const T
   fault[k] = static_cast<int>(info.fault);
   iterations[k] = info.iterations;
   residual[k] = info.residual;
+}
+
+__global__ void planar_ap_kernel(int batch, bool poisson, const double* in, double* out, int* solved) {
+  const int k = blockIdx.x * blockDim.x + threadIdx.x;
+  if (k >= batch) return;
+  const size_t B = size_t(batch);
+  double Pt = 0, Pn = 0;
+  const bool ok = planar_ap_impulse(poisson, in[k], in[B + k], in[2 * B + k], in[3 * B + k], in[4 * B + k],
+                                    in[5 * B + k], in[6 * B + k], Pt, Pn);
+  out[k] = Pt;
+  out[B + k] = Pn;
+  solved[k] = ok ? 1 : 0;
 }
 
 template <class T>
@@ -85,6 +100,21 @@ void solve_lcp_batch(HostLcpArrays<T>& h, const LcpSettings<T>& st) {
 
 template void solve_lcp_batch(HostLcpArrays<float>&, const LcpSettings<float>&);
 template void solve_lcp_batch(HostLcpArrays<double>&, const LcpSettings<double>&);
+
+void solve_planar_ap(int batch, bool poisson, const double* in, double* out, int* solved) {
+  if (!available()) throw Error("CUDA not available: " + device_info().reason);
+  if (batch <= 0) return;
+  const size_t B = size_t(batch);
+  Buf<double> din(7 * B), dout(2 * B);
+  Buf<int> dsolved(B);
+  check(cudaMemcpy(din.p, in, sizeof(double) * 7 * B, cudaMemcpyHostToDevice), "upload");
+  const int threads = 128;
+  planar_ap_kernel<<<(batch + threads - 1) / threads, threads>>>(batch, poisson, din.p, dout.p, dsolved.p);
+  check(cudaGetLastError(), "planar_ap_kernel launch");
+  check(cudaDeviceSynchronize(), "planar_ap_kernel");
+  check(cudaMemcpy(out, dout.p, sizeof(double) * 2 * B, cudaMemcpyDeviceToHost), "download");
+  check(cudaMemcpy(solved, dsolved.p, sizeof(int) * B, cudaMemcpyDeviceToHost), "download");
+}
 
 }  // namespace cuda
 }  // namespace impulse

@@ -3,6 +3,7 @@
 #include "solvers/error.h"
 #include "kernels/ccn_device.h"
 #include "kernels/contactnets_device.h"
+#include "kernels/impact_device.h"
 #include "kernels/qp_kernels.h"
 
 namespace impulse {
@@ -65,6 +66,10 @@ void solve_lcp_batch(HostLcpArrays<T>&, const LcpSettings<T>&) {
 }
 template void solve_lcp_batch(HostLcpArrays<float>&, const LcpSettings<float>&);
 template void solve_lcp_batch(HostLcpArrays<double>&, const LcpSettings<double>&);
+
+void solve_planar_ap(int, bool, const double*, double*, int*) {
+  throw Error("CUDA not available: " + device_info().reason);
+}
 
 template class DeviceQpBatch<float>;
 template class DeviceQpBatch<double>;

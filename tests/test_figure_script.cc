@@ -26,9 +26,15 @@ TEST(FigureScript, ShellQuoting) {
 TEST(FigureScript, FindsAnInterpreterWithMatplotlib) {
   EXPECT_EQ(python_with_matplotlib("/nonexistent/python3"), "");
   const std::string py = python_with_matplotlib("python3");
-  if (!py.empty()) EXPECT_TRUE(imports_matplotlib(py)) << py;
-  if (imports_matplotlib("/usr/bin/python3")) EXPECT_FALSE(py.empty());
-  if (imports_matplotlib("python3")) EXPECT_EQ(py, "python3");
+  if (!py.empty()) {
+    EXPECT_TRUE(imports_matplotlib(py)) << py;
+  }
+  if (imports_matplotlib("/usr/bin/python3")) {
+    EXPECT_FALSE(py.empty());
+  }
+  if (imports_matplotlib("python3")) {
+    EXPECT_EQ(py, "python3");
+  }
   if (py.empty()) std::printf("[ info ] no python3 with matplotlib here: figures are skipped\n");
 }
 

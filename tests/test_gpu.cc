@@ -462,8 +462,11 @@ TEST_F(GpuQpWarp, UnboundedRowsAndStallRestartAsOnTheCpu) {
   }
   const auto unbounded = [&](int k, int r) { return std::isinf(bs[k][r]); };
   for (int k = 0; k < B; ++k)
-    for (int r = 0; r < 2; ++r)
-      if (unbounded(k, r)) EXPECT_EQ(cpu.y[size_t(k) * 2 + r], 0.0) << "problem " << k << ", row " << r;
+    for (int r = 0; r < 2; ++r) {
+      if (unbounded(k, r)) {
+        EXPECT_EQ(cpu.y[size_t(k) * 2 + r], 0.0) << "problem " << k << ", row " << r;
+      }
+    }
   EXPECT_EQ(cpu.status[3], SolveStatus::kMaxIterations);
   EXPECT_EQ(cpu.iterations[3], st.max_iter);
   EXPECT_EQ(cpu.status[4], SolveStatus::kDualInfeasible);
@@ -1137,6 +1140,24 @@ TEST_F(GpuImpact, DrumwrightShellAndIrbBatchesMatchCpu) {
     EXPECT_EQ(ds_gpu[i].status, kImpactOk) << i;
     EXPECT_LE((ds_cpu[i].P - ds_gpu[i].P).norm(), 1e-6 * ds_cpu[i].P.norm()) << "Drumwright-Shell, impact " << i;
   }
+}
+
+TEST_F(GpuImpact, ApLcpBatchesMatchCpuLanes) {
+  const std::string path = std::string(IMPULSE_SHARED_DATA_DIR) + "/planar_impact/ellipse_impacts.npz";
+  if (!std::ifstream(path).good()) IMPULSE_SKIP_WITHOUT_DATA("planar impact data not found at " << path);
+  ImpactSet set = load_impacts(path);
+  set.impacts.resize(static_cast<size_t>(batch_size(1200, 64)));
+  const std::vector<ImpactGeometry> g = impact_geometry(set);
+  for (const ImpactParams p : {ImpactParams{0.101, 0.526}, ImpactParams{1.0, 0.9}})
+    for (const char* name : {"ap-poisson", "ap-newton"}) {
+      const auto cpu = predict_impacts(impact_model_index(name), g, {p}, 0, Backend::kCpu);
+      const auto gpu = predict_impacts(impact_model_index(name), g, {p}, 0, Backend::kCuda);
+      for (size_t i = 0; i < g.size(); ++i) {
+        EXPECT_EQ(gpu[i].status, cpu[i].status) << name << ", impact " << i;
+        // the same arithmetic; the device may contract a multiply-add differently
+        EXPECT_LE((cpu[i].P - gpu[i].P).norm(), 1e-12 * (1 + cpu[i].P.norm())) << name << ", impact " << i;
+      }
+    }
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include "io/impact_data.h"
 #include "io/npz.h"
 #include "solvers/error.h"
+#include "solvers/impact_lcp.h"
 #include "test_util.h"
 
 namespace impulse {
@@ -103,6 +104,149 @@ TEST(ImpactModels, ApNewtonLemkeEqualsTheEnumeratedLcp) {
     const ImpactPrediction p = predict_impact(impact_model_index("ap-newton"), g, {mu, eps});
     EXPECT_LE((p.P - ref).norm(), 1e-9 * (1 + ref.norm())) << "trial " << trial << " got " << p.P.transpose()
                                                            << " want " << ref.transpose();
+  }
+}
+
+// Every solution of the 4 x 4 AP LCP, by trying each of its 16 complementary bases
+// (the LCP as the header writes it, built here independently of impact_models.cc):
+// the impulses (P_t, P_n) of the bases whose z and w are both nonnegative.
+std::vector<Eigen::Vector2d> ap_lcp_all_solutions(const ImpactGeometry& g, double mu, double e) {
+  const double Wtt = g.W(0, 0), Wtn = g.W(0, 1), Wnn = g.W(1, 1);
+  Eigen::Matrix4d M;
+  M << Wnn, Wtn, -Wtn, 0, Wtn, Wtt, -Wtt, 1, -Wtn, -Wtt, Wtt, 1, mu, -1, -1, 0;
+  const Eigen::Vector4d q((1 + e) * g.vc(1), g.vc(0), -g.vc(0), 0);
+  std::vector<Eigen::Vector2d> sols;
+  for (int S = 0; S < 16; ++S) {
+    std::vector<int> idx;
+    for (int i = 0; i < 4; ++i)
+      if (S & (1 << i)) idx.push_back(i);
+    Eigen::Vector4d z = Eigen::Vector4d::Zero();
+    if (!idx.empty()) {
+      const int k = static_cast<int>(idx.size());
+      Eigen::MatrixXd A(k, k);
+      Eigen::VectorXd b(k);
+      for (int r = 0; r < k; ++r) {
+        b(r) = -q(idx[static_cast<size_t>(r)]);
+        for (int c = 0; c < k; ++c) A(r, c) = M(idx[static_cast<size_t>(r)], idx[static_cast<size_t>(c)]);
+      }
+      const Eigen::FullPivLU<Eigen::MatrixXd> lu(A);
+      if (lu.rank() < k) continue;  // a singular basis: its solutions, if any, are another basis's too
+      const Eigen::VectorXd zs = lu.solve(b);
+      for (int r = 0; r < k; ++r) z(idx[static_cast<size_t>(r)]) = zs(r);
+    }
+    const Eigen::Vector4d w = M * z + q;
+    const double scale = 1e-10 * (1 + z.cwiseAbs().maxCoeff() + q.cwiseAbs().maxCoeff());
+    if (z.minCoeff() >= -scale && w.minCoeff() >= -scale) sols.emplace_back(z(1) - z(2), z(0));
+  }
+  return sols;
+}
+
+TEST(ImpactModels, ApPiecesAreSolutionsOfTheLcpAndEqualLemkeWhereItIsUnique) {
+  std::mt19937_64 rng(21);
+  std::uniform_real_distribution<double> u(0, 1);
+  int unique = 0, total = 0;
+  for (int trial = 0; trial < 400; ++trial) {
+    ImpactGeometry g = random_impact(rng);
+    if (trial % 10 == 0) g.vc(0) = 0;  // no slip before: sticking from the start
+    const double mu = trial % 4 == 0 ? 1.5 * u(rng) : 0.4 * u(rng), eps = u(rng);
+    for (int model : {1, 2}) {  // ap-poisson, ap-newton
+      const bool poisson = model == 1;
+      const std::vector<Eigen::Vector2d> all = ap_lcp_all_solutions(g, mu, poisson ? 0.0 : eps);
+      ASSERT_FALSE(all.empty()) << "trial " << trial;
+      const ImpactPrediction p = predict_impacts(model, {g}, {{mu, eps}})[0];
+      ASSERT_EQ(p.status, kImpactOk) << "trial " << trial;
+      // the batched answer, undone to the compression impulse for Poisson
+      const Eigen::Vector2d Pc = poisson ? Eigen::Vector2d(p.P(0), p.P(1) / (1 + eps)) : p.P;
+      double nearest = 1e300;
+      bool same = true;
+      for (const Eigen::Vector2d& s : all) {
+        nearest = std::min(nearest, (s - Pc).norm());
+        same = same && (s - all.front()).norm() <= 1e-9 * (1 + s.norm());
+      }
+      EXPECT_LE(nearest, 1e-9 * (1 + Pc.norm())) << "trial " << trial << ": not a solution of the LCP";
+      ++total;
+      if (!same) continue;
+      ++unique;
+      const ImpactPrediction l = predict_impact_lemke(model, g, {mu, eps});
+      EXPECT_LE((l.P - p.P).norm(), 1e-9 * (1 + p.P.norm())) << "trial " << trial << " Lemke " << l.P.transpose()
+                                                             << " pieces " << p.P.transpose();
+    }
+  }
+  // the comparison with Lemke must have covered nearly every problem
+  EXPECT_GE(unique, total * 9 / 10) << unique << " of " << total;
+}
+
+TEST(ImpactModels, ApPiecesAgreeWithLemkeOnTheRealImpacts) {
+  if (!std::filesystem::exists(kData)) IMPULSE_SKIP_WITHOUT_DATA("planar impact data not found at " << kData);
+  const std::vector<ImpactGeometry> g = impact_geometry(load_impacts(kData));
+  // Table 1's values and two far from them
+  for (const ImpactParams p : {ImpactParams{0.101, 0.526}, ImpactParams{0.084, 0.547}, ImpactParams{0.3, 0.2},
+                               ImpactParams{1.0, 0.9}})
+    for (int model : {1, 2}) {
+      const std::vector<ImpactPrediction> b = predict_impacts(model, g, {p}, 2);
+      double worst = 0;
+      for (size_t k = 0; k < g.size(); ++k) {
+        const ImpactPrediction l = predict_impact_lemke(model, g[k], p);
+        ASSERT_EQ(b[k].status, l.status) << impact_model_name(model) << " impact " << k;
+        worst = std::max(worst, (b[k].P - l.P).norm() / (1 + l.P.norm()));
+      }
+      EXPECT_LE(worst, 1e-10) << impact_model_name(model) << " mu " << p.mu << " eps " << p.eps;
+    }
+}
+
+TEST(ImpactModels, ApBatchIsTheSameForAnyThreadCountAndLane) {
+  std::mt19937_64 rng(22);
+  std::uniform_real_distribution<double> u(0, 1);
+  std::vector<ImpactGeometry> g;
+  std::vector<ImpactParams> par;
+  for (int k = 0; k < 37; ++k) {  // not a multiple of any lane width: a partial group
+    g.push_back(random_impact(rng));
+    par.push_back({0.5 * u(rng), u(rng)});
+  }
+  for (int model : {1, 2}) {
+    const auto one = predict_impacts(model, g, par, 1), two = predict_impacts(model, g, par, 2);
+    for (size_t k = 0; k < g.size(); ++k) {
+      EXPECT_EQ(one[k].P(0), two[k].P(0)) << k;
+      EXPECT_EQ(one[k].P(1), two[k].P(1)) << k;
+      // alone (lane 0 of a group of one) as in the batch (lane k mod W)
+      const ImpactPrediction alone = predict_impact(model, g[k], par[k]);
+      EXPECT_EQ(alone.P(0), one[k].P(0)) << k;
+      EXPECT_EQ(alone.P(1), one[k].P(1)) << k;
+      // and the scalar instantiation of the same header
+      double Pt = 0, Pn = 0;
+      ASSERT_TRUE(planar_ap_impulse(model == 1, g[k].W(0, 0), g[k].W(0, 1), g[k].W(1, 1), g[k].vc(0), g[k].vc(1),
+                                    par[k].mu, par[k].eps, Pt, Pn));
+      EXPECT_NEAR(Pt, one[k].P(0), 1e-14 * (1 + std::abs(Pt))) << k;
+      EXPECT_NEAR(Pn, one[k].P(1), 1e-14 * (1 + std::abs(Pn))) << k;
+    }
+  }
+}
+
+TEST(ImpactModels, ApBatchFallsBackToLemkeWhereNoPieceHolds) {
+  // A W that is not positive definite (no rigid body has one: the pieces' premise
+  // fails) and μ above Wnn/Wtn: most of these impacts have no piece that holds
+  std::mt19937_64 rng(23);
+  std::uniform_real_distribution<double> u(-1, 1);
+  std::vector<ImpactGeometry> g;
+  int none = 0;
+  for (int k = 0; k < 400; ++k) {
+    ImpactGeometry G;
+    G.W << 1.0, 1.2, 1.2, 1.0;
+    G.vc = Eigen::Vector2d(2 * u(rng), -0.1 - std::abs(u(rng)));
+    double Pt, Pn;
+    if (!planar_ap_lcp(G.W(0, 0), G.W(0, 1), G.W(1, 1), G.vc(0), G.vc(1), 1.5, 0.5, Pt, Pn)) ++none;
+    g.push_back(G);
+  }
+  ASSERT_GT(none, 0) << "no impact exercised the fallback";
+  const auto b = predict_impacts(impact_model_index("ap-newton"), g, {{1.5, 0.5}}, 2);
+  for (size_t k = 0; k < g.size(); ++k) {
+    const ImpactPrediction l = predict_impact_lemke(impact_model_index("ap-newton"), g[k], {1.5, 0.5});
+    double Pt, Pn;
+    if (!planar_ap_lcp(g[k].W(0, 0), g[k].W(0, 1), g[k].W(1, 1), g[k].vc(0), g[k].vc(1), 1.5, 0.5, Pt, Pn)) {
+      EXPECT_EQ(b[k].status, l.status) << k;
+      EXPECT_EQ(b[k].P(0), l.P(0)) << k;  // Lemke's own answer
+      EXPECT_EQ(b[k].P(1), l.P(1)) << k;
+    }
   }
 }
 

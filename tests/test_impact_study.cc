@@ -406,6 +406,20 @@ TEST(ImpactStudy, HeldOutTestFileRefusals) {
 // observed velocity: a learned wrench model's error is its prediction's, not the map's.
 // (With the data README's k_g = 0.0192 m instead of the object's 3.70e-4 m² per kg,
 // θ̇ would be off by 0.1 rad/s on average.)
+TEST(ImpactStudy, VelocityErrorsPerComponentAreTheMeanAbsoluteErrors) {
+  // three impacts, two of them scored: the component means are over the scored ones only
+  std::vector<ImpactGeometry> g(3);
+  g[0].vf = Eigen::Vector3d(1, -2, 30);
+  g[1].vf = Eigen::Vector3d(0.5, 1, -10);
+  g[2].vf = Eigen::Vector3d(9, 9, 9);
+  const std::vector<Eigen::Vector3d> v = {Eigen::Vector3d(1.5, -2, 20), Eigen::Vector3d(0.0, 2, -10)};
+  const ErrorStats e = velocity_errors(g, v, {0, 1});
+  EXPECT_DOUBLE_EQ(e.mean_abs(0), 0.5);
+  EXPECT_DOUBLE_EQ(e.mean_abs(1), 0.5);
+  EXPECT_DOUBLE_EQ(e.mean_abs(2), 5.0);
+  EXPECT_DOUBLE_EQ(e.mean_raw, 0.5 * (std::sqrt(0.25 + 100) + std::sqrt(0.25 + 1)));
+}
+
 TEST(ImpactStudy, WrenchLabelsReconstructTheObservedVelocity) {
   if (!std::filesystem::exists(kData)) IMPULSE_SKIP_WITHOUT_DATA("planar impact data not found at " << kData);
   const ImpactSet set = load_impacts(kData);

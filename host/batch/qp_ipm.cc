@@ -241,16 +241,16 @@ QpInfo<T> qp_ipm_solve(const QpShape& sh, const T* P_, const T* q_, const T* A_,
     const Vec re = Aeq * x - beq;
     const Vec ri = Ain * x + s - bin;
     const double mu = n_in > 0 ? s.dot(z) / n_in : 0.0;
-    const Vec w = z.cwiseQuotient(s);
-    if (!sys.factor(Ps, Ain, w, Aeq)) {
+    const Vec zs = z.cwiseQuotient(s);  // the barrier's weights z ⊘ s
+    if (!sys.factor(Ps, Ain, zs, Aeq)) {
       status = SolveStatus::kNumericalError;
       break;
     }
     // one Newton direction for the complementarity right-hand side rsz
     auto direction = [&](const Vec& rsz) {
-      const Vec g1 = -rd - Ain.transpose() * (w.cwiseProduct(ri) - rsz.cwiseQuotient(s));
+      const Vec g1 = -rd - Ain.transpose() * (zs.cwiseProduct(ri) - rsz.cwiseQuotient(s));
       sys.solve(g1, -re, dx, dy);
-      dz = w.cwiseProduct(Ain * dx + ri) - rsz.cwiseQuotient(s);
+      dz = zs.cwiseProduct(Ain * dx + ri) - rsz.cwiseQuotient(s);
       ds = -ri - Ain * dx;
     };
     // predictor (affine scaling), then the centred corrector

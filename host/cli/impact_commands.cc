@@ -32,7 +32,7 @@ void add_impact_commands(CLI::App& app, Commands& out) {
                     "every impact of this file is tested")
           ->excludes(tf);
     c->add_option("--threads", a->o.threads, "CPU threads (0 = all cores)")->check(CLI::NonNegativeNumber);
-    c->add_option("--backend", a->o.backend, "cpu | cuda: where the QP batches (Drumwright-Shell, IRB) are solved")
+    c->add_option("--backend", a->o.backend, "cpu | cuda: where the batches are solved (the Drumwright-Shell and IRB QPs, the AP LCPs)")
         ->check(CLI::IsMember({"cpu", "cuda"}));
   };
   auto* fit = im->add_subcommand("fit", "identify (mu, eps) of the six analytical models: Table 1");

@@ -77,6 +77,7 @@ ErrorStats velocity_errors(const std::vector<ImpactGeometry>& g, const std::vect
   for (size_t k = 0; k < idx.size(); ++k) {
     const ImpactGeometry& G = g[static_cast<size_t>(idx[k])];
     const double e = (v_pred[k] - G.vf).norm();
+    s.mean_abs += (v_pred[k] - G.vf).cwiseAbs() / static_cast<double>(idx.size());
     s.raw.push_back(e);
     s.normalized.push_back(e / std::max(1e-12, G.vf.norm()));
   }

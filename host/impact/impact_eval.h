@@ -52,9 +52,13 @@ ImpactSplit impact_split_held_out(int n_train, int n_test, uint64_t seed);
 // original_index, where both files have it).
 ImpactSet join_impacts(const ImpactSet& train, const ImpactSet& test);
 
+// Also per component: the mean |v̂ − v| of ẋ, ẏ (m/s) and θ̇ (rad/s), which says
+// where a model's error lies (θ̇ dominates the ℓ2 norm; a point impulse that fits θ̇
+// can miss ẋ by more than ẋ's own spread, as the IRB bound does on the real impacts).
 struct ErrorStats {
   std::vector<double> raw, normalized;  // per impact
   double mean_raw = 0, mean_normalized = 0, median_raw = 0, median_normalized = 0;
+  Eigen::Vector3d mean_abs = Eigen::Vector3d::Zero();  // per component (ẋ, ẏ, θ̇)
 };
 ErrorStats velocity_errors(const std::vector<ImpactGeometry>& g, const std::vector<Eigen::Vector3d>& v_pred,
                            const std::vector<int>& idx);

@@ -5,7 +5,10 @@
 #include <limits>
 
 #include "host/batch/qp_batch.h"
+#include "kernels/impact_device.h"
 #include "solvers/error.h"
+#include "solvers/impact_lcp.h"
+#include "solvers/lanes.h"
 #include "solvers/lemke.h"
 
 namespace impulse {
@@ -299,6 +302,69 @@ QpBatch<double> ds_batch(const std::vector<ImpactGeometry>& g, const std::vector
   return b;
 }
 
+// AP Newton (poisson false) or AP Poisson for every impact: solvers/impact_lcp.h
+// on the CPU in lane groups (impacts k0 .. k0 + W − 1 side by side; a group's
+// spare lanes repeat its last impact), groups spread over the threads, or a
+// thread an impact on the GPU. The impacts where no complementary piece holds
+// (a jam, W not positive definite) are solved by Lemke, as ap_newton /
+// ap_poisson do alone. Each impact's answer depends on its data only.
+template <class Par>
+void ap_batch(bool poisson, const std::vector<ImpactGeometry>& g, const Par& par, int threads, Backend backend,
+              std::vector<ImpactPrediction>& out) {
+  const int B = static_cast<int>(g.size());
+  std::vector<char> solved(static_cast<size_t>(B), 0);
+  auto lemke = [&](int k) {
+    const size_t K = static_cast<size_t>(k);
+    out[K] = poisson ? ap_poisson(g[K], par(k)) : ap_newton(g[K], par(k));
+  };
+  auto field = [&](int k, int f) {
+    const ImpactGeometry& G = g[static_cast<size_t>(k)];
+    switch (f) {
+      case 0: return G.W(0, 0);
+      case 1: return G.W(0, 1);
+      case 2: return G.W(1, 1);
+      case 3: return G.vc(0);
+      case 4: return G.vc(1);
+      case 5: return par(k).mu;
+      default: return par(k).eps;
+    }
+  };
+  if (backend == Backend::kCuda) {
+    std::vector<double> in(7 * static_cast<size_t>(B)), P(2 * static_cast<size_t>(B));
+    std::vector<int> ok(static_cast<size_t>(B));
+    for (int f = 0; f < 7; ++f)
+      for (int k = 0; k < B; ++k) in[static_cast<size_t>(f) * B + k] = field(k, f);
+    cuda::solve_planar_ap(B, poisson, in.data(), P.data(), ok.data());
+    for (int k = 0; k < B; ++k) {
+      out[static_cast<size_t>(k)].P = Eigen::Vector2d(P[static_cast<size_t>(k)], P[static_cast<size_t>(B + k)]);
+      solved[static_cast<size_t>(k)] = static_cast<char>(ok[static_cast<size_t>(k)] != 0);
+    }
+  } else {
+    using L = Lanes<double>;
+    constexpr int W = L::W;
+    const int groups = (B + W - 1) / W;
+    parallel_for(groups, threads, [&](int, int begin, int end) {
+      for (int grp = begin; grp < end; ++grp) {
+        const int k0 = grp * W, live = std::min(W, B - k0);
+        L v[7];
+        for (int f = 0; f < 7; ++f)
+          for (int l = 0; l < W; ++l) v[f].set(l, field(k0 + std::min(l, live - 1), f));
+        L Pt, Pn;
+        const LaneMask<double> ok = planar_ap_impulse(poisson, v[0], v[1], v[2], v[3], v[4], v[5], v[6], Pt, Pn);
+        for (int l = 0; l < live; ++l) {
+          const size_t K = static_cast<size_t>(k0 + l);
+          out[K].P = Eigen::Vector2d(Pt[l], Pn[l]);
+          solved[K] = static_cast<char>(ok[l]);
+        }
+      }
+    });
+  }
+  parallel_for(B, threads, [&](int, int begin, int end) {
+    for (int k = begin; k < end; ++k)
+      if (!solved[static_cast<size_t>(k)]) lemke(k);
+  });
+}
+
 QpSettings<double> tight_settings() {
   QpSettings<double> s;
   s.eps_abs = 1e-10;
@@ -342,12 +408,14 @@ std::vector<ImpactPrediction> predict_impacts(int model, const std::vector<Impac
     });
     return out;
   }
+  if (model == 1 || model == 2) {  // AP: the planar LCPs by their pieces, Lemke where none holds
+    ap_batch(model == 1, g, par, threads, backend, out);
+    return out;
+  }
   parallel_for(B, threads, [&](int, int begin, int end) {
     for (int k = begin; k < end; ++k) {
       const size_t K = static_cast<size_t>(k);
       switch (model) {
-        case 1: out[K] = ap_poisson(g[K], par(k)); break;
-        case 2: out[K] = ap_newton(g[K], par(k)); break;
         case 3: out[K] = integrate(g[K], par(k), true); break;
         case 4: out[K] = integrate(g[K], par(k), false); break;
         default: out[K] = whittaker(g[K], par(k)); break;
@@ -355,6 +423,13 @@ std::vector<ImpactPrediction> predict_impacts(int model, const std::vector<Impac
     }
   });
   return out;
+}
+
+ImpactPrediction predict_impact_lemke(int model, const ImpactGeometry& g, ImpactParams p) {
+  check_params(p);
+  if (model == 1) return ap_poisson(g, p);
+  if (model == 2) return ap_newton(g, p);
+  throw Error("predict_impact_lemke: only ap-poisson (1) and ap-newton (2) are LCPs, not model " + std::to_string(model));
 }
 
 ImpactPrediction predict_impact_authors(int model, const ImpactGeometry& g, ImpactParams p) {

@@ -88,11 +88,22 @@ struct ImpactPrediction {
 ImpactPrediction predict_impact(int model, const ImpactGeometry& g, ImpactParams p);
 
 // Every impact of `g` (params: one for all, or one per impact), on `threads` CPU
-// threads; the Drumwright-Shell compression QPs as one batch on `backend` (the CPU
-// lanes, or the GPU). Deterministic on each backend.
+// threads, deterministic on each backend and for any thread count. On `backend`
+// (the CPU's lanes, or the GPU):
+// - the Drumwright-Shell compression QPs, as one batch of the conic QP solver;
+// - the AP LCPs, by their complementary pieces (solvers/impact_lcp.h), a lane or a
+//   GPU thread an impact; Lemke for an impact where no piece holds.
+// Whittaker, Wang-Mason and Mirtich run an impact a thread on the CPU whatever the
+// backend: the integrations switch between stick and slip a different number of
+// times per impact, and the three together take a few ms for 1,200 impacts.
 std::vector<ImpactPrediction> predict_impacts(int model, const std::vector<ImpactGeometry>& g,
                                               const std::vector<ImpactParams>& params, int threads = 0,
                                               Backend backend = Backend::kCpu);
+
+// AP Newton or AP Poisson (model 2 or 1) for one impact by Lemke's pivoting on the
+// 4 x 4 LCP: the reference the batched pieces are checked against (Error for
+// other models).
+ImpactPrediction predict_impact_lemke(int model, const ImpactGeometry& g, ImpactParams p);
 
 // The authors' own forms of two models, as the predictions stored in the data
 // (p_models) follow them; for checks against the data, not for the study. Found by

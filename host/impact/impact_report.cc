@@ -155,15 +155,20 @@ std::vector<Eigen::Vector3d> velocities(const std::vector<ImpactGeometry>& g, co
 
 std::string row(const std::string& name, const ErrorStats& e) {
   return name + "," + fmt(e.mean_raw) + "," + fmt(e.median_raw) + "," + fmt(e.mean_normalized) + "," +
-         fmt(e.median_normalized) + "\n";
+         fmt(e.median_normalized) + "," + fmt(e.mean_abs(0)) + "," + fmt(e.mean_abs(1)) + "," + fmt(e.mean_abs(2)) +
+         "\n";
 }
 std::string md_row(const std::string& name, const ErrorStats& e) {
   return "| " + name + " | " + fmt(e.mean_raw, "%.4f") + " | " + fmt(e.median_raw, "%.4f") + " | " +
-         fmt(e.mean_normalized, "%.4f") + " | " + fmt(e.median_normalized, "%.4f") + " |\n";
+         fmt(e.mean_normalized, "%.4f") + " | " + fmt(e.median_normalized, "%.4f") + " | " + fmt(e.mean_abs(0), "%.3f") +
+         " | " + fmt(e.mean_abs(1), "%.3f") + " | " + fmt(e.mean_abs(2), "%.2f") + " |\n";
 }
-const char* kHeader = "model,mean_error,median_error,mean_normalized_error,median_normalized_error\n";
+const char* kHeader =
+    "model,mean_error,median_error,mean_normalized_error,median_normalized_error,mean_abs_error_xdot,"
+    "mean_abs_error_ydot,mean_abs_error_thetadot\n";
 const char* kMdHeader =
-    "| model | mean ‖v̂−v‖ | median ‖v̂−v‖ | mean normalized | median normalized |\n|---|---|---|---|---|\n";
+    "| model | mean ‖v̂−v‖ | median ‖v̂−v‖ | mean normalized | median normalized | mean \\|ẋ err\\| (m/s) | "
+    "mean \\|ẏ err\\| (m/s) | mean \\|θ̇ err\\| (rad/s) |\n|---|---|---|---|---|---|---|---|\n";
 
 struct References {
   std::vector<ErrorStats> models;  // the six on `idx`
