@@ -5,6 +5,14 @@ and the median over its last 10 rows (the cube at rest). A rigid cube on a
 table at z = 0 would give 0 at rest; the data sit lower, so a model whose
 table is at z = 0 and that is penalized for penetration learns a smaller cube.
 
+It also reads the contact geometry the tosses themselves imply, with no geometry
+assumed: over every row, the centre's height z against f(R) = |R31| + |R32| + |R33|,
+the lowest corner's depth below the centre per unit half-width (1 on a face, √2 on an
+edge, √3 on a corner). A rigid cube of half-width s on a table at h has every row at
+z ≥ h + s f, with equality in contact; the 1st percentile of z in bins of f traces that
+lower envelope, and a line through it gives s and h. (A cube with rounded edges of
+radius r has the envelope r + (s − r) f instead: its intercept is r, not a table.)
+
     python3 bench/cube_resting_height.py [DATA_DIR]
 
 DATA_DIR defaults to ../shared/data/cube_toss/contact-nets/data/tosses_processed
@@ -49,8 +57,11 @@ def main():
         sys.exit(f"no tosses (*.pt) in {folder}")
     corners = np.array([[sx, sy, sz] for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)], float)
     lowest, rest = [], []
+    centre, depth = [], []  # every row: the centre's height (mm) and f(R)
     for f in files:
         a = read_toss(f)
+        centre.extend(1000 * HALF * a[:, 2])
+        depth.extend(np.abs(rotation(a[k, 3:7])[2]).sum() for k in range(len(a)))
         z = np.array([(a[k, 0:3] + corners @ rotation(a[k, 3:7]).T)[:, 2].min() for k in range(len(a))]) * HALF
         lowest.append(z.min())
         rest.append(np.median(z[-10:]))
@@ -63,6 +74,25 @@ def main():
     shrink = -np.median(rest)
     print(f"  a cube shrunk by the median resting depth ({shrink:.2f} mm per side) has volume error "
           f"{100 * (1 - ((HALF * 1000 - shrink) / (HALF * 1000)) ** 3):.1f}%")
+    centre, depth = np.array(centre), np.array(depth)
+    print("lower envelope of the centre's height over f(R) (1st percentile per bin, all rows):")
+    xs, ys = [], []
+    edges = np.linspace(1, np.sqrt(3), 12)
+    for lo, hi in zip(edges[:-1], edges[1:]):
+        m = (depth >= lo) & (depth < hi)
+        if m.sum() < 50:
+            continue
+        q = np.percentile(centre[m], 1)
+        xs.append(depth[m][centre[m] <= q].mean())
+        ys.append(q)
+        print(f"  f {lo:.3f}-{hi:.3f}: {m.sum():6d} rows, envelope {q:.2f} mm at f {xs[-1]:.3f}")
+    slope, intercept = np.polyfit(xs, ys, 1)
+    print(f"  line: z = {intercept:.2f} mm + {slope:.2f} mm x f; the published cube on a table at 0: "
+          f"0 + {1000 * HALF:.1f} x f")
+    print(f"  a sharp cube of half-width {slope:.2f} mm has volume error "
+          f"{100 * (1 - (slope / (1000 * HALF)) ** 3):.1f}%; "
+          f"one of {slope + intercept:.2f} mm (rounded edges of radius {intercept:.2f} mm) "
+          f"{100 * (1 - ((slope + intercept) / (1000 * HALF)) ** 3):.1f}%")
 
 
 if __name__ == "__main__":
