@@ -22,9 +22,13 @@
 //
 // The tests for "holds" allow a rounding slack of kPlanarLcpSlack relative to the
 // terms compared, so an impact on the stick/slide boundary is not lost to
-// rounding. Where no kind holds (W not positive definite, a sliding denominator
-// Wnn ∓ μWtn ≤ 0 with the sticking impulse outside the cone: a jam, or non-finite
-// data), `solved` is false and the caller falls back to Lemke (host).
+// rounding. For W positive definite some kind always holds (the LCP has a
+// solution, Anitescu & Potra 1997, and the four kinds are all its solutions), also
+// where a sliding denominator Wnn ∓ μWtn ≤ 0 (a jam). Where
+// none holds (W not positive definite, which no rigid body has; non-finite data or
+// an answer that overflows) the function returns false and the caller falls back
+// to Lemke (host). With W not positive definite the stick kind is never taken, so
+// Lemke may find another solution where a sliding kind holds.
 #pragma once
 
 #include "solvers/config.h"
@@ -66,7 +70,9 @@ IMPULSE_HD auto planar_ap_lcp(T Wtt, T Wtn, T Wnn, T vt, T vn, T mu, T e, T& Pt,
   Pt = select_of(stick_ok, st_t, Pt);
   Pn = select_of(separate, zero, Pn);
   Pt = select_of(separate, zero, Pt);
-  const Mask finite = (Wtt == Wtt) & (Wtn == Wtn) & (Wnn == Wnn) & (vt == vt) & (vn == vn) & (mu == mu) & (e == e);
+  // finite data and a finite answer (an infinite v_n would make a slack bound infinite)
+  const Mask finite = is_finite(Wtt) & is_finite(Wtn) & is_finite(Wnn) & is_finite(vt) & is_finite(vn) &
+                      is_finite(mu) & is_finite(e) & is_finite(Pt) & is_finite(Pn);
   const Mask ok = finite & (separate | stick_ok | slide_p_ok | slide_m_ok);
   return ok;
 }

@@ -78,6 +78,11 @@ TEST(ImpactModels, StickingNewtonModelsStopTheSlipAndRestituteTheNormalVelocity)
 }
 
 // the planar AP Newton LCP by enumeration of its cases: no contact, stick, slide ±
+ImpactGeometry random_impact_of_seed(uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  return random_impact(rng);
+}
+
 Eigen::Vector2d ap_newton_brute(const ImpactGeometry& g, double mu, double eps) {
   const double vt = g.vc(0), vn = g.vc(1);
   std::vector<Eigen::Vector2d> sols;
@@ -153,8 +158,10 @@ TEST(ImpactModels, ApPiecesAreSolutionsOfTheLcpAndEqualLemkeWhereItIsUnique) {
       const bool poisson = model == 1;
       const std::vector<Eigen::Vector2d> all = ap_lcp_all_solutions(g, mu, poisson ? 0.0 : eps);
       ASSERT_FALSE(all.empty()) << "trial " << trial;
-      const ImpactPrediction p = predict_impacts(model, {g}, {{mu, eps}})[0];
+      int fallbacks = -1;
+      const ImpactPrediction p = predict_impacts(model, {g}, {{mu, eps}}, 1, Backend::kCpu, &fallbacks)[0];
       ASSERT_EQ(p.status, kImpactOk) << "trial " << trial;
+      EXPECT_EQ(fallbacks, 0) << "trial " << trial << ": a rigid body's LCP left to Lemke";
       // the batched answer, undone to the compression impulse for Poisson
       const Eigen::Vector2d Pc = poisson ? Eigen::Vector2d(p.P(0), p.P(1) / (1 + eps)) : p.P;
       double nearest = 1e300;
@@ -183,7 +190,9 @@ TEST(ImpactModels, ApPiecesAgreeWithLemkeOnTheRealImpacts) {
   for (const ImpactParams p : {ImpactParams{0.101, 0.526}, ImpactParams{0.084, 0.547}, ImpactParams{0.3, 0.2},
                                ImpactParams{1.0, 0.9}})
     for (int model : {1, 2}) {
-      const std::vector<ImpactPrediction> b = predict_impacts(model, g, {p}, 2);
+      int fallbacks = -1;
+      const std::vector<ImpactPrediction> b = predict_impacts(model, g, {p}, 2, Backend::kCpu, &fallbacks);
+      EXPECT_EQ(fallbacks, 0) << impact_model_name(model) << ": every real impact is solved by its pieces";
       double worst = 0;
       for (size_t k = 0; k < g.size(); ++k) {
         const ImpactPrediction l = predict_impact_lemke(model, g[k], p);
@@ -238,7 +247,9 @@ TEST(ImpactModels, ApBatchFallsBackToLemkeWhereNoPieceHolds) {
     g.push_back(G);
   }
   ASSERT_GT(none, 0) << "no impact exercised the fallback";
-  const auto b = predict_impacts(impact_model_index("ap-newton"), g, {{1.5, 0.5}}, 2);
+  int fallbacks = -1;
+  const auto b = predict_impacts(impact_model_index("ap-newton"), g, {{1.5, 0.5}}, 2, Backend::kCpu, &fallbacks);
+  EXPECT_EQ(fallbacks, none);
   for (size_t k = 0; k < g.size(); ++k) {
     const ImpactPrediction l = predict_impact_lemke(impact_model_index("ap-newton"), g[k], {1.5, 0.5});
     double Pt, Pn;
@@ -247,6 +258,25 @@ TEST(ImpactModels, ApBatchFallsBackToLemkeWhereNoPieceHolds) {
       EXPECT_EQ(b[k].P(0), l.P(0)) << k;  // Lemke's own answer
       EXPECT_EQ(b[k].P(1), l.P(1)) << k;
     }
+  }
+}
+
+TEST(ImpactModels, ApPiecesRefuseNonFiniteDataAndOverflow) {
+  // a NaN, an infinite approach velocity, and one whose (1 + e) v_n overflows: no piece
+  // may be taken (Lemke then decides), in the scalar and the lane instantiation alike
+  const double nan = std::nan(""), inf = INFINITY;
+  const double cases[][5] = {{1.0, 0.2, 1.0, 0.5, nan}, {1.0, 0.2, 1.0, 0.5, -inf}, {1.0, 0.2, 1.0, inf, -1.0},
+                             {1.0, 0.2, 1.0, 0.5, -1e308}};
+  for (const auto& c : cases) {
+    double Pt = 0, Pn = 0;
+    EXPECT_FALSE(planar_ap_lcp(c[0], c[1], c[2], c[3], c[4], 0.3, 0.9, Pt, Pn)) << c[3] << " " << c[4];
+    ImpactGeometry G;
+    G.W << c[0], c[1], c[1], c[2];
+    G.vc = Eigen::Vector2d(c[3], c[4]);
+    int fallbacks = -1;
+    const std::vector<ImpactGeometry> two = {random_impact_of_seed(5), G};
+    predict_impacts(impact_model_index("ap-newton"), two, {{0.3, 0.9}}, 1, Backend::kCpu, &fallbacks);
+    EXPECT_EQ(fallbacks, 1) << c[3] << " " << c[4];
   }
 }
 

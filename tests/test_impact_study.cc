@@ -401,11 +401,6 @@ TEST(ImpactStudy, HeldOutTestFileRefusals) {
   EXPECT_THROW(impact_split_held_out(5, 0, 0), Error);
 }
 
-// The wrench labels (w_data) through the wrench model's map to a post-impact velocity
-// (post_velocity_wrench: J's lever arms, the object's mass and inertia, τ on θ) give the
-// observed velocity: a learned wrench model's error is its prediction's, not the map's.
-// (With the data README's k_g = 0.0192 m instead of the object's 3.70e-4 m² per kg,
-// θ̇ would be off by 0.1 rad/s on average.)
 TEST(ImpactStudy, VelocityErrorsPerComponentAreTheMeanAbsoluteErrors) {
   // three impacts, two of them scored: the component means are over the scored ones only
   std::vector<ImpactGeometry> g(3);
@@ -420,6 +415,11 @@ TEST(ImpactStudy, VelocityErrorsPerComponentAreTheMeanAbsoluteErrors) {
   EXPECT_DOUBLE_EQ(e.mean_raw, 0.5 * (std::sqrt(0.25 + 100) + std::sqrt(0.25 + 1)));
 }
 
+// The wrench labels (w_data) through the wrench model's map to a post-impact velocity
+// (post_velocity_wrench: J's lever arms, the object's mass and inertia, τ on θ) give the
+// observed velocity: a learned wrench model's error is its prediction's, not the map's.
+// (With the data README's k_g = 0.0192 m instead of the object's 3.70e-4 m² per kg,
+// θ̇ would be off by 0.1 rad/s on average.)
 TEST(ImpactStudy, WrenchLabelsReconstructTheObservedVelocity) {
   if (!std::filesystem::exists(kData)) IMPULSE_SKIP_WITHOUT_DATA("planar impact data not found at " << kData);
   const ImpactSet set = load_impacts(kData);

@@ -306,11 +306,12 @@ QpBatch<double> ds_batch(const std::vector<ImpactGeometry>& g, const std::vector
 // on the CPU in lane groups (impacts k0 .. k0 + W − 1 side by side; a group's
 // spare lanes repeat its last impact), groups spread over the threads, or a
 // thread an impact on the GPU. The impacts where no complementary piece holds
-// (a jam, W not positive definite) are solved by Lemke, as ap_newton /
-// ap_poisson do alone. Each impact's answer depends on its data only.
+// (W not positive definite, data not finite) are solved by Lemke, as ap_newton /
+// ap_poisson do alone; returns how many. Each impact's answer depends on its data
+// only.
 template <class Par>
-void ap_batch(bool poisson, const std::vector<ImpactGeometry>& g, const Par& par, int threads, Backend backend,
-              std::vector<ImpactPrediction>& out) {
+int ap_batch(bool poisson, const std::vector<ImpactGeometry>& g, const Par& par, int threads, Backend backend,
+             std::vector<ImpactPrediction>& out) {
   const int B = static_cast<int>(g.size());
   std::vector<char> solved(static_cast<size_t>(B), 0);
   auto lemke = [&](int k) {
@@ -363,6 +364,7 @@ void ap_batch(bool poisson, const std::vector<ImpactGeometry>& g, const Par& par
     for (int k = begin; k < end; ++k)
       if (!solved[static_cast<size_t>(k)]) lemke(k);
   });
+  return static_cast<int>(std::count(solved.begin(), solved.end(), 0));
 }
 
 QpSettings<double> tight_settings() {
@@ -380,7 +382,9 @@ ImpactPrediction predict_impact(int model, const ImpactGeometry& g, ImpactParams
 }
 
 std::vector<ImpactPrediction> predict_impacts(int model, const std::vector<ImpactGeometry>& g,
-                                              const std::vector<ImpactParams>& params, int threads, Backend backend) {
+                                              const std::vector<ImpactParams>& params, int threads, Backend backend,
+                                              int* lemke_fallbacks) {
+  if (lemke_fallbacks != nullptr) *lemke_fallbacks = 0;
   impact_model_name(model);  // range check
   if (params.size() != 1 && params.size() != g.size())
     throw Error("predict_impacts: " + std::to_string(params.size()) + " parameter sets for " + std::to_string(g.size()) +
@@ -409,7 +413,8 @@ std::vector<ImpactPrediction> predict_impacts(int model, const std::vector<Impac
     return out;
   }
   if (model == 1 || model == 2) {  // AP: the planar LCPs by their pieces, Lemke where none holds
-    ap_batch(model == 1, g, par, threads, backend, out);
+    const int fallbacks = ap_batch(model == 1, g, par, threads, backend, out);
+    if (lemke_fallbacks != nullptr) *lemke_fallbacks = fallbacks;
     return out;
   }
   parallel_for(B, threads, [&](int, int begin, int end) {

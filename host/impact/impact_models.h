@@ -96,9 +96,10 @@ ImpactPrediction predict_impact(int model, const ImpactGeometry& g, ImpactParams
 // Whittaker, Wang-Mason and Mirtich run an impact a thread on the CPU whatever the
 // backend: the integrations switch between stick and slip a different number of
 // times per impact, and the three together take a few ms for 1,200 impacts.
+// lemke_fallbacks (AP models): how many impacts Lemke solved because no piece held.
 std::vector<ImpactPrediction> predict_impacts(int model, const std::vector<ImpactGeometry>& g,
                                               const std::vector<ImpactParams>& params, int threads = 0,
-                                              Backend backend = Backend::kCpu);
+                                              Backend backend = Backend::kCpu, int* lemke_fallbacks = nullptr);
 
 // AP Newton or AP Poisson (model 2 or 1) for one impact by Lemke's pivoting on the
 // 4 x 4 LCP: the reference the batched pieces are checked against (Error for
@@ -134,6 +135,8 @@ ImpactPrediction predict_impact_authors(int model, const ImpactGeometry& g, Impa
 //   (This exact solution also checks the batched solver's, to its tolerance.)
 // mirtich and wang-mason integrate in impulse space with stick/slip switching inside
 // one impact: impact_model_has_gradient is false and a derivative is refused (Error).
+// The AP derivatives take Lemke's solution and its active set, an impact at a time
+// (not the batched pieces of predict_impacts; the two agree to rounding).
 struct ImpactDerivative {
   ImpactPrediction pred;
   Eigen::Matrix2d dP = Eigen::Matrix2d::Zero();  // columns: dP/dμ, dP/dε
