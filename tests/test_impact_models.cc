@@ -83,35 +83,6 @@ ImpactGeometry random_impact_of_seed(uint64_t seed) {
   return random_impact(rng);
 }
 
-Eigen::Vector2d ap_newton_brute(const ImpactGeometry& g, double mu, double eps) {
-  const double vt = g.vc(0), vn = g.vc(1);
-  std::vector<Eigen::Vector2d> sols;
-  const Eigen::Vector2d st = g.W.inverse() * Eigen::Vector2d(-vt, -(1 + eps) * vn);
-  if (st(1) >= -1e-12 && std::abs(st(0)) <= mu * st(1) + 1e-12) sols.push_back(st);
-  for (double s : {1.0, -1.0}) {  // v_t^f has sign s, P_t = −μ s P_n
-    const double Pn = -(1 + eps) * vn / (g.W(1, 1) - mu * s * g.W(0, 1));
-    const Eigen::Vector2d P(-mu * s * Pn, Pn);
-    const double vtf = vt + g.W(0, 0) * P(0) + g.W(0, 1) * P(1);
-    if (Pn >= 0 && s * vtf >= -1e-12) sols.push_back(P);
-  }
-  if (sols.empty()) return Eigen::Vector2d::Constant(NAN);
-  return sols.front();
-}
-
-TEST(ImpactModels, ApNewtonLemkeEqualsTheEnumeratedLcp) {
-  std::mt19937_64 rng(3);
-  std::uniform_real_distribution<double> u(0, 1);
-  for (int trial = 0; trial < 200; ++trial) {
-    const ImpactGeometry g = random_impact(rng);
-    const double mu = 0.5 * u(rng), eps = u(rng);
-    const Eigen::Vector2d ref = ap_newton_brute(g, mu, eps);
-    ASSERT_TRUE(ref.allFinite());
-    const ImpactPrediction p = predict_impact(impact_model_index("ap-newton"), g, {mu, eps});
-    EXPECT_LE((p.P - ref).norm(), 1e-9 * (1 + ref.norm())) << "trial " << trial << " got " << p.P.transpose()
-                                                           << " want " << ref.transpose();
-  }
-}
-
 // Every solution of the 4 x 4 AP LCP, by trying each of its 16 complementary bases
 // (the LCP as the header writes it, built here independently of impact_models.cc):
 // the impulses (P_t, P_n) of the bases whose z and w are both nonnegative.
