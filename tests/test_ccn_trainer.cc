@@ -145,11 +145,41 @@ TEST(CcnTrainer, RunOfAnotherLossFormIsNotResumed) {
   EXPECT_EQ(cfg.at("ccn_loss_form").get<int>(), kCcnLossForm);
   cfg.erase("ccn_loss_form");
   std::ofstream(c.out + "/config.json") << cfg.dump(2) << "\n";
+  // a run of an older impulse: its checkpoint does not carry the configuration
+  nlohmann::json ck = read_json(c.out + "/checkpoint.json");
+  ck.erase("config");
+  std::ofstream(c.out + "/checkpoint.json") << ck.dump() << "\n";
   c.max_epochs = 2;
   testing::expect_error([&] { train(c, log); }, {"different configuration", "ccn_loss_form"});
   // DiffSim's loss has no such form
   const TrainConfig d = one_epoch("diffsim", "form_diffsim", log);
   EXPECT_FALSE(read_json(d.out + "/config.json").contains("ccn_loss_form"));
+}
+
+// The default smoothing is the documented one: recorded tosses (a CCN folder) get
+// H = 3, said in the log and written to config.json, and train exactly as an
+// explicit --smooth-velocities 3; impulse's own .npz gets none.
+TEST(CcnTrainer, DefaultSmoothingIsTheDocumentedOneForRecordedTosses) {
+  if (small_elbow_file().empty()) IMPULSE_SKIP_WITHOUT_DATA("real elbow tosses not found at " + elbow_dir());
+  std::ostringstream log;
+  TrainConfig c = base("ccn", temp_dir("smooth_default"));
+  c.data = elbow_dir();
+  c.tosses = 2;
+  c.max_epochs = 1;
+  ASSERT_EQ(c.smooth_velocities, -1) << "the default";
+  train(c, log);
+  EXPECT_EQ(read_json(c.out + "/config.json").at("smooth_velocities").get<int>(), 3);
+  EXPECT_NE(log.str().find("H = 3 (the default for recorded tosses"), std::string::npos) << log.str();
+  TrainConfig e = c;
+  e.out = temp_dir("smooth_explicit");
+  e.smooth_velocities = 3;
+  train(e, log);
+  EXPECT_EQ(read_json(c.out + "/checkpoint.json").at("theta"), read_json(e.out + "/checkpoint.json").at("theta"));
+  // the same run resumes under the default (config.json holds the value it chose)
+  c.max_epochs = 2;
+  EXPECT_NO_THROW(train(c, log));
+  const TrainConfig n = one_epoch("ccn", "smooth_npz", log);  // impulse's .npz
+  EXPECT_FALSE(read_json(n.out + "/config.json").contains("smooth_velocities"));
 }
 
 TEST(CcnTrainer, BadOptionsAndDataAreRefused) {
@@ -193,7 +223,7 @@ TEST(CcnTrainer, BadOptionsAndDataAreRefused) {
   c.select = "rollouts";
   EXPECT_NE(message(c).find("--select 'rollouts'"), std::string::npos) << message(c);
   c = base("ccn", temp_dir("bad9"));
-  c.smooth_velocities = -1;
+  c.smooth_velocities = -2;  // (-1: the data's default)
   EXPECT_NE(message(c).find("--smooth-velocities"), std::string::npos) << message(c);
   c.smooth_velocities = 11;
   EXPECT_NE(message(c).find("--smooth-velocities"), std::string::npos) << message(c);

@@ -279,6 +279,7 @@ TEST(Sweep, TwoMpiRanksGiveTheSameSummary) {
   EXPECT_EQ(WEXITSTATUS(rc), 4) << "one run fails on purpose: " << out;
   EXPECT_NE(out.find("shard 0/2"), std::string::npos) << out;
   EXPECT_NE(out.find("shard 1/2"), std::string::npos) << out;
+  EXPECT_EQ(out.find("\033["), std::string::npos) << "mpirun gives its ranks a terminal: no live line, no escape codes";
   EXPECT_EQ(read_text_file(t.dir + "/mpi/summary.csv"), read_text_file(t.dir + "/one/summary.csv")) << out;
 #endif
 }
@@ -288,7 +289,7 @@ TEST(Sweep, ASecondSweepOrAnotherConfigurationIsRefused) {
   const std::string out = t.dir + "/s";
   fs::create_directories(out);
   {
-    const FileLock held(out + "/.sweep-shard-0-of-1.lock", "test", "test", "");
+    const FileLock held(out + "/.sweep.lock", "test", "test", "");
     try {
       std::ostringstream l;
       run_sweep(options_for(t, out), l);

@@ -3,8 +3,6 @@
 #include "host/batch/qp_ipm.h"
 #include "solvers/qp_admm_lanes.h"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <atomic>
 #include <exception>
@@ -22,44 +20,6 @@ Backend parse_backend(const std::string& s) {
 }
 
 const char* to_string(Backend b) { return b == Backend::kCpu ? "cpu" : "cuda"; }
-
-int resolve_threads(int threads) {
-  if (threads < 0) throw Error("threads must be >= 0 (0 = all cores), got " + std::to_string(threads));
-  return threads == 0 ? omp_get_num_procs() : threads;
-}
-
-void parallel_for(int count, int threads,
-                  const std::function<void(int worker, int begin, int end)>& body) {
-  const int t = std::min(resolve_threads(threads), std::max(count, 1));
-  // chunks small enough to balance uneven iteration counts, large enough to
-  // keep scheduling overhead negligible
-  const int chunk = std::max(1, std::min(64, count / (8 * t)));
-  const int n_chunks = (count + chunk - 1) / chunk;
-  if (t == 1) {
-    for (int c = 0; c < n_chunks; ++c) body(0, c * chunk, std::min(count, (c + 1) * chunk));
-    return;
-  }
-  // an exception must not leave an OpenMP region: the first one is kept and
-  // rethrown on the calling thread once every worker has stopped.
-  std::exception_ptr first;
-  std::atomic<bool> failed{false};
-#pragma omp parallel num_threads(t)
-  {
-    const int worker = omp_get_thread_num();
-#pragma omp for schedule(dynamic, 1)
-    for (int c = 0; c < n_chunks; ++c) {
-      if (failed.load(std::memory_order_relaxed)) continue;
-      try {
-        body(worker, c * chunk, std::min(count, (c + 1) * chunk));
-      } catch (...) {
-#pragma omp critical(impulse_parallel_for_error)
-        if (!first) first = std::current_exception();
-        failed = true;
-      }
-    }
-  }
-  if (first) std::rethrow_exception(first);
-}
 
 // ---- QpBatch -------------------------------------------------------------------
 

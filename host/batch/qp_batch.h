@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "solvers/error.h"
+#include "host/batch/parallel.h"
 #include "kernels/qp_kernels.h"
 #include "solvers/qp_admm.h"
 
@@ -122,9 +123,5 @@ void solve_batch(const QpBatch<T>& batch, const QpSettings<T>& settings,
 template <class T>
 cuda::DeviceLayout device_layout_for(const QpBatch<T>& batch, const BatchOptions& options);
 
-// Runs a loop over [0, count) on `threads` CPU threads (0 = all cores), each
-// worker given its index: the one generic batch driver every CPU batch uses.
-void parallel_for(int count, int threads, const std::function<void(int worker, int begin, int end)>& body);
-int resolve_threads(int threads);
 
 }  // namespace impulse

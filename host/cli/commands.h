@@ -11,6 +11,10 @@
 #include <string>
 #include <vector>
 
+namespace impulse {
+struct TrainConfig;
+}
+
 namespace impulse::cli {
 
 // A file of the source tree (a figure script, the built-in data set): under the source
@@ -34,6 +38,11 @@ using Commands = std::vector<Command>;
 void add_solve_commands(CLI::App& app, Commands& out);
 // learn_commands.cc: train, eval, rollout, generate-tosses (host/learning, host/dynamics)
 void add_learn_commands(CLI::App& app, Commands& out);
+// learn_commands.cc: train's options, for the train subcommand and for checking a
+// sweep's run command lines ({"train", "--method", ...}) before any run starts:
+// throws Error with CLI11's or the trainer's reason for the first bad option
+void add_train_options(CLI::App* app, TrainConfig& config);
+void check_train_arguments(const std::vector<std::string>& args);
 // control_commands.cc: mpc-demo (host/control)
 void add_control_commands(CLI::App& app, Commands& out);
 // sweep_commands.cc: sweep, report (host/sweep)

@@ -1,6 +1,9 @@
 // The learning group: train, eval, rollout (host/learning) and generate-tosses
 // (host/dynamics' synthetic cube tosses, the built-in data set's generator).
+#include <cerrno>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -24,51 +27,98 @@ namespace {
 // working directory when the binary has moved).
 std::string default_data_path() { return source_file("data/synthetic_cube.npz"); }
 
+// a seed: an integer 0 .. 2^64 - 1, as written (CLI11 would wrap -1 and saturate
+// a larger number to 2^64 - 1)
+const CLI::Validator kSeed(
+    [](std::string& v) -> std::string {
+      errno = 0;
+      char* end = nullptr;
+      const bool digits = !v.empty() && v.find_first_not_of("0123456789") == std::string::npos;
+      if (digits) std::strtoull(v.c_str(), &end, 10);
+      if (!digits || errno == ERANGE)
+        return "a seed is an integer from 0 to 18446744073709551615, not " + (v.size() > 40 ? v.substr(0, 40) + "..." : v);
+      return "";
+    },
+    "SEED", "seed");
+
+// the number options' values: finite, and in plain words when out of range
+const CLI::Validator kFinite(
+    [](std::string& v) -> std::string {
+      char* end = nullptr;
+      errno = 0;
+      const double d = std::strtod(v.c_str(), &end);
+      if (end == v.c_str() || *end != '\0') return "";  // not a number: the conversion names it
+      if (errno == ERANGE || !std::isfinite(d)) return (v.size() > 40 ? v.substr(0, 40) + "..." : v) + " is out of range";
+      return "";
+    },
+    "NUMBER", "finite");
+
 }  // namespace
+
+void add_train_options(CLI::App* tr, TrainConfig& tc) {
+  tr->add_option("--method", tc.method,
+                 "contactnets-polytope | contactnets-deep | end-to-end; with --system: ccn | ccn-r | diffsim | diffsim-r | end-to-end")
+      ->check(CLI::IsMember({"contactnets-polytope", "contactnets-deep", "end-to-end", "ccn", "ccn-r", "diffsim", "diffsim-r"}));
+  tr->add_option("--system", tc.system,
+                 "a multibody system for the CCN family: cube | asymmetric | elbow (its data: a CCN folder of "
+                 "width 13 + 2 joints, e.g. the real elbow tosses, or an impulse-multibody .npz)")
+      ->check(CLI::IsMember({"cube", "asymmetric", "elbow"}));
+  tr->add_option("--w-res", tc.w_res, "residual norm weight (< 0: Table 2's: CCN-R 1 real / 0.001 synthetic, DiffSim-R 1000 / 1; CCN applies "
+                  "it doubled against its unhalved prediction term, as every weight: host/learning/ccn.h)");
+  tr->add_option("--w-res-w", tc.w_res_w, "residual weight penalty (< 0: Table 2's: CCN-R 0.1 / 0, DiffSim-R 1 / 0)");
+  tr->add_option("--known", tc.known,
+                 "CCN/DiffSim: parameter groups given, not learned (comma list of geometry, friction, inertia): "
+                 "the system's published values, never trained");
+  tr->add_option("--select", tc.select,
+                 "--system data: what picks the best epoch and stops early: loss (the method's validation loss) or "
+                 "rollout (the validation tosses' mean base position error over rollouts, as eval reports it)")
+      ->check(CLI::IsMember({"loss", "rollout"}));
+  tr->add_option("--smooth-velocities", tc.smooth_velocities,
+                 "--system data: train on velocities averaged over 2H+1 rows (H = 0: as recorded; default -1: H = 3 "
+                 "for recorded tosses, 0 for impulse's simulated ones; eval always uses the data as recorded)");
+  tr->add_option("--data", tc.data, "data set: a ContactNets or CCN folder, or an impulse .npz (default: the built-in synthetic set)");
+  tr->add_option("--tosses", tc.tosses, "training tosses N (0 = the whole 50% training split)");
+  tr->add_option("--seed", tc.seed, "seed of the split, initialization and batch order")->check(kSeed);
+  tr->add_option("--out", tc.out, "run directory")->required();
+  tr->add_option("--epochs", tc.max_epochs, "most epochs");
+  tr->add_option("--patience", tc.patience,
+                 "early stop after this many epochs without a better validation figure (the loss, or rollouts: --select)");
+  tr->add_option("--batch", tc.batch_size, "transitions per Adam step");
+  tr->add_option("--lr", tc.lr, "learning rate (0 = the method's default)")->check(kFinite);
+  tr->add_option("--weight-decay", tc.weight_decay, "AdamW weight decay (< 0 = the method's default)")->check(kFinite);
+  tr->add_option("--init-noise", tc.init_noise, "ContactNets: initial error, fraction of the true values")->check(kFinite);
+  tr->add_option("--friction", tc.friction, "cone (exact) | octagon (reference implementation)")
+      ->check(CLI::IsMember({"cone", "octagon"}));
+  tr->add_option("--eps", tc.eps, "QP tolerance")->check(kFinite);
+  tr->add_option("--threads", tc.threads, "CPU threads (0 = all cores)");
+  tr->add_option("--backend", tc.backend, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
+  tr->add_option("--layout", tc.layout, "with --backend cuda: auto, thread or warp (the loss QPs' device layout)")
+      ->check(CLI::IsMember({"auto", "thread", "warp"}));
+  tr->add_option("--max-seconds", tc.max_seconds,
+                 "time budget: stop after this much training, counted over every session of the run (a kill and "
+                 "resume included); a run that spent it is finished, a larger value continues it")
+      ->check(kFinite);
+}
+
+void check_train_arguments(const std::vector<std::string>& args) {
+  if (args.empty() || args.front() != "train") throw Error("not a train command line");
+  CLI::App app{"impulse train"};
+  TrainConfig tc;
+  add_train_options(&app, tc);
+  std::vector<std::string> rev(args.rbegin(), args.rend() - 1);  // CLI11 takes them last first
+  try {
+    app.parse(rev);
+  } catch (const CLI::ParseError& e) {
+    throw Error(e.what());
+  }
+  validate_train_config(tc);
+}
 
 void add_learn_commands(CLI::App& app, Commands& out) {
   auto tc = std::make_shared<TrainConfig>();
   tc->data = default_data_path();
   auto* tr = app.add_subcommand("train", "learn a contact model from cube tosses (resumes RUN_DIR if it holds a checkpoint)");
-  tr->add_option("--method", tc->method,
-                 "contactnets-polytope | contactnets-deep | end-to-end; with --system: ccn | ccn-r | diffsim | diffsim-r | end-to-end")
-      ->check(CLI::IsMember({"contactnets-polytope", "contactnets-deep", "end-to-end", "ccn", "ccn-r", "diffsim", "diffsim-r"}));
-  tr->add_option("--system", tc->system,
-                 "a multibody system for the CCN family: cube | asymmetric | elbow (its data: a CCN folder of "
-                 "width 13 + 2 joints, e.g. the real elbow tosses, or an impulse-multibody .npz)")
-      ->check(CLI::IsMember({"cube", "asymmetric", "elbow"}));
-  tr->add_option("--w-res", tc->w_res, "residual norm weight (< 0: Table 2's: CCN-R 1 real / 0.001 synthetic, DiffSim-R 1000 / 1; CCN applies "
-                  "it doubled against its unhalved prediction term, as every weight: host/learning/ccn.h)");
-  tr->add_option("--w-res-w", tc->w_res_w, "residual weight penalty (< 0: Table 2's: CCN-R 0.1 / 0, DiffSim-R 1 / 0)");
-  tr->add_option("--known", tc->known,
-                 "CCN/DiffSim: parameter groups given, not learned (comma list of geometry, friction, inertia): "
-                 "the system's published values, never trained");
-  tr->add_option("--select", tc->select,
-                 "--system data: what picks the best epoch and stops early: loss (the method's validation loss) or "
-                 "rollout (the validation tosses' mean base position error over rollouts, as eval reports it)")
-      ->check(CLI::IsMember({"loss", "rollout"}));
-  tr->add_option("--smooth-velocities", tc->smooth_velocities,
-                 "--system data: train on velocities averaged over 2H+1 rows (H = 0: as recorded; eval always uses the "
-                 "data as recorded)");
-  tr->add_option("--data", tc->data, "data set: a ContactNets or CCN folder, or an impulse .npz (default: the built-in synthetic set)");
-  tr->add_option("--tosses", tc->tosses, "training tosses N (0 = the whole 50% training split)");
-  tr->add_option("--seed", tc->seed, "seed of the split, initialization and batch order");
-  tr->add_option("--out", tc->out, "run directory")->required();
-  tr->add_option("--epochs", tc->max_epochs, "most epochs");
-  tr->add_option("--patience", tc->patience,
-                 "early stop after this many epochs without a better validation figure (the loss, or rollouts: --select)");
-  tr->add_option("--batch", tc->batch_size, "transitions per Adam step");
-  tr->add_option("--lr", tc->lr, "learning rate (0 = the method's default)");
-  tr->add_option("--weight-decay", tc->weight_decay, "AdamW weight decay (< 0 = the method's default)");
-  tr->add_option("--init-noise", tc->init_noise, "ContactNets: initial error, fraction of the true values");
-  tr->add_option("--friction", tc->friction, "cone (exact) | octagon (reference implementation)")
-      ->check(CLI::IsMember({"cone", "octagon"}));
-  tr->add_option("--eps", tc->eps, "QP tolerance");
-  tr->add_option("--threads", tc->threads, "CPU threads (0 = all cores)");
-  tr->add_option("--backend", tc->backend, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
-  tr->add_option("--layout", tc->layout, "with --backend cuda: auto, thread or warp (the loss QPs' device layout)")
-      ->check(CLI::IsMember({"auto", "thread", "warp"}));
-  tr->add_option("--max-seconds", tc->max_seconds, "stop after this long (checkpointed; the same command resumes)");
+  add_train_options(tr, *tc);
   out.push_back({tr, [tc] {
                    const TrainResult r = train(*tc, std::cout);
                    std::printf("best epoch %d, %s %.6g; learned parameters: %s/params.json\n", r.best_epoch,
@@ -122,7 +172,8 @@ void add_learn_commands(CLI::App& app, Commands& out) {
                    for (const std::string& n : c.notes) std::printf("note: %s\n", n.c_str());
                    std::printf("%s: %s, %d epoch(s) done, %s\n", check_dir->c_str(),
                                c.ok() ? "consistent" : "NOT consistent", c.epochs_done,
-                               c.finished ? "finished" : "not finished (the same train command resumes it)");
+                               c.finished ? ("finished (" + c.finished_by + ")").c_str()
+                                          : "not finished (the same train command resumes it)");
                    return c.ok() && c.finished ? 0 : 1;
                  }});
 

@@ -33,6 +33,10 @@ void add_sweep_commands(CLI::App& app, Commands& out) {
   sw->add_option("--runs-per-gpu", sa->opt.runs_per_gpu, "concurrent --backend cuda runs on each GPU");
   sw->add_option("--exe", sa->opt.exe, "the impulse binary each run executes (default: this one)");
   sw->add_flag("--list", sa->opt.list_only, "print the runs, their state and command lines; run nothing");
+  sw->add_option("--max-runs", sa->opt.max_runs,
+                 "refuse a grid of more runs than this (a larger sweep is confirmed by raising it)")
+      ->check(CLI::Range(1, 100000000));
+  sa->opt.check_run_args = check_train_arguments;
   out.push_back({sw, [sa] {
                    if (!sa->shard.empty()) {
                      const auto slash = sa->shard.find('/');

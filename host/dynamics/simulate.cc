@@ -378,7 +378,7 @@ std::vector<RolloutResult> rollout_tosses(const ContactModel& model, const BodyP
   if (count == 0) return out;
   const int t = std::min(resolve_threads(threads), count);
   std::vector<Simulator> sims(t, Simulator(body, options));
-  // an exception must not leave an OpenMP region: keep the first, rethrow after
+  // the first exception is kept and rethrown after every toss has run
   std::mutex mu;
   std::exception_ptr error;
   parallel_for(count, t, [&](int worker, int begin, int end) {

@@ -181,7 +181,7 @@ TossSet generate_synthetic_tosses(const SyntheticConfig& config) {
   const SimOptions options = config.sim_options();
   const int t = std::min(resolve_threads(config.threads), config.n_tosses);
   std::vector<Simulator> sims(t, Simulator(body, options));
-  // an exception must not leave an OpenMP region: keep the first, rethrow after
+  // the first exception is kept and rethrown after every toss has run
   std::mutex mu;
   std::exception_ptr error;
   parallel_for(config.n_tosses, t, [&](int worker, int begin, int end) {

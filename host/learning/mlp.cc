@@ -368,7 +368,12 @@ void Mlp::backward(MlpWorkspace& ws, const Eigen::Ref<const MatrixXd>& dY,
     auto Tb = [&] { return k == L - 1 ? G : view(ws.tbar[tc], nk1, Wf); };
     if (!z_zero) {
       gW(k).noalias() += zb * h(k).transpose();
-      gb(k) += zb.rowwise().sum();
+      // the bias sum one sample at a time: each entry summed in sample order
+      // (Eigen's rowwise().sum() sums the rows its vector loop peels at the
+      // buffer's alignment in another order, so a resumed run's first step, on
+      // freshly allocated buffers, rounded a few biases differently)
+      auto gbk = gb(k);
+      for (Index s = 0; s < B; ++s) gbk += zb.col(s);
     }
     if (fwd_j) {
       if (k > 0) {

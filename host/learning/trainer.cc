@@ -56,6 +56,7 @@ namespace {
 nlohmann::json config_json_of(const TrainConfig& c) {
   nlohmann::json j = c.to_json();
   if (c.layout != "auto") j["layout"] = c.layout;
+  if (c.max_seconds > 0) j["max_seconds"] = c.max_seconds;  // the time budget (check_run's "finished")
   if (!c.system.empty()) {
     j["system"] = c.system;
     j["w_res"] = c.w_res;
@@ -92,6 +93,7 @@ TrainConfig TrainConfig::from_json(const nlohmann::json& j) {
     c.known = j.value("known", std::string());
     c.smooth_velocities = j.value("smooth_velocities", 0);
     c.select = j.value("select", std::string("loss"));
+    c.max_seconds = j.value("max_seconds", 0.0);
   } catch (const nlohmann::json::exception& e) {
     throw Error(std::string("run config: ") + e.what());
   }
@@ -153,6 +155,23 @@ std::string canonical_path(const std::string& p) {
   return ec ? p : c.lexically_normal().string();
 }
 
+// The keys in which two run configurations differ ("" when they are the same
+// run): a run may be continued for more epochs, more patience or a longer time
+// budget, and its data path is compared as the same folder however it is written.
+std::string config_difference(nlohmann::json a, nlohmann::json b) {
+  for (nlohmann::json* j : {&a, &b}) {
+    for (const char* key : {"max_epochs", "patience", "max_seconds"}) j->erase(key);
+    if (j->contains("data") && (*j)["data"].is_string()) (*j)["data"] = canonical_path((*j)["data"].get<std::string>());
+  }
+  if (a == b) return "";
+  std::string diff;
+  for (auto it = b.begin(); it != b.end(); ++it)
+    if (!a.contains(it.key()) || a[it.key()] != it.value()) diff += (diff.empty() ? "" : ", ") + it.key();
+  for (auto it = a.begin(); it != a.end(); ++it)
+    if (!b.contains(it.key())) diff += (diff.empty() ? "" : ", ") + it.key();
+  return diff.empty() ? "fields" : diff;
+}
+
 // temporaries of atomic writes (NAME.tmp.PID) left by a killed process: with
 // the run's lock held nobody else writes here
 void remove_stale_temporaries(const std::string& dir) {
@@ -163,7 +182,9 @@ void remove_stale_temporaries(const std::string& dir) {
   }
 }
 
-void validate(const TrainConfig& c) {
+}  // namespace
+
+void validate_train_config(const TrainConfig& c) {
   if (!c.system.empty()) {
     system_by_name(c.system);  // throws for an unknown system
     if (!is_multibody_method(c.method))
@@ -181,14 +202,14 @@ void validate(const TrainConfig& c) {
                   c.method + "'");
     known_groups(c.known);  // throws naming an unknown or repeated group
   }
-  if (c.smooth_velocities != 0 && c.system.empty())
+  if (c.smooth_velocities > 0 && c.system.empty())
     throw Error("train: --smooth-velocities applies to --system data (the CCN family), not to method '" + c.method + "'");
   if (c.select != "loss" && c.select != "rollout")
     throw Error("train: --select '" + c.select + "': expected loss or rollout");
   if (c.select == "rollout" && c.system.empty())
     throw Error("train: --select rollout applies to --system data (the CCN family), not to method '" + c.method + "'");
-  if (c.smooth_velocities < 0 || c.smooth_velocities > 10)
-    throw Error("train: --smooth-velocities must be a half width of 0 .. 10 rows, got " +
+  if (c.smooth_velocities < -1 || c.smooth_velocities > 10)
+    throw Error("train: --smooth-velocities must be a half width of 0 .. 10 rows (-1: the data's default), got " +
                 std::to_string(c.smooth_velocities));
   if (!(c.lr >= 0) || !std::isfinite(c.lr)) throw Error("train: --lr must be a finite number >= 0 (0 = the method's default)");
   if (!std::isfinite(c.weight_decay)) throw Error("train: --weight-decay must be finite");
@@ -203,13 +224,15 @@ void validate(const TrainConfig& c) {
   if (!(c.init_noise >= 0) || !std::isfinite(c.init_noise))
     throw Error("train: --init-noise must be a finite number >= 0");
   if (!(c.max_seconds >= 0) || std::isnan(c.max_seconds)) throw Error("train: --max-seconds must be >= 0 (0 = no limit)");
-  if (c.threads < 0) throw Error("train: --threads must be >= 0 (0 = all cores)");
+  if (c.threads < 0 || c.threads > max_threads())
+    throw Error("train: --threads " + std::to_string(c.threads) + ": must be 0 (all cores) .. " +
+                std::to_string(max_threads()) + " (four times this machine's cores, or 64)");
   cuda::parse_device_layout(c.layout);  // names a bad value
   if (c.layout != "auto" && !(c.method == "contactnets-polytope" && c.backend == "cuda"))
     throw Error("train: --layout " + c.layout + " applies to contactnets-polytope with --backend cuda");
 }
 
-
+namespace {
 
 Transitions transitions_of(const TossSet& set, const std::vector<int>& tosses) {
   Transitions t;
@@ -522,8 +545,10 @@ std::vector<double> true_polytope_parameters(const TossMeta& meta) {
 
 Vec6 TrainedModel::contact_impulse(const State&) const { return Vec6::Zero(); }
 
-TrainResult train(const TrainConfig& cfg, std::ostream& log_out) {
-  validate(cfg);
+TrainResult train(const TrainConfig& cfg_in, std::ostream& log_out) {
+  validate_train_config(cfg_in);
+  TrainConfig cfg = cfg_in;  // with the data's defaults resolved (smooth_velocities)
+  if (cfg.system.empty()) cfg.smooth_velocities = 0;
   // Eigen would parallelize the networks' large products with OpenMP on its own,
   // with a blocking that depends on the team it gets (the machine's cores, and
   // under OMP_DYNAMIC the load): the Deep and End-to-end results then changed
@@ -564,6 +589,11 @@ TrainResult train(const TrainConfig& cfg, std::ostream& log_out) {
     mb.synthetic = mdata.format == "impulse-multibody";
     // the transitions' velocities only: a toss's first row (its window is that
     // row alone) and every position stay as recorded, which is all a rollout uses
+    if (cfg.smooth_velocities < 0) {
+      cfg.smooth_velocities = mb.synthetic ? 0 : 3;
+      log(std::string("smoothing velocities over 2H+1 rows, H = ") + std::to_string(cfg.smooth_velocities) +
+          (mb.synthetic ? " (the default for simulated tosses)" : " (the default for recorded tosses; --smooth-velocities 0 trains on them as recorded)"));
+    }
     smooth_velocities(mdata, cfg.smooth_velocities);
     n_tosses = static_cast<int>(mdata.tosses.size());
     data_format = mdata.format;
@@ -623,29 +653,51 @@ TrainResult train(const TrainConfig& cfg, std::ostream& log_out) {
         throw Error(cfg.out + " holds results (" + f + ") but no checkpoint.json, so it cannot be resumed; "
                     "choose another --out, or remove the directory to start over");
   }
-  if (fs::exists(config_path)) {
-    // the same run may be continued for more epochs or with more patience; the
-    // data path is compared as the same folder, however it is written
-    nlohmann::json old_cfg = read_json_file(config_path.string()), now = config_json;
-    for (const char* key : {"max_epochs", "patience", "max_seconds"}) {
-      old_cfg.erase(key);
-      now.erase(key);
-    }
-    for (nlohmann::json* j : {&old_cfg, &now})
-      if (j->contains("data") && (*j)["data"].is_string())
-        (*j)["data"] = canonical_path((*j)["data"].get<std::string>());
-    if (old_cfg != now) {
-      std::string diff;
-      for (auto it = now.begin(); it != now.end(); ++it)
-        if (!old_cfg.contains(it.key()) || old_cfg[it.key()] != it.value()) diff += " " + it.key();
-      throw Error(cfg.out + " holds a run with a different configuration (" +
-                  (diff.empty() ? std::string(" fields differ") : diff) +
-                  " ); choose another --out or the same settings to resume");
+  // The configuration a resume must match: the checkpoint's own copy (a deleted or
+  // edited config.json proves nothing), else, for a checkpoint of an older impulse,
+  // config.json. Nothing is written before this check passes.
+  nlohmann::json saved;
+  if (fs::exists(ckpt_path)) {
+    try {
+      saved = read_json_file(ckpt_path.string());
+    } catch (const Error& e) {
+      throw Error(std::string(e.what()) + "; the run cannot be resumed from a damaged checkpoint: move " + cfg.out +
+                  " aside (or remove it) to train this run again");
     }
   }
-  if (fs::exists(ckpt_path)) {
+  nlohmann::json reference;
+  std::string reference_name;
+  if (saved.is_object() && saved.contains("config")) {
+    reference = saved["config"];
+    reference_name = "its checkpoint";
+  } else if (fs::exists(config_path)) {
+    reference = read_json_file(config_path.string());
+    reference_name = "config.json";
+  } else if (saved.is_object()) {
+    throw Error(cfg.out + " holds a checkpoint but no config.json, and the checkpoint (of an older impulse) does not "
+                "record the configuration, so a resume cannot be proven to be the same run; restore config.json, or "
+                "remove the directory to start over");
+  }
+  if (!reference.is_null()) {
+    if (const std::string diff = config_difference(reference, config_json); !diff.empty())
+      throw Error(cfg.out + " holds a run with a different configuration (" + diff + " differ from " + reference_name +
+                  "); choose another --out or the same settings to resume");
+  }
+  // a run that failed for a reason the same command meets again is not retried
+  const fs::path failure_path = fs::path(cfg.out) / "failure.json";
+  if (fs::exists(failure_path)) {
+    std::string why = "see its log.txt";
+    try {
+      why = read_json_file(failure_path.string()).value("error", why);
+    } catch (const Error&) {
+    }
+    throw Error(cfg.out + " failed before with this configuration (" + why +
+                "); the same command fails the same way: change the option it names, with another --out");
+  }
+  double seconds_before = 0;  // the time budget already spent, over every session of the run
+  if (saved.is_object()) {
+    const nlohmann::json& ck = saved;
     write_text_atomic(config_path.string(), config_json.dump(2) + "\n");
-    const nlohmann::json ck = read_json_file(ckpt_path.string());
     try {
       theta = ck.at("theta").get<std::vector<double>>();
       adam = AdamW::from_json(ck.at("adam"));
@@ -656,12 +708,22 @@ TrainResult train(const TrainConfig& cfg, std::ostream& log_out) {
       best_params = ck.at("best_params");
       res.early_stopped = ck.at("stopped").get<bool>();
       res.history = history_from_json(ck.at("history"));
+      seconds_before = ck.value("seconds_used", 0.0);
     } catch (const nlohmann::json::exception& e) {
-      throw Error(ckpt_path.string() + ": corrupt checkpoint (" + e.what() + ")");
+      throw Error(ckpt_path.string() + ": corrupt checkpoint (" + e.what() + "); move " + cfg.out +
+                  " aside (or remove it) to train this run again");
     }
     if (theta.size() != method->variables().size())
       throw Error(ckpt_path.string() + ": parameter count differs from the method's");
     method->set_variables(theta);
+    // a warm-start file the checkpoint does not name is an orphan of an interrupted write
+    for (const auto& e : fs::directory_iterator(cfg.out)) {
+      const std::string name = e.path().filename().string();
+      if (name.rfind("warm_starts_", 0) == 0 && name != ck.value("warm_file", std::string())) {
+        std::error_code ec;
+        fs::remove(e.path(), ec);
+      }
+    }
     if (ck.contains("warm_file")) {
       const fs::path wf = fs::path(cfg.out) / ck["warm_file"].get<std::string>();
       if (fs::exists(wf)) {
@@ -681,7 +743,11 @@ TrainResult train(const TrainConfig& cfg, std::ostream& log_out) {
     }
     res.early_stopped = res.early_stopped && since_best >= cfg.patience;
     res.resumed = true;
-    log("resuming " + cfg.out + " after epoch " + std::to_string(start_epoch));
+    if (cfg.max_seconds > 0 && seconds_before >= cfg.max_seconds)
+      log(cfg.out + " is finished: its time budget is spent (" + format_seconds(seconds_before) + " of --max-seconds " +
+          format_seconds(cfg.max_seconds) + "); a larger --max-seconds continues it");
+    else
+      log("resuming " + cfg.out + " after epoch " + std::to_string(start_epoch));
   } else {
     write_text_atomic(config_path.string(), config_json.dump(2) + "\n");
     nlohmann::json ij = method->params_json();
@@ -735,7 +801,28 @@ TrainResult train(const TrainConfig& cfg, std::ostream& log_out) {
         (by_rollout ? ", valid rollouts' position error " + std::to_string(r.valid_rollout_m) + " m" : ""));
   }
 
-  for (int epoch = start_epoch + 1; epoch <= cfg.max_epochs && !res.early_stopped; ++epoch) {
+  const auto seconds_used = [&] {
+    return seconds_before + std::chrono::duration<double>(std::chrono::steady_clock::now() - t_run).count();
+  };
+  const auto out_of_time = [&] { return cfg.max_seconds > 0 && seconds_used() >= cfg.max_seconds; };
+  // a training that diverged is recorded (failure.json) and refused on a rerun
+  const auto fail = [&](int epoch, const std::string& why) {
+    write_text_atomic(failure_path.string(), nlohmann::json{{"epoch", epoch}, {"error", why}}.dump(2) + "\n");
+    throw Error(why);
+  };
+  const auto check_finite = [&](int epoch, int step) {
+    for (size_t i = 0; i < theta.size(); ++i)
+      if (!std::isfinite(theta[i]) || std::abs(theta[i]) > 1e150) {
+        char b[96];
+        std::snprintf(b, sizeof b, "%.3g", lr);
+        fail(epoch, "epoch " + std::to_string(epoch) + ", step " + std::to_string(step + 1) +
+                        ": the parameters diverged (parameter " + std::to_string(i) + " is " +
+                        std::to_string(theta[i]) + " after an AdamW step with learning rate " + b +
+                        "); a smaller --lr (" + (cfg.lr > 0 ? "given" : "the method's default") + ": " + b + ")");
+      }
+  };
+  bool stop_for_time = res.resumed && out_of_time();
+  for (int epoch = start_epoch + 1; epoch <= cfg.max_epochs && !res.early_stopped && !stop_for_time; ++epoch) {
     const auto t0 = std::chrono::steady_clock::now();
     const std::vector<int> order = permutation(train_set.size(), cfg.seed * 1000003ULL + epoch);
     const int n_batches = (train_set.size() + cfg.batch_size - 1) / cfg.batch_size;
@@ -751,6 +838,7 @@ TrainResult train(const TrainConfig& cfg, std::ostream& log_out) {
       for (double& g : grad) g /= static_cast<double>(idx.size());
       adam.step(Eigen::Map<Eigen::VectorXd>(theta.data(), Eigen::Index(theta.size())),
                 Eigen::Map<const Eigen::VectorXd>(grad.data(), Eigen::Index(grad.size())));
+      check_finite(epoch, b);
       method->set_variables(theta);
       if (tty && (b % 20 == 0 || b + 1 == n_batches)) {
         const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -818,6 +906,12 @@ TrainResult train(const TrainConfig& cfg, std::ostream& log_out) {
     ck["best_valid"] = res.best_valid;
     ck["best_params"] = best_params;
     ck["stopped"] = res.early_stopped;
+    // the time budget: spent over every session of the run, checked after each
+    // epoch; a run that spent it is finished (check_run) until given a larger one
+    stop_for_time = out_of_time();
+    ck["seconds_used"] = seconds_used();
+    ck["time_limited"] = stop_for_time && !res.early_stopped;
+    ck["config"] = config_json;
     ck["history"] = nlohmann::json::array();
     for (const auto& h : res.history) {
       nlohmann::json e = {{"epoch", h.epoch}, {"train_loss", h.train_loss},
@@ -842,17 +936,23 @@ TrainResult train(const TrainConfig& cfg, std::ostream& log_out) {
         ck["warm_file"] = warm_name;
       }
     }
-    write_text_atomic(ckpt_path.string(), ck.dump() + "\n");
+    try {
+      write_text_atomic(ckpt_path.string(), ck.dump() + "\n");
+    } catch (...) {
+      // (a full disk) the previous checkpoint stands, pointing at its own warm starts
+      std::error_code ec;
+      if (ck.contains("warm_file")) fs::remove(fs::path(cfg.out) / warm_name, ec);
+      throw;
+    }
     for (const auto& e : fs::directory_iterator(cfg.out)) {
       const std::string name = e.path().filename().string();
       if (name.rfind("warm_starts_", 0) == 0 && name != warm_name) fs::remove(e.path());
     }
     write_outputs();
-    if (cfg.max_seconds > 0 &&
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t_run).count() > cfg.max_seconds) {
-      log("time limit reached after epoch " + std::to_string(epoch) + "; resume with the same command");
-      break;
-    }
+    if (stop_for_time && !res.early_stopped)
+      log("time budget spent after epoch " + std::to_string(epoch) + " (" + format_seconds(seconds_used()) +
+          " of --max-seconds " + format_seconds(cfg.max_seconds) + "): the run is finished; a larger --max-seconds "
+          "or more --epochs continues it");
   }
   if (!fs::exists(fs::path(cfg.out) / "params.json")) write_outputs();
   return res;
@@ -931,6 +1031,14 @@ RunCheck check_run(const std::string& run_dir) {
   const fs::path dir(run_dir);
   if (!fs::is_directory(dir)) throw Error(run_dir + ": not a directory");
   const auto problem = [&](const std::string& p) { c.problems.push_back(p); };
+  if (fs::exists(dir / "failure.json")) {
+    std::string why = "see log.txt";
+    try {
+      why = read_json_file((dir / "failure.json").string()).value("error", why);
+    } catch (const Error&) {
+    }
+    problem("the training failed: " + why + " (the same command fails the same way)");
+  }
   TrainConfig cfg;
   try {
     cfg = TrainConfig::from_json(read_json_file((dir / "config.json").string()));
@@ -948,7 +1056,19 @@ RunCheck check_run(const std::string& run_dir) {
   try {
     c.epochs_done = ck.at("epochs_done").get<int>();
     const bool stopped = ck.at("stopped").get<bool>();
-    c.finished = stopped || c.epochs_done >= cfg.max_epochs;
+    const double used = ck.value("seconds_used", 0.0);
+    if (stopped)
+      c.finished_by = "early stop";
+    else if (c.epochs_done >= cfg.max_epochs)
+      c.finished_by = "all epochs done";
+    else if (cfg.max_seconds > 0 && used >= cfg.max_seconds)
+      c.finished_by = "time budget spent (--max-seconds " + format_seconds(cfg.max_seconds) + ")";
+    c.finished = !c.finished_by.empty();
+    if (ck.contains("config")) {
+      if (const std::string diff = config_difference(ck["config"], read_json_file((dir / "config.json").string()));
+          !diff.empty())
+        problem("config.json differs from the checkpoint's configuration (" + diff + ")");
+    }
     const std::vector<EpochRecord> hist = history_from_json(ck.at("history"));
     const nlohmann::json want = params_json_of(ck.at("best_params"), cfg, ck.at("best_epoch").get<int>(),
                                                ck.at("best_valid").get<double>());

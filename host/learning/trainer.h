@@ -72,10 +72,14 @@ struct TrainConfig {
   std::string known;
   // --system data: the training and validation transitions' velocities
   // averaged over 2h+1 rows (smooth_velocities, io/system_tosses.h); 0 = as
-  // recorded. Evaluation (and --select rollout) always rolls out from, and
+  // recorded; -1 (the default) = the documented choice for the data: 3 for
+  // recorded tosses (a CCN or ContactNets folder), whose finite-difference
+  // velocities are noisy (on the real elbow CCN's position error 6.4 cm against
+  // 9.4 cm as recorded), 0 for an impulse .npz (impulse's own simulated tosses). The value used is written to config.json
+  // and the log. Evaluation (and --select rollout) always rolls out from, and
   // compares with, the data as recorded: the first row of a toss and every
   // position are unchanged by the average.
-  int smooth_velocities = 0;
+  int smooth_velocities = -1;
   // --system data: what picks the best epoch (and stops early): "loss", the
   // method's validation loss; or "rollout", the mean base position error of
   // rollouts of the validation tosses from their first recorded states (the
@@ -106,6 +110,11 @@ struct TrainResult {
   bool early_stopped = false, resumed = false;
 };
 
+// Throws Error naming the first option of cfg that is out of range or does not
+// fit the others (train runs it first; a sweep runs it on every run's options
+// before it starts any).
+void validate_train_config(const TrainConfig& cfg);
+
 // Trains (or resumes the run in cfg.out when its checkpoint exists and its
 // config matches). Log lines go to `log` and to RUN_DIR/log.txt.
 TrainResult train(const TrainConfig& cfg, std::ostream& log);
@@ -134,10 +143,12 @@ RunInfo load_run(const std::string& run_dir, const std::string& params_file = "p
 
 // Verifies a run directory: config and checkpoint readable, params.json and
 // history.csv exactly what the checkpoint derives, no interrupted writes.
-// finished: stopped early or all epochs done. Throws Error only when run_dir
+// finished: stopped early, all epochs done, or the time budget (--max-seconds,
+// counted over every session of the run) spent. Throws Error only when run_dir
 // is not a directory.
 struct RunCheck {
   bool finished = false;
+  std::string finished_by;  // "early stop", "all epochs done", "time budget spent (...)"; "" when not finished
   int epochs_done = 0;
   std::vector<std::string> problems, notes;
   bool ok() const { return problems.empty(); }

@@ -1,6 +1,7 @@
 #include "host/sweep/sweep.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -18,6 +19,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -98,7 +100,7 @@ nlohmann::ordered_json resolve_options(const nlohmann::ordered_json& in, const s
 
 }  // namespace
 
-SweepSpec parse_sweep_config(const nlohmann::ordered_json& j, const std::string& base_dir) {
+SweepSpec parse_sweep_config(const nlohmann::ordered_json& j, const std::string& base_dir, int max_runs) {
   if (!j.is_object()) throw Error("sweep config: must be a JSON object");
   for (auto it = j.begin(); it != j.end(); ++it)
     if (it.key() != "train" && it.key() != "grid" && it.key() != "runs" && it.key() != "eval" &&
@@ -142,6 +144,18 @@ SweepSpec parse_sweep_config(const nlohmann::ordered_json& j, const std::string&
     if (!j["threads_per_run"].is_number_integer() || j["threads_per_run"].get<int>() < 1)
       throw Error("sweep config: threads_per_run must be an integer >= 1");
     s.threads_per_run = j["threads_per_run"].get<int>();
+  }
+  // the size first: a grid is refused before anything of it is expanded
+  {
+    double count = (!values.empty() || !j.contains("runs")) ? 1.0 : 0.0;
+    for (const auto& v : values) count *= static_cast<double>(v.size());
+    if (j.contains("runs") && j["runs"].is_array()) count += static_cast<double>(j["runs"].size());
+    if (count > max_runs) {
+      char b[64];
+      std::snprintf(b, sizeof b, "%.0f", count);
+      throw Error(std::string("sweep config: the grid expands to ") + b + " runs, more than --max-runs " +
+                  std::to_string(max_runs) + "; check the grid, or confirm a sweep this large with --max-runs " + b);
+    }
   }
   // the cartesian product, first key slowest
   if (!values.empty() || !j.contains("runs")) {
@@ -202,10 +216,10 @@ SweepSpec parse_sweep_config(const nlohmann::ordered_json& j, const std::string&
   return s;
 }
 
-SweepSpec load_sweep_config(const std::string& path) {
+SweepSpec load_sweep_config(const std::string& path, int max_runs) {
   const nlohmann::ordered_json j = read_ordered_json_file(path);
   try {
-    return parse_sweep_config(j, fs::absolute(fs::path(path)).parent_path().string());
+    return parse_sweep_config(j, fs::absolute(fs::path(path)).parent_path().string(), max_runs);
   } catch (const Error& e) {
     throw Error(path + ": " + e.what());
   }
@@ -219,6 +233,20 @@ std::vector<std::string> train_arguments(const SweepRun& run, const std::string&
   }
   a.insert(a.end(), {"--out", run_dir, "--threads", std::to_string(threads)});
   return a;
+}
+
+std::string shell_command(const std::string& exe, const std::vector<std::string>& args) {
+  auto quote = [](const std::string& a) {
+    const bool plain = !a.empty() && a.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                                         "0123456789-_./=:,+@%") == std::string::npos;
+    if (plain) return a;
+    std::string q = "'";
+    for (char c : a) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return q + "'";
+  };
+  std::string s = quote(exe);
+  for (const std::string& a : args) s += " " + quote(a);
+  return s;
 }
 
 int pick_device(const std::vector<int>& running, int runs_per_gpu) {
@@ -251,13 +279,16 @@ nlohmann::ordered_json sweep_record(const SweepSpec& s) {
   return j;
 }
 
-// a run is done when its metrics exist and its directory checks finished and consistent
-bool run_done(const fs::path& dir) {
+// a run is done when its metrics exist and its directory checks finished and
+// consistent (the one rule of the sweep, its --list and its summary); epochs: how
+// many it trained
+bool run_done(const fs::path& dir, int* epochs = nullptr) {
   std::error_code ec;
   if (!fs::exists(dir / "metrics.json", ec)) return false;
   try {
     read_json_file((dir / "metrics.json").string());
     const RunCheck c = check_run(dir.string());
+    if (epochs != nullptr) *epochs = c.epochs_done;
     return c.ok() && c.finished;
   } catch (const std::exception&) {
     return false;
@@ -271,12 +302,14 @@ SweepRow row_of(const SweepPaths& P, const std::string& name, const nlohmann::or
   r.metrics = nlohmann::ordered_json::object();
   const fs::path dir = P.run(name);
   std::error_code ec;
-  if (fs::exists(dir / "metrics.json", ec)) {
+  int epochs = 0;
+  if (run_done(dir, &epochs)) {
     try {
       const nlohmann::json m = read_json_file((dir / "metrics.json").string());
       for (auto it = m.begin(); it != m.end(); ++it)
         if (it.value().is_number()) r.metrics[it.key()] = it.value();
       r.status = "done";
+      r.epochs = epochs;
     } catch (const std::exception& e) {
       r.status = "pending";
     }
@@ -297,12 +330,6 @@ SweepRow row_of(const SweepPaths& P, const std::string& name, const nlohmann::or
       r.best_epoch = p.value("best_epoch", -1);
     } catch (const std::exception&) {
     }
-    std::ifstream h(dir / "history.csv");
-    std::string line;
-    int lines = 0;
-    while (std::getline(h, line))
-      if (!line.empty()) ++lines;
-    r.epochs = std::max(0, lines - 1);
   }
   return r;
 }
@@ -454,8 +481,18 @@ pid_t spawn(const std::string& exe, const std::vector<std::string>& args, const 
   return pid;
 }
 
-// the error a failed child left: its "error:" line, else its last line
-std::string error_from_log(const std::string& log_path, std::streamoff from) {
+// the error a failed child left: its "error:" line, else its last line; a child
+// killed by a signal names the signal (its last line is only what it had printed)
+std::string error_from_log(const std::string& log_path, std::streamoff from, int status) {
+  if (WIFSIGNALED(status)) {
+    std::ifstream f(log_path);
+    f.seekg(from);
+    std::string line, last;
+    while (std::getline(f, line))
+      if (!line.empty()) last = line;
+    return "killed by signal " + std::to_string(WTERMSIG(status)) + " (" + strsignal(WTERMSIG(status)) + ")" +
+           (last.empty() ? std::string() : "; its last output: " + last);
+  }
   std::ifstream f(log_path);
   f.seekg(from);
   std::string line, last, err;
@@ -551,6 +588,78 @@ struct Mpi {
   }
 };
 
+// One sweep directory, one sweep: a plain sweep holds OUT/.sweep.lock alone
+// (exclusive); the shards of one layout (N shards: a job array's --shard i/N or
+// mpirun's N ranks) share it, the file naming N, and each holds its own shard's
+// lock. Every step is taken under a short exclusive gate lock, so two processes
+// never decide on the same state at once. The kernel drops every lock when a
+// process ends, however it ends.
+class SweepDirLock {
+ public:
+  SweepDirLock(const fs::path& root, int shard, int shards, const std::string& out) {
+    const std::string gate_path = (root / ".sweep-gate.lock").string(), dir_path = (root / ".sweep.lock").string();
+    const int gate = ::open(gate_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    if (gate < 0) throw Error(out + ": cannot create its lock file " + gate_path + " (" + std::strerror(errno) + ")");
+    while (::flock(gate, LOCK_EX) != 0 && errno == EINTR) {
+    }
+    struct Gate {
+      int fd;
+      ~Gate() { ::close(fd); }
+    } gate_guard{gate};
+    fd_ = ::open(dir_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    if (fd_ < 0) throw Error(out + ": cannot create its lock file " + dir_path + " (" + std::strerror(errno) + ")");
+    const std::string layout = std::to_string(shards);
+    auto refuse = [&](const std::string& who) {
+      ::close(fd_);
+      fd_ = -1;
+      throw Error(out + " is in use by " + who + "; one sweep directory takes one sweep at a time (the shards of "
+                  "one --shard i/N layout or one mpirun together): wait for it to finish, or stop it (a restart "
+                  "continues where it stopped)");
+    };
+    if (::flock(fd_, LOCK_EX | LOCK_NB) == 0) {
+      // nobody else: this process sets the layout
+      const std::string text = layout + " " + std::to_string(::getpid()) + "\n";
+      if (::ftruncate(fd_, 0) != 0 || ::pwrite(fd_, text.data(), text.size(), 0) < 0) {
+        // the text is for the messages only
+      }
+      if (shards > 1) ::flock(fd_, LOCK_SH);  // a conversion: under the gate nobody can come between
+    } else {
+      char buf[64] = {0};
+      const ssize_t n = ::pread(fd_, buf, sizeof buf - 1, 0);
+      // "N PID" (a bare PID: a plain sweep of an older impulse)
+      std::istringstream held(n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string());
+      std::string a, b;
+      held >> a >> b;
+      const std::string held_layout = b.empty() ? "1" : a, pid = b.empty() ? a : b;
+      if (shards == 1 || held_layout != layout || ::flock(fd_, LOCK_SH | LOCK_NB) != 0)
+        refuse(held_layout == "1" ? "another sweep" + (pid.empty() ? std::string() : " (process " + pid + ")")
+                                  : "a sweep in " + held_layout + " shards" +
+                                        (shards > 1 ? " (this one is in " + layout + ")" : std::string()));
+    }
+    if (shards > 1) {
+      try {
+        shard_lock_ = std::make_unique<FileLock>(
+            (root / (".sweep-shard-" + std::to_string(shard) + "-of-" + layout + ".lock")).string(),
+            out + " (shard " + std::to_string(shard) + "/" + layout + ")", "another sweep of the same shard",
+            "wait for it to finish, or stop it (a restart continues where it stopped)");
+      } catch (...) {
+        ::close(fd_);  // (no destructor runs for a constructor that throws)
+        fd_ = -1;
+        throw;
+      }
+    }
+  }
+  ~SweepDirLock() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  SweepDirLock(const SweepDirLock&) = delete;
+  SweepDirLock& operator=(const SweepDirLock&) = delete;
+
+ private:
+  int fd_ = -1;
+  std::unique_ptr<FileLock> shard_lock_;
+};
+
 struct Child {
   pid_t pid = -1;
   int run = -1;        // index into spec.runs
@@ -573,11 +682,20 @@ SweepResult run_sweep_impl(const SweepOptions& opt, std::ostream& log, const Mpi
     shard = mpi.rank;
     shards = mpi.size;
   }
-  const SweepSpec spec = load_sweep_config(opt.config);
+  const SweepSpec spec = load_sweep_config(opt.config, opt.max_runs);
   const std::string exe = opt.exe.empty() ? self_exe() : opt.exe;
   if (::access(exe.c_str(), X_OK) != 0) throw Error("sweep: " + exe + " is not an executable impulse binary");
 
   const SweepPaths P{fs::path(opt.out)};
+  // every run's options as `impulse train` reads them, before anything is written or started
+  if (opt.check_run_args)
+    for (const SweepRun& r : spec.runs) {
+      try {
+        opt.check_run_args(train_arguments(r, P.run(r.name).string(), 1));
+      } catch (const Error& e) {
+        throw Error(opt.config + ": run " + r.name + ": " + e.what());
+      }
+    }
   std::error_code ec;
   if (opt.list_only) {
     SweepResult res;
@@ -590,9 +708,8 @@ SweepResult run_sweep_impl(const SweepOptions& opt, std::ostream& log, const Mpi
       res.done += row.status == "done";
       res.failed += row.status == "failed";
       res.pending += row.status == "pending";
-      log << r.index << " " << r.name << " [" << row.status << (mine ? "" : ", another shard's") << "]: impulse";
-      for (const std::string& a : train_arguments(r, P.run(r.name).string(), threads)) log << " " << a;
-      log << "\n";
+      log << r.index << " " << r.name << " [" << row.status << (mine ? "" : ", another shard's") << "]: "
+          << shell_command("impulse", train_arguments(r, P.run(r.name).string(), threads)) << "\n";
       res.rows.push_back(row);
     }
     log << spec.runs.size() << " runs: " << res.done << " done, " << res.failed << " failed, " << res.pending
@@ -603,9 +720,7 @@ SweepResult run_sweep_impl(const SweepOptions& opt, std::ostream& log, const Mpi
     fs::create_directories(P.root / d, ec);
     if (ec) throw Error("--out " + opt.out + ": cannot create " + (P.root / d).string() + " (" + ec.message() + ")");
   }
-  const std::string lock_name = ".sweep-shard-" + std::to_string(shard) + "-of-" + std::to_string(shards) + ".lock";
-  const FileLock lock((P.root / lock_name).string(), opt.out + (shards > 1 ? " (shard " + std::to_string(shard) + "/" + std::to_string(shards) + ")" : std::string()),
-                      "another sweep", "wait for it to finish, or stop it (a restart continues where it stopped)");
+  const SweepDirLock lock(P.root, shard, shards, opt.out);
   // one configuration per sweep directory
   const nlohmann::ordered_json rec = sweep_record(spec);
   const fs::path rec_path = P.root / "sweep.json";
@@ -646,7 +761,9 @@ SweepResult run_sweep_impl(const SweepOptions& opt, std::ostream& log, const Mpi
   std::vector<int> on_device(static_cast<size_t>(std::max(gpus, 0)), 0);
 
   std::ofstream event_log(P.root / "sweep.log", std::ios::app);
-  const bool live = opt.progress && ::isatty(::fileno(stdout)) && &log == &std::cout;
+  // (mpirun gives its ranks a pseudo-terminal even when its own output is a file:
+  // no live line there, where the ranks' lines would interleave)
+  const bool live = opt.progress && ::isatty(::fileno(stdout)) && &log == &std::cout && !mpi.active;
   std::string live_line;
   auto event = [&](const std::string& s) {
     const std::string line = "[" + now_text() + "] " + (shards > 1 ? "shard " + std::to_string(shard) + "/" + std::to_string(shards) + ": " : "") + s;
@@ -678,6 +795,33 @@ SweepResult run_sweep_impl(const SweepOptions& opt, std::ostream& log, const Mpi
         std::to_string(jobs) + " at a time, " + std::to_string(threads) + " thread(s) each" +
         (gpus > 0 ? ", " + std::to_string(gpus) + " GPU(s)" : std::string()));
 
+  // the summary's rows, kept here: a run that ends updates its own row, and the
+  // files are rewritten at most every few seconds (never more than about a tenth
+  // of the time), so a large grid costs its summary no more per run than a small one
+  std::vector<SweepRow> rows = collect_sweep_rows(opt.out);
+  auto last_summary = std::chrono::steady_clock::now() - std::chrono::hours(1);
+  double summary_cost = 0;
+  auto update_summary = [&](int run, bool force) {
+    if (run >= 0) {
+      const SweepRun& r = spec.runs[static_cast<size_t>(run)];
+      rows[static_cast<size_t>(run)] = row_of(P, r.name, r.grid);
+    }
+    const auto now = std::chrono::steady_clock::now();
+    if (!force && std::chrono::duration<double>(now - last_summary).count() < std::max(2.0, 10 * summary_cost)) return;
+    write_summary(P, rows, spec.grid_keys);
+    last_summary = std::chrono::steady_clock::now();
+    summary_cost = std::chrono::duration<double>(last_summary - now).count();
+  };
+  auto record_failure = [&](int run, const std::string& stage, nlohmann::json s) {
+    const SweepRun& r = spec.runs[static_cast<size_t>(run)];
+    ++failed;
+    s["stage"] = stage;
+    s["log"] = P.log(r.name).string();
+    s["when"] = now_text();
+    write_text_atomic(P.status(r.name).string(), s.dump(2) + "\n");
+    event("FAILED " + r.name + " (" + stage + "): " + s["error"].get<std::string>());
+  };
+
   SignalGuard signals;
   std::vector<Child> running;
   std::vector<double> durations;
@@ -696,6 +840,21 @@ SweepResult run_sweep_impl(const SweepOptions& opt, std::ostream& log, const Mpi
     std::vector<std::string> args;
     if (c.stage == 0) {
       fs::create_directories(dir, ec);
+      // a damaged checkpoint cannot be resumed: the run fails with the advice, and
+      // keeps whatever it had (its metrics included)
+      const fs::path ckpt = fs::path(dir) / "checkpoint.json";
+      if (fs::exists(ckpt, ec)) {
+        try {
+          read_json_file(ckpt.string());
+        } catch (const Error& e) {
+          record_failure(c.run, "train",
+                         {{"error", std::string(e.what()) + "; the run cannot be resumed: move " + dir +
+                                        " aside (or remove it) and run the sweep again to train it anew"}});
+          if (c.device >= 0) --on_device[static_cast<size_t>(c.device)];
+          update_summary(c.run, false);
+          return;
+        }
+      }
       fs::remove(fs::path(dir) / "metrics.json", ec);  // never a stale score beside a newer model
       args = train_arguments(r, dir, threads);
     } else {
@@ -706,13 +865,10 @@ SweepResult run_sweep_impl(const SweepOptions& opt, std::ostream& log, const Mpi
     const std::string lp = P.log(r.name).string();
     {
       std::ofstream l(lp, std::ios::app);
-      l << "== " << now_text() << " impulse";
-      for (const std::string& a : args) l << " " << a;
-      l << "\n";
+      l << "== " << now_text() << " " << shell_command("impulse", args) << "\n";
       c.log_from = l.tellp();
     }
     std::vector<std::pair<std::string, std::string>> env;
-    if (std::getenv("OMP_WAIT_POLICY") == nullptr) env.emplace_back("OMP_WAIT_POLICY", "passive");
     if (c.device >= 0) env.emplace_back("CUDA_VISIBLE_DEVICES", std::to_string(c.device));
     c.pid = spawn(exe, args, lp, env);
     if (c.stage == 0) c.started = std::chrono::steady_clock::now();
@@ -779,18 +935,14 @@ SweepResult run_sweep_impl(const SweepOptions& opt, std::ostream& log, const Mpi
         }
         event("done " + r.name + " in " + duration_text(secs) + m);
       } else if (!interrupted) {
-        ++failed;
-        const std::string stage = c.stage == 0 ? "train" : "eval";
-        nlohmann::json s = {{"stage", stage}, {"error", error_from_log(P.log(r.name).string(), c.log_from)},
-                            {"log", P.log(r.name).string()}, {"when", now_text()}};
+        nlohmann::json s = {{"error", error_from_log(P.log(r.name).string(), c.log_from, st)}};
         if (WIFEXITED(st))
           s["exit_code"] = WEXITSTATUS(st);
         else if (WIFSIGNALED(st))
           s["signal"] = WTERMSIG(st);
-        write_text_atomic(P.status(r.name).string(), s.dump(2) + "\n");
-        event("FAILED " + r.name + " (" + stage + "): " + s["error"].get<std::string>());
+        record_failure(c.run, c.stage == 0 ? "train" : "eval", s);
       }
-      if (!interrupted) write_summary(P, collect_sweep_rows(opt.out), spec.grid_keys);
+      if (!interrupted) update_summary(c.run, false);
       continue;
     }
     if (pid < 0 && errno == ECHILD) {
@@ -824,7 +976,7 @@ SweepResult run_sweep_impl(const SweepOptions& opt, std::ostream& log, const Mpi
   SweepResult res;
   res.interrupted = interrupted;
   res.mine = total_mine;
-  std::vector<SweepRow> rows = collect_sweep_rows(opt.out);
+  rows = collect_sweep_rows(opt.out);
   if (mpi.active && mpi.size > 1) {
     nlohmann::json part = nlohmann::json::array();
     for (const SweepRow& r : rows)

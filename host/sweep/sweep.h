@@ -13,8 +13,9 @@
 //   summary.csv/json  one row per run: status, grid values, metrics (rewritten as runs end)
 //   sweep.log         the sweep's own event lines
 // Every state is derived from files: a run is done when its metrics.json exists and
-// `impulse check --run` finds it finished and consistent; anything else is started
-// again, and a training resumes from its checkpoint. Stopping at any moment (Ctrl-C,
+// `impulse check --run` finds it finished (early stop, all epochs, or its time
+// budget spent) and consistent; anything else is started again, and a training
+// resumes from its checkpoint. --list, the summary and the sweep use that one rule. Stopping at any moment (Ctrl-C,
 // kill -9 of the sweep: its children die with it) and restarting loses nothing and
 // does nothing twice beyond the epoch in progress.
 //
@@ -35,9 +36,12 @@
 // Beyond one machine: `shard`/`shards` runs only the runs whose index % shards ==
 // shard (a batch scheduler's job array: `--shard i/N`); under mpirun (a build with
 // MPI) each rank takes its share as a shard, and rank 0 gathers every rank's results
-// and writes the summary.
+// and writes the summary. One sweep directory, one sweep at a time: the shards of
+// one layout (i/N for one N, or the ranks of one mpirun) may run together, each
+// shard once; a plain sweep, or shards of another N, are refused while they run.
 #pragma once
 
+#include <functional>
 #include <iosfwd>
 #include <string>
 #include <vector>
@@ -63,9 +67,14 @@ struct SweepSpec {
 
 // Parses and expands a configuration; base_dir resolves relative data paths.
 // Errors name the item: an unknown option, a non-scalar value, an empty grid list,
-// --out/--threads given, two runs with the same name.
-SweepSpec parse_sweep_config(const nlohmann::ordered_json& j, const std::string& base_dir);
-SweepSpec load_sweep_config(const std::string& path);
+// --out/--threads given, two runs with the same name, more than max_runs runs
+// (counted before anything is expanded).
+SweepSpec parse_sweep_config(const nlohmann::ordered_json& j, const std::string& base_dir, int max_runs = 10000);
+SweepSpec load_sweep_config(const std::string& path, int max_runs = 10000);
+
+// A command line as a POSIX shell reads it back: each argument single-quoted
+// unless it is plain (letters, digits, -_./=:,+@%).
+std::string shell_command(const std::string& exe, const std::vector<std::string>& args);
 
 // The command line of a run's training: {"train", "--method", ..., "--out", dir, "--threads", T}.
 std::vector<std::string> train_arguments(const SweepRun& run, const std::string& run_dir, int threads);
@@ -81,13 +90,19 @@ struct SweepOptions {
   bool progress = true;      // the live line on a terminal (plain lines otherwise)
   bool use_mpi = true;       // under mpirun, ranks as shards (when built with MPI)
   bool list_only = false;    // print the runs, their state and commands; run nothing
+  // a grid larger than this is refused (the user confirms a larger one by raising it)
+  int max_runs = 10000;
+  // checks one run's command line ({"train", "--method", ...}) as `impulse train`
+  // would, throwing Error with the reason; every run is checked before any starts
+  // (the CLI sets it; empty: not checked)
+  std::function<void(const std::vector<std::string>&)> check_run_args;
 };
 
 struct SweepRow {
   std::string name, status;  // done | failed | pending
   nlohmann::ordered_json grid, metrics;  // metrics: metrics.json's numbers
   std::string error;         // failed: what went wrong
-  int best_epoch = -1, epochs = 0;
+  int best_epoch = -1, epochs = 0;  // epochs: trained (the epoch-0 evaluation is not one)
 };
 
 struct SweepResult {
