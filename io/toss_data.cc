@@ -55,12 +55,6 @@ int64_t get_i64(const uint8_t* p) {
   return v;
 }
 
-double get_f64(const uint8_t* p) {
-  double v;
-  std::memcpy(&v, p, 8);
-  return v;
-}
-
 // non-finite values, quaternions far from unit norm (renormalizes the rest) and
 // tosses shorter than two rows are errors naming label
 void check_toss(std::vector<StateRow>& rows, const std::string& label) {
@@ -185,6 +179,9 @@ class PickleReader {
  public:
   PickleReader(const uint8_t* data, size_t size, std::string label)
       : p_(data), n_(size), label_(std::move(label)) {}
+
+  // the byte after the last pickle loaded
+  size_t pos() const { return pos_; }
 
   // the next pickle of the stream (each with its own stack and memo)
   PyPtr load() {
@@ -589,15 +586,16 @@ Experiment read_experiment(const fs::path& file) {
   return ex;
 }
 
-fs::path find_experiment(const fs::path& dir) {
+fs::path find_experiment(const fs::path& dir, size_t pt_files) {
   const fs::path here = dir / "experiment.json";
   const fs::path params = (dir / ".." / "params_processed" / "experiment.json").lexically_normal();
   if (fs::is_regular_file(here)) return here;
   if (fs::is_regular_file(params)) return params;
-  throw Error(dir.string() + ": experiment.json not found (looked for " + here.string() + " and " +
-              params.string() +
-              "); ContactNets tosses are in block half-widths and need its \"g\" to be converted "
-              "to metres");
+  throw Error(
+      dir.string() + ": experiment.json not found (looked for " + here.string() + " and " +
+      params.string() + "); found " + std::to_string(pt_files) +
+      " .pt file(s), the first a PyTorch legacy file (ContactNets tosses), which are in block "
+      "half-widths and need its \"g\" to be converted to metres");
 }
 
 // ---- (a) ContactNets legacy .pt ------------------------------------------------------
@@ -605,7 +603,134 @@ fs::path find_experiment(const fs::path& dir) {
 // magic number 0x1950a86a20f9469cfc6c, pickled as LONG1 little-endian
 constexpr uint8_t kLegacyMagic[10] = {0x6c, 0xfc, 0x9c, 0x46, 0xf9, 0x20, 0x6a, 0xa8, 0x50, 0x19};
 
-Toss read_contactnets_file(const fs::path& file, double L) {
+// where the magic number ends (the first pickle opens with it), or 0 when absent
+size_t legacy_magic_end(const std::vector<uint8_t>& b) {
+  const size_t window = std::min<size_t>(b.size(), 32);
+  const auto m = std::search(b.begin(), b.begin() + static_cast<std::ptrdiff_t>(window),
+                             std::begin(kLegacyMagic), std::end(kLegacyMagic));
+  if (m == b.begin() + static_cast<std::ptrdiff_t>(window)) return 0;
+  return static_cast<size_t>(m - b.begin()) + sizeof(kLegacyMagic);
+}
+
+// The bytes of a file that is neither PyTorch format, for an error message.
+std::string first_bytes(const std::vector<uint8_t>& b) {
+  std::string s;
+  const size_t n = std::min<size_t>(b.size(), 8);
+  for (size_t i = 0; i < n; ++i) {
+    char h[4];
+    std::snprintf(h, sizeof h, "%02x", b[i]);
+    s += (i ? " " : "") + std::string(h);
+  }
+  return std::to_string(b.size()) + " bytes" + (n ? ", opening " + s : std::string());
+}
+
+// torch's own header (protocol version, system info, tensor, storage keys), as
+// opposed to another writer's few bytes before the count: any of its names
+bool has_torch_header(const std::vector<uint8_t>& b, size_t data_at) {
+  const std::string head(reinterpret_cast<const char*>(b.data()), std::min(data_at, b.size()));
+  for (const char* mark :
+       {"protocol_version", "little_endian", "type_sizes", "_rebuild_tensor", "torch._utils"})
+    if (head.find(mark) != std::string::npos) return true;
+  return head.find(std::string("M\xe9\x03.", 4)) != std::string::npos;  // BININT2 1001, STOP
+}
+
+// the value of key `k` in a parsed dict, or null
+PyPtr dict_get(const PyPtr& d, const std::string& k) {
+  if (!d || d->kind != PyVal::Kind::kDict) return nullptr;
+  for (size_t i = 0; i + 1 < d->items.size(); i += 2)
+    if (d->items[i]->kind == PyVal::Kind::kStr && d->items[i]->s == k) return d->items[i + 1];
+  return nullptr;
+}
+
+const char* const kCnColumn[kContactNetsCols] = {"p_x", "p_y", "p_z", "q_w", "q_x", "q_y", "q_z",
+                                                 "v_x", "v_y", "v_z", "w_x", "w_y", "w_z", "u_0",
+                                                 "u_1", "u_2", "u_3", "u_4", "u_5"};
+
+// The values of a (T, 19) ContactNets tensor in its own units, before conversion:
+// every value finite, the inputs 0, quaternions unit within kLegacyQuatNormTol, and
+// each time step consistent with the velocities and dt (see toss_data.h).
+void check_contactnets_values(const double* x, size_t T, double dt, const std::string& label) {
+  using toss_detail::kLegacyQuatNormTol;
+  using toss_detail::kLegacyStepTol;
+  using toss_detail::kLegacyTurnTol;
+  const auto at = [&](size_t k, int c) {
+    return label + ": row " + std::to_string(k) + ", column " + std::to_string(c) + " (" +
+           kCnColumn[c] + ")";
+  };
+  for (size_t k = 0; k < T; ++k) {
+    const double* r = x + k * kContactNetsCols;
+    for (int c = 0; c < kContactNetsCols; ++c)
+      if (!std::isfinite(r[c])) throw Error(at(k, c) + ": non-finite value " + fmt(r[c]));
+    for (int c = 13; c < kContactNetsCols; ++c)
+      if (r[c] != 0)
+        throw Error(
+            at(k, c) + ": input " + fmt(r[c]) +
+            ", expected 0 (tosses have no control input; a value here is a corrupt file or data "
+            "this loader does not model)");
+    double q[4] = {r[3], r[4], r[5], r[6]};
+    toss_detail::check_quaternion(q, k, label, kLegacyQuatNormTol);
+  }
+  char tol[64];
+  // row k's velocities against the step from row k-1 to k; row 0's, which
+  // ContactNets' processing copies from row 1, against the step from row 0 to 1
+  for (size_t k = 0; k < T; ++k) {
+    const size_t from = k == 0 ? 0 : k - 1, to = k == 0 ? 1 : k;
+    const double* a = x + from * kContactNetsCols;
+    const double* b = x + to * kContactNetsCols;
+    const double* r = x + k * kContactNetsCols;  // the velocities
+    // the position step against dt v_k
+    double e2 = 0;
+    for (int i = 0; i < 3; ++i) {
+      const double e = (b[i] - a[i]) - dt * r[7 + i];
+      e2 += e * e;
+    }
+    const double e = std::sqrt(e2);
+    if (!(e <= kLegacyStepTol)) {
+      std::snprintf(tol, sizeof tol, "%g", kLegacyStepTol);
+      throw Error(
+          label + ": row " + std::to_string(k) +
+          ", columns 0-2 and 7-9 (p, v): the position moved (" + fmt(b[0] - a[0]) + ", " +
+          fmt(b[1] - a[1]) + ", " + fmt(b[2] - a[2]) + ") from row " + std::to_string(from) +
+          " to " + std::to_string(to) + ", but dt v = (" + fmt(dt * r[7]) + ", " + fmt(dt * r[8]) +
+          ", " + fmt(dt * r[9]) + ") with dt " + fmt(dt) + " s: off by " + fmt(e) +
+          " block half-widths, more than " + tol +
+          " (a corrupt position or velocity, or a time step that is not the data set's dt)");
+    }
+    // the rotation q_from* q_to (body frame) against dt ω_k
+    const double w0 = a[3], x0 = -a[4], y0 = -a[5], z0 = -a[6];  // conjugate of q_from
+    const double w1 = b[3], x1 = b[4], y1 = b[5], z1 = b[6];
+    double rw = w0 * w1 - x0 * x1 - y0 * y1 - z0 * z1;
+    double rv[3] = {w0 * x1 + x0 * w1 + y0 * z1 - z0 * y1, w0 * y1 - x0 * z1 + y0 * w1 + z0 * x1,
+                    w0 * z1 + x0 * y1 - y0 * x1 + z0 * w1};
+    if (rw < 0) {  // q and -q are one rotation: the short way
+      rw = -rw;
+      for (double& v : rv) v = -v;
+    }
+    const double s = std::sqrt(rv[0] * rv[0] + rv[1] * rv[1] + rv[2] * rv[2]);
+    const double angle = 2 * std::atan2(s, rw);
+    double d2 = 0;
+    double turn[3];
+    for (int i = 0; i < 3; ++i) {
+      turn[i] = s > 0 ? rv[i] / s * angle : 2 * rv[i];
+      const double d = turn[i] - dt * r[10 + i];
+      d2 += d * d;
+    }
+    const double d = std::sqrt(d2);
+    if (!(d <= kLegacyTurnTol)) {
+      std::snprintf(tol, sizeof tol, "%g", kLegacyTurnTol);
+      throw Error(label + ": row " + std::to_string(k) +
+                  ", columns 3-6 and 10-12 (q, w): the body turned (" + fmt(turn[0]) + ", " +
+                  fmt(turn[1]) + ", " + fmt(turn[2]) + ") rad from row " + std::to_string(from) +
+                  " to " + std::to_string(to) + ", but dt w = (" + fmt(dt * r[10]) + ", " +
+                  fmt(dt * r[11]) + ", " + fmt(dt * r[12]) + ") with dt " + fmt(dt) +
+                  " s: off by " + fmt(d) + " rad, more than " + tol +
+                  " (a corrupt orientation or angular velocity, or a time step that is not the "
+                  "data set's dt)");
+    }
+  }
+}
+
+Toss read_contactnets_file(const fs::path& file, const Experiment& ex) {
   const std::string label = file.string();
   const std::vector<uint8_t> b = read_file_bytes(label);
   if (is_zip(b)) {
@@ -614,15 +739,12 @@ Toss read_contactnets_file(const fs::path& file, double L) {
                 "mixed formats in one folder");
   }
   // the magic number opens the first pickle
-  const size_t window = std::min<size_t>(b.size(), 32);
-  const auto m = std::search(b.begin(), b.begin() + static_cast<std::ptrdiff_t>(window),
-                             std::begin(kLegacyMagic), std::end(kLegacyMagic));
-  if (m == b.begin() + static_cast<std::ptrdiff_t>(window)) {
+  const size_t header = legacy_magic_end(b);
+  if (header == 0) {
     throw Error(label +
                 ": not a PyTorch legacy file (magic number 0x1950a86a20f9469cfc6c missing; " +
-                std::to_string(b.size()) + " bytes)");
+                first_bytes(b) + ")");
   }
-  const size_t header = static_cast<size_t>(m - b.begin()) + sizeof(kLegacyMagic);
   // the pickles end with STOP, then int64 N, then exactly N float64: the
   // earliest offset where that holds
   size_t count_at = 0;
@@ -644,18 +766,38 @@ Toss read_contactnets_file(const fs::path& file, double L) {
     throw Error(label + ": element count " + std::to_string(n) + " is not a multiple of " +
                 std::to_string(kContactNetsCols) + " (expected a (1, T, 19) tensor)");
   }
-  // the pickles before the count: magic, protocol, system info, the tensor.
-  // When they parse, the tensor must be what the tail holds; when they do not
-  // (a writer other than torch), the tail alone is trusted
+  // the pickles before the count: magic, protocol, system info, the tensor, the
+  // storage keys. torch's header must parse and describe what the tail holds; a
+  // header without torch's names (another writer's few bytes) leaves the tail alone
+  // to be trusted
   std::optional<TensorRef> t;
-  try {
-    PickleReader reader(b.data(), count_at, label);
-    for (int k = 0; k < 3; ++k) reader.load();
-    t = tensor_from_value(reader.load(), label);
-  } catch (const Error&) {
-    t.reset();
-  }
-  if (t) {
+  if (has_torch_header(b, count_at)) {
+    try {
+      PickleReader reader(b.data(), count_at, label);
+      reader.load();  // the magic number
+      const PyPtr version = reader.load();
+      if (version->kind != PyVal::Kind::kInt || version->i != 1001)
+        throw Error(label + ": protocol version is not 1001");
+      const PyPtr info = reader.load();
+      const PyPtr little = dict_get(info, "little_endian");
+      if (info->kind != PyVal::Kind::kDict ||
+          (little && (little->kind != PyVal::Kind::kBool || little->i != 1)))
+        throw Error(label +
+                    ": system info is not a dict with little_endian True (only little-endian is "
+                    "supported)");
+      t = tensor_from_value(reader.load(), label);
+      const PyPtr keys = reader.load();
+      if (keys->kind != PyVal::Kind::kList || keys->items.size() != 1 ||
+          keys->items[0]->kind != PyVal::Kind::kStr || keys->items[0]->s != t->key)
+        throw Error(label + ": the storage keys are not the one key '" + t->key +
+                    "' of the tensor");
+      if (reader.pos() != count_at)
+        throw Error(label + ": " + std::to_string(count_at - reader.pos()) +
+                    " bytes between the header and the element count");
+    } catch (const Error& e) {
+      throw Error(std::string(e.what()) +
+                  " (torch's header of a legacy file: the file is corrupt)");
+    }
     if (t->storage_type != "torch.DoubleStorage") {
       throw Error(label + ": tensor dtype is " + t->storage_type +
                   ", expected torch.DoubleStorage (float64)");
@@ -686,15 +828,20 @@ Toss read_contactnets_file(const fs::path& file, double L) {
     }
   }
   const size_t T = static_cast<size_t>(n / kContactNetsCols);
+  if (T < 2)
+    throw Error(label + ": toss has " + std::to_string(T) + " row(s), expected at least 2");
+  std::vector<double> x(static_cast<size_t>(n));
+  std::memcpy(x.data(), &b[count_at + 8], 8 * x.size());
+  check_contactnets_values(x.data(), T, ex.meta.dt, label);
+  const double L = ex.length_unit;
   Toss toss;
   toss.name = file.stem().string();
   toss.states.resize(T);
-  const uint8_t* data = &b[count_at + 8];
   for (size_t k = 0; k < T; ++k) {
-    const uint8_t* row = data + k * kContactNetsCols * 8;
+    const double* row = x.data() + k * kContactNetsCols;
     StateRow& r = toss.states[k];
     // p [BHW] | q wxyz | v [BHW/s] | w body: the in-memory order already
-    for (int c = 0; c < 13; ++c) r[c] = get_f64(row + 8 * c);
+    for (int c = 0; c < 13; ++c) r[c] = row[c];
     for (int c : {0, 1, 2, 7, 8, 9}) r[c] *= L;
   }
   check_toss(toss.states, label);
@@ -767,6 +914,9 @@ Toss read_ccn_file(const fs::path& file) {
   const std::string label = file.string();
   const std::vector<uint8_t> b = read_file_bytes(label);
   if (!is_zip(b)) {
+    if (legacy_magic_end(b) == 0)
+      throw Error(label + ": not a PyTorch zip archive (" + first_bytes(b) +
+                  "), as the folder's first file is (CCN tosses)");
     throw Error(
         label +
         ": not a zip archive, but the folder's first file is PyTorch zip serialization (CCN); "
@@ -850,11 +1000,22 @@ TossSet read_pt_folder(const fs::path& dir, const std::vector<fs::path>& files) 
     set.format = "ccn";
     set.meta.dt = kCcnDt;
     for (const fs::path& f : files) set.tosses.push_back(read_ccn_file(f));
-  } else {
+  } else if (legacy_magic_end(first) != 0) {
     set.format = "contactnets";
-    const Experiment ex = read_experiment(find_experiment(dir));
+    const Experiment ex = read_experiment(find_experiment(dir, files.size()));
     set.meta = ex.meta;
-    for (const fs::path& f : files) set.tosses.push_back(read_contactnets_file(f, ex.length_unit));
+    for (const fs::path& f : files) set.tosses.push_back(read_contactnets_file(f, ex));
+  } else {
+    // neither format: say what was expected, and what the first file is, before
+    // asking for a ContactNets experiment.json it would not help
+    throw Error(
+        dir.string() + ": " + std::to_string(files.size()) + " .pt file(s), but the first, " +
+        files[0].string() +
+        ", is neither PyTorch format (no zip header PK\\3\\4, no legacy magic number "
+        "0x1950a86a20f9469cfc6c; " +
+        first_bytes(first) +
+        "); expected ContactNets tosses (PyTorch legacy files of one float64 (1, T, 19) tensor, "
+        "with experiment.json) or CCN tosses (PyTorch zip files of one float64 (T, 13) tensor)");
   }
   return set;
 }
@@ -865,12 +1026,14 @@ TossSet read_pt_folder(const fs::path& dir, const std::vector<fs::path>& files) 
 
 namespace toss_detail {
 
-void check_quaternion(double* q, std::size_t row, const std::string& label) {
+void check_quaternion(double* q, std::size_t row, const std::string& label, double tol) {
   const double n = std::sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3]);
-  if (!(std::abs(n - 1.0) <= kQuatNormTol)) {
+  if (!(std::abs(n - 1.0) <= tol)) {
+    char t[32];
+    std::snprintf(t, sizeof t, "%g", tol);
     throw Error(label + ": row " + std::to_string(row) + ": quaternion (" + fmt(q[0]) + ", " +
                 fmt(q[1]) + ", " + fmt(q[2]) + ", " + fmt(q[3]) + ") has norm " + fmt(n) +
-                ", expected 1 within " + fmt(kQuatNormTol));
+                ", expected 1 within " + t);
   }
   if (std::abs(n - 1.0) > kQuatNormExact) {
     for (int c = 0; c < 4; ++c) q[c] /= n;

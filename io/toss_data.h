@@ -9,9 +9,13 @@
 // Formats, detected automatically by load_tosses(path):
 //  (a) ContactNets: a folder holding N.pt files (PyTorch legacy serialization of
 //      one float64 tensor (1, T, 19): p [BHW], quat wxyz, v [BHW/s], ω body,
-//      6 inputs) and experiment.json beside them or in ../params_processed/
-//      (dt, g [BHW/s²], mass, inertia [kg BHW²], mu, vertices). The length unit
-//      (one block half-width) is 9.81 / g metres.
+//      6 inputs, which must be 0: tosses have no control) and experiment.json
+//      beside them or in ../params_processed/ (dt, g [BHW/s²], mass, inertia
+//      [kg BHW²], mu, vertices). The length unit (one block half-width) is
+//      9.81 / g metres. These files carry no checksum: torch's header, when the
+//      file has one, must parse and agree with the data; every value must be
+//      finite, quaternions unit within kLegacyQuatNormTol, and each time step
+//      consistent with the velocities and dt (kLegacyStepTol, kLegacyTurnTol).
 //  (b) CCN: a folder of N.pt files in PyTorch's zip serialization, each one
 //      float64 tensor (T, 13): quat wxyz, p [m], ω body, v world [m/s] (Drake's
 //      floating-base order). No metadata; dt defaults to 0.0068 s.
@@ -53,9 +57,11 @@ struct TossSet {
 };
 
 // Detects the format and reads every toss (sorted by numeric file stem for the
-// folder formats). Throws impulse::Error naming the file and the problem on a
-// missing, corrupt or inconsistent file (wrong element count, non-finite value,
-// quaternion far from unit norm, a toss shorter than 2 rows, ...).
+// folder formats). Throws impulse::Error naming the file and the problem (and the
+// row and column of a value) on a missing, corrupt or inconsistent file (wrong
+// element count, non-finite value, quaternion far from unit norm, a time step that
+// disagrees with the velocities, a toss shorter than 2 rows, ...); a folder whose
+// first .pt file is neither PyTorch format gets what was expected and found.
 TossSet load_tosses(const std::string& path);
 
 // Writes format (c) atomically (temporary file + rename).
@@ -95,13 +101,29 @@ std::vector<int64_t> read_offsets(const NpyArray& offsets, int64_t rows, const s
 constexpr double kQuatNormTol = 1e-2;
 // ...unless they are this close to 1 already, so that loading is idempotent.
 constexpr double kQuatNormExact = 1e-12;
+// Legacy ContactNets .pt files carry no checksum (the zip formats have CRCs), so
+// their values are checked as tightly as the data allow. Quaternions: the 570
+// real tosses are unit to 4.4e-16; a unit quaternion rounded to float32 and
+// widened is off by at most 2^-24 (6e-8): 1e-6 accepts both and refuses a
+// component altered by more than about 1e-6.
+constexpr double kLegacyQuatNormTol = 1e-6;
+// Time steps: row k's position step p_k - p_(k-1) against dt v_k (the velocities
+// are backward differences, median-filtered; row 0's, a copy of row 1's, against
+// p_1 - p_0), in block half-widths: at most 0.025 in the real tosses (59,953
+// rows), refused past 0.1 (5 mm for the real cube); the rotation from q_(k-1) to
+// q_k against dt ω_k (body frame), in radians: at most 0.11 in the real tosses,
+// refused past 0.5.
+constexpr double kLegacyStepTol = 0.1;
+constexpr double kLegacyTurnTol = 0.5;
 constexpr double kCcnDt = 0.0068;  // the CCN code's dt (cube and elbow tosses)
 constexpr const char* kImpulseFile = "tosses.npz";  // what a folder of format (c) holds
 
 // Checks the quaternion q[0..3] (w, x, y, z) of row `row`: throws impulse::Error
-// "LABEL: row K: quaternion (...) has norm N, expected 1 within 0.01" when it is
-// far from unit norm, renormalizes it in place otherwise (see the constants).
-void check_quaternion(double* q, std::size_t row, const std::string& label);
+// "LABEL: row K: quaternion (...) has norm N, expected 1 within TOL" when it is
+// further than tol from unit norm, renormalizes it in place otherwise (see the
+// constants).
+void check_quaternion(double* q, std::size_t row, const std::string& label,
+                      double tol = kQuatNormTol);
 
 // The *.pt files of a folder, sorted by numeric stem (0, 1, 2, ..., 10, then
 // other stems by name). Throws when the folder cannot be listed.

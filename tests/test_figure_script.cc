@@ -1,9 +1,24 @@
-// The figure scripts' interpreter and runner (io/figure_script.h).
+// The figure scripts' interpreter and runner (io/figure_script.h), and the report's
+// figures through it (host/sweep/report.h): the files it counts, a figure that cannot
+// be written, a report killed with kill -9.
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
 #include <string>
+#include <thread>
 
+#include "host/sweep/report.h"
 #include "io/figure_script.h"
 #include "tests/test_util.h"
 
@@ -42,6 +57,230 @@ TEST(FigureScript, AFailingScriptIsAnErrorNamingIt) {
   testing::expect_error([] { run_figure_script("/bin/sh", "/nonexistent/figures.py", {"out dir"}); },
                         {"the figure script failed", "/nonexistent/figures.py", "'out dir'"});
   EXPECT_NO_THROW(run_figure_script("/bin/sh", "-c", {"exit 0"}));
+}
+
+namespace fs = std::filesystem;
+
+// The script's last line of standard error is the reason in the Error (one line);
+// the files it reports through IMPULSE_FIGURES_FD are returned when they exist.
+TEST(FigureScript, TheErrorCarriesTheScriptsLastLineAndTheWrittenFilesAreReturned) {
+  try {
+    run_figure_script("/bin/sh", "-c", {"echo first >&2; echo 'the reason' >&2; exit 3"});
+    ADD_FAILURE() << "no Error";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    const std::string tail = "exit status 3): the reason";  // the last line only
+    EXPECT_TRUE(m.size() > tail.size() && m.compare(m.size() - tail.size(), tail.size(), tail) == 0)
+        << m;
+    EXPECT_EQ(m.find('\n'), std::string::npos) << m;
+  }
+  const std::string d = testing::fresh_dir("figscript_", "written");
+  const std::string a = d + "/a b.png", missing = d + "/missing.svg";
+  const std::vector<std::string> w = run_figure_script(
+      "/bin/sh", "-c",
+      {"touch \"$1\" && echo \"$1\" >&$IMPULSE_FIGURES_FD && echo \"$2\" >&$IMPULSE_FIGURES_FD && "
+       "echo \"$1\" >&$IMPULSE_FIGURES_FD",
+       "sh", a, missing});
+  EXPECT_EQ(w, std::vector<std::string>{a});  // once, and only the file that exists
+}
+
+namespace {
+
+// a finished run as `report --run` reads it, without rollouts (an empty test split):
+// its figures are the training curves alone
+std::string tiny_run(const std::string& name) {
+  const std::string dir = testing::fresh_dir("figscript_", name);
+  std::ofstream(dir + "/history.csv")
+      << "epoch,train_loss,valid_loss\n0,1.0,1.1\n1,0.5,0.7\n2,0.3,0.6\n";
+  std::ofstream(dir + "/config.json") << R"({"split": {"train": [0], "valid": [1], "test": []}})";
+  return dir;
+}
+
+ReportOptions report_of(const std::string& run, const std::string& out) {
+  ReportOptions o;
+  o.run_dir = run;
+  o.out = out;
+  o.figure_script = std::string(IMPULSE_SOURCE_DIR) + "/host/sweep/report_figures.py";
+  o.threads = 1;
+  return o;
+}
+
+std::set<std::string> files_in(const std::string& dir) {
+  std::set<std::string> f;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.is_regular_file()) f.insert(e.path().string());
+  return f;
+}
+
+std::string bytes_of(const std::string& path) { return testing::read_text_file(path); }
+
+// runs f in a forked child; returns what it wrote to the pipe it is given
+std::string in_child(const std::function<std::string()>& f) {
+  int p[2];
+  if (::pipe(p) != 0) return "pipe failed";
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::close(p[0]);
+    std::string r;
+    try {
+      r = f();
+    } catch (const std::exception& e) {
+      r = std::string("exception: ") + e.what();
+    }
+    (void)!::write(p[1], r.data(), r.size());
+    ::_exit(0);
+  }
+  ::close(p[1]);
+  std::string out;
+  char b[4096];
+  for (ssize_t n; (n = ::read(p[0], b, sizeof b)) != 0;) {
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) break;
+    out.append(b, static_cast<size_t>(n));
+  }
+  ::close(p[0]);
+  int st = 0;
+  ::waitpid(pid, &st, 0);
+  if (!WIFEXITED(st)) out += " [child status " + std::to_string(st) + "]";
+  return out;
+}
+
+}  // namespace
+
+// Issue 50 item 10: "wrote N files" counted the tables and CSVs but not the figures.
+// The report's files are the files really in OUT, figures included.
+TEST(FigureScript, ReportCountsTheFilesItReallyWrote) {
+  if (python_with_matplotlib("python3").empty())
+    GTEST_SKIP() << "no python3 with matplotlib: no figures to count";
+  const std::string run = tiny_run("count_run");
+  const std::string out = testing::fresh_dir("figscript_", "count_out");
+  std::ostringstream log;
+  const ReportResult r = make_report(report_of(run, out), log);
+  ASSERT_TRUE(r.figures) << r.note;
+  const std::set<std::string> listed(r.files.begin(), r.files.end());
+  EXPECT_EQ(listed.size(), r.files.size()) << "a file counted twice";
+  EXPECT_EQ(listed, files_in(out)) << log.str();
+  EXPECT_EQ(listed, (std::set<std::string>{out + "/figures.json", out + "/training_curves.png",
+                                           out + "/training_curves.svg"}));
+  for (const std::string& f : r.files) EXPECT_GT(fs::file_size(f), 100u) << f;
+}
+
+// Issue 50 item 10: a full disk gave a 60-line traceback and a truncated SVG. Simulated
+// as root can't be stopped by permissions: RLIMIT_FSIZE in a child (writes past it fail
+// with EFBIG, the way ENOSPC does), and a folder whose parent is a regular file.
+TEST(FigureScript, AFigureThatCannotBeWrittenLeavesTheOldFileOrNoneAndOneLine) {
+  const std::string py = python_with_matplotlib("python3");
+  if (py.empty()) GTEST_SKIP() << "no python3 with matplotlib: no figures to write";
+  const std::string run = tiny_run("full_run");
+  const std::string out = testing::fresh_dir("figscript_", "full_out");
+  std::ostringstream log;
+  make_report(report_of(run, out), log);  // a first report, whole (and matplotlib's caches warm)
+  const std::string png = out + "/training_curves.png", svg = out + "/training_curves.svg";
+  const std::string png0 = bytes_of(png), svg0 = bytes_of(svg);
+  ASSERT_GT(png0.size(), 16384u);
+  // the history changes, so that a rewrite would differ
+  std::ofstream(run + "/history.csv", std::ios::app) << "3,0.2,0.5\n4,0.1,0.45\n";
+  const std::string msg = in_child([&] {
+    const rlimit lim{16384, 16384};  // figures.json fits; no figure does
+    if (::setrlimit(RLIMIT_FSIZE, &lim) != 0) return std::string("setrlimit failed");
+    std::ostringstream l;
+    try {
+      make_report(report_of(run, out), l);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no Error");
+  });
+  EXPECT_NE(msg.find("report_figures.py"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("cannot write " + png), std::string::npos) << msg;
+  EXPECT_NE(msg.find("File too large"), std::string::npos) << msg;
+  EXPECT_EQ(msg.find("Traceback"), std::string::npos) << msg;
+  EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+  // the old figures, byte for byte, and no temporary beside them
+  EXPECT_EQ(bytes_of(png), png0);
+  EXPECT_EQ(bytes_of(svg), svg0);
+  EXPECT_EQ(files_in(out), (std::set<std::string>{out + "/figures.json", png, svg}));
+  for (const auto& e : fs::directory_iterator(out))
+    EXPECT_EQ(e.path().filename().string().find(".part"), std::string::npos) << e.path();
+
+  // a folder that cannot exist: the same one line, no file
+  const std::string blocker = testing::fresh_dir("figscript_", "blocker") + "/a_file";
+  std::ofstream(blocker) << "x";
+  const std::string manifest =
+      testing::fresh_dir("figscript_", "blocked_manifest") + "/figures.json";
+  std::ofstream(manifest) << R"({"out": ")" << blocker
+                          << R"(/sub", "histories": [{"label": "r", "series": "r", "csv": ")" << run
+                          << R"(/history.csv"}], "rollouts": [], "metrics": []})";
+  try {
+    run_figure_script(py, report_of(run, out).figure_script, {manifest});
+    ADD_FAILURE() << "no Error";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("report_figures.py"), std::string::npos) << m;
+    EXPECT_NE(m.find("cannot write " + blocker + "/sub/training_curves.png: Not a directory"),
+              std::string::npos)
+        << m;
+    EXPECT_EQ(m.find("Traceback"), std::string::npos) << m;
+    EXPECT_EQ(m.find('\n'), std::string::npos) << m;
+  }
+  EXPECT_TRUE(fs::is_regular_file(blocker));
+}
+
+namespace {
+
+// whether process `pid` has ended (gone, or a zombie nobody reaped yet)
+bool process_ended(pid_t pid) {
+  if (::kill(pid, 0) != 0 && errno == ESRCH) return true;
+  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  const size_t close = stat.rfind(')');
+  return close != std::string::npos && close + 2 < stat.size() &&
+         (stat[close + 2] == 'Z' || stat[close + 2] == 'X');
+}
+
+}  // namespace
+
+// Issue 50 item 10: kill -9 of the report left its figure script running and writing
+// into --out. A process running the figure step is killed with SIGKILL; the script
+// (here a shell that records its pid and sleeps a minute) must end with it.
+TEST(FigureScript, TheScriptEndsWithAReportKilledByKill9) {
+  const std::string d = testing::fresh_dir("figscript_", "kill9");
+  const std::string pid_file = d + "/script.pid";
+  const pid_t report = ::fork();
+  ASSERT_GE(report, 0);
+  if (report == 0) {
+    try {
+      run_figure_script(
+          "/bin/sh", "-c",
+          {"echo $$ > \"$1.tmp\" && mv \"$1.tmp\" \"$1\" && exec sleep 60", "sh", pid_file});
+    } catch (...) {
+    }
+    ::_exit(0);
+  }
+  // the script's pid, once it runs (a bound, not a timing: a minute to start a shell)
+  pid_t script = 0;
+  for (int i = 0; i < 6000 && script == 0; ++i) {
+    std::ifstream f(pid_file);
+    if (!(f >> script)) {
+      script = 0;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+  ASSERT_GT(script, 0) << "the script never started";
+  ASSERT_FALSE(process_ended(script));
+  ASSERT_EQ(::kill(report, SIGKILL), 0);
+  int st = 0;
+  ASSERT_EQ(::waitpid(report, &st, 0), report);
+  ASSERT_TRUE(WIFSIGNALED(st));
+  // the script ends with it: well before its minute of sleep is over
+  bool ended = false;
+  for (int i = 0; i < 3000 && !ended; ++i) {
+    ended = process_ended(script);
+    if (!ended) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(ended) << "the figure script (pid " << script
+                     << ") outlived the report killed with SIGKILL";
+  if (!ended) ::kill(script, SIGKILL);  // the test's own leftover
 }
 
 }  // namespace

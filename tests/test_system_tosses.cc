@@ -203,15 +203,19 @@ Bytes legacy_file(const std::vector<double>& values) {
   return b;
 }
 
-// the cube in ContactNets units and order: p | quat | v | ω body | 6 inputs
+// the cube in ContactNets units and order: p | quat | v | ω body | 6 inputs (0):
+// moving at a constant velocity and turning 0.1 rad a step about z, so that each
+// time step agrees with the velocities and dt, as load_tosses checks
 std::vector<double> cn_toss(int j, int rows) {
+  const double dt = 0.006756756756756757;
   std::vector<double> v;
   for (int k = 0; k < rows; ++k) {
     const double a = 0.1 * j + 0.05 * k;
-    const double r[19] = {
-        0.5 + j, -0.25 * k, 1.5 - 0.1 * k, std::cos(a), 0.0, 0.0, std::sin(a), 1.0 + k, -2.0 - j,
-        3.5,     0.3,       -0.7 * j,      1.1 * k,     9,   9,   9,           9,       9,
-        9};
+    const double r[19] = {0.5 + j + k * dt, k * dt * (-2.0 - j), 1.5 + k * dt * 3.5,  // p
+                          std::cos(a), 0.0, 0.0, std::sin(a),                      // quat
+                          1.0, -2.0 - j, 3.5,                                      // v
+                          0.3, -0.7 * j, 0.1 / dt,                                 // ω body
+                          0, 0, 0, 0, 0, 0};                                       // inputs
     v.insert(v.end(), r, r + 19);
   }
   return v;

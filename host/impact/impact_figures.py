@@ -23,7 +23,11 @@ import math
 import os
 import sys
 
-import matplotlib
+sys.dont_write_bytecode = True  # no __pycache__ beside the sources
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "io"))
+import figure_files  # noqa: E402  (each figure whole or not at all)
+
+import matplotlib  # noqa: E402
 
 matplotlib.use("Agg")
 import matplotlib.colors  # noqa: E402
@@ -42,7 +46,7 @@ PAPER = {  # Table 1 of Fazeli et al. 2017: mu, mu std, eps, eps std
 def save(fig, out, stem):
     fig.tight_layout()
     for ext in ("png", "svg"):
-        fig.savefig(os.path.join(out, f"{stem}.{ext}"), dpi=130)
+        figure_files.save(fig, os.path.join(out, f"{stem}.{ext}"), dpi=130)
     plt.close(fig)
     print(f"wrote {os.path.join(out, stem)}.png/.svg")
 
@@ -218,4 +222,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    figure_files.run(main)

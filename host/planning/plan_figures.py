@@ -8,7 +8,11 @@ import json
 import os
 import sys
 
-import matplotlib
+sys.dont_write_bytecode = True  # no __pycache__ beside the sources
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "io"))
+import figure_files  # noqa: E402  (each figure whole or not at all)
+
+import matplotlib  # noqa: E402
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -55,7 +59,7 @@ def main(folder):
     axes[0].legend(fontsize=7, loc="best")
     fig.suptitle(title)
     fig.tight_layout()
-    fig.savefig(os.path.join(folder, "plan_path.png"), dpi=120)
+    figure_files.save(fig, os.path.join(folder, "plan_path.png"), dpi=120)
     plt.close(fig)
 
     names = [k[:-2] for k in plan[0] if k.endswith("_c")]
@@ -71,7 +75,7 @@ def main(folder):
     ax.legend(fontsize=7, ncol=2)
     ax.grid(alpha=0.3)
     fig.tight_layout()
-    fig.savefig(os.path.join(folder, "plan_weights.png"), dpi=120)
+    figure_files.save(fig, os.path.join(folder, "plan_weights.png"), dpi=120)
     plt.close(fig)
 
     fig, ax = plt.subplots(figsize=(7, 3.8))
@@ -87,7 +91,7 @@ def main(folder):
     ax.legend(fontsize=7, ncol=2)
     ax.grid(alpha=0.3, which="both")
     fig.tight_layout()
-    fig.savefig(os.path.join(folder, "plan_stages.png"), dpi=120)
+    figure_files.save(fig, os.path.join(folder, "plan_stages.png"), dpi=120)
     plt.close(fig)
     print(f"plan figures: {folder}/plan_path.png, plan_weights.png, plan_stages.png")
 
@@ -95,4 +99,4 @@ def main(folder):
 if __name__ == "__main__":
     if len(sys.argv) != 2:
         sys.exit("usage: plan_figures.py PLAN_FOLDER")
-    main(sys.argv[1])
+    figure_files.run(main, sys.argv[1])

@@ -292,8 +292,13 @@ ReportResult make_report(const ReportOptions& opt, std::ostream& log) {
     res.note = opt.python + " with matplotlib not found (Debian: apt-get install python3-matplotlib)";
   } else {
     log.flush();
-    run_figure_script(py, opt.figure_script, {(out / "figures.json").string()});
+    // the figures the script reports as written and that exist (a figure it skips,
+    // e.g. a metric no run has, is not counted)
+    const std::vector<std::string> figs =
+        run_figure_script(py, opt.figure_script, {(out / "figures.json").string()});
+    res.files.insert(res.files.end(), figs.begin(), figs.end());
     res.figures = true;
+    log << "report: " << figs.size() << " figure files\n";
   }
   if (!res.figures) log << "report: figures skipped: " << res.note << "; the tables and CSVs are written\n";
   return res;

@@ -16,7 +16,10 @@
 // against data size, log scales, one line and band per method), rollout_*.png
 // (true against predicted trajectory of chosen tosses; their CSVs beside) and
 // training_curves.png/.svg. Without python3 and matplotlib the tables are still
-// written and the report says the figures were skipped.
+// written and the report says the figures were skipped. The script runs as a child
+// that dies with the report (kill -9 included) and writes each figure whole or not
+// at all; a figure it cannot write (a full disk) is an Error naming the script and
+// the file (io/figure_script.h).
 #pragma once
 
 #include <iosfwd>
@@ -58,6 +61,7 @@ struct ReportOptions {
 };
 
 struct ReportResult {
+  // every file written into OUT: tables, CSVs, figures.json, the figures
   std::vector<std::string> files;
   bool figures = false;
   std::string note;  // why figures were skipped

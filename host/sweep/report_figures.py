@@ -10,6 +10,10 @@
   coloured by series;
 - <rollout>.png/.svg: a rollout's base position (x, y, z) and its error over time,
   true against predicted.
+
+Each file is written whole or not at all (io/figure_files.py): a full disk or a
+folder that cannot be written ends the script with one line naming the file and
+the reason, and status 1.
 """
 import csv
 import json
@@ -17,7 +21,11 @@ import math
 import os
 import sys
 
-import matplotlib
+sys.dont_write_bytecode = True  # no __pycache__ beside the sources
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "io"))
+import figure_files  # noqa: E402
+
+import matplotlib  # noqa: E402
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -38,7 +46,7 @@ LABELS = {
 def save(fig, stem):
     fig.tight_layout()
     for ext in ("png", "svg"):
-        fig.savefig(f"{stem}.{ext}", dpi=130)
+        figure_files.save(fig, f"{stem}.{ext}", dpi=130)
     plt.close(fig)
     print(f"wrote {stem}.png, {stem}.svg")
 
@@ -186,4 +194,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    figure_files.run(main)
