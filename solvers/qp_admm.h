@@ -149,7 +149,7 @@ struct QpSettings {
   // and after it the plain iteration crawls on QSCAGR7 without stagnating.) Mean iterations on
   // the recorded ContactNets QPs at eps 1e-6, one at a time: 270 → 66 (gt),
   // 88 → 47 (train); memories 3, 4 and 5 do alike, 2 worse, 10 worse (lane
-  // groups: every second iteration, kQpLaneAndersonEvery). Float: off (in
+  // groups alike: every iteration, as here). Float: off (in
   // float on the train QPs it ended one in a numerical error).
   int anderson = sizeof(T) == 8 ? 3 : 0;
 
@@ -196,6 +196,16 @@ struct QpInfo {
   // settings or an interior-point finish, whose ρ belongs to another scaling
   T rho = T(0);
   bool stalled = false;  // returned at a stall (QpSettings::stall_return)
+  // Why a solve ended unsolved (the batch API's fault text, QpSolutions::fault_text):
+  // the last check's tolerances of prim_res and dual_res, its duality gap and the
+  // gap's tolerance (QpSettings::check_gap; gap 0 when not tested);
+  T eps_prim = T(0), eps_dual = T(0), gap = T(0), eps_gap = T(0);
+  // a stall (QpSettings::fallback): the iteration it was found at (0: none), the
+  // best residual ratio before it (QpStagnation) and that ratio's iteration; and
+  // the iteration the restart with the fallback settings began at (0: none).
+  // Iterations count from the start of the problem's solve.
+  int stall_iteration = 0, stall_best_iteration = 0, restart_iteration = 0;
+  T stall_best_ratio = T(0);
 };
 
 // Shape of every problem in a batch.
@@ -846,6 +856,24 @@ struct QpStagnation {
   }
 };
 
+}  // namespace detail
+
+// Where a solve resumes another one's iteration of the same problem (the host
+// batch path's hand-off of a lane, solvers/qp_admm_lanes.h, continued by
+// qp_admm_solve): the iterations already done, so that the stall rule and
+// Anderson acceleration's budget (max_iter/8) count from the start of the
+// problem's solve, out of a budget of `iterations` + max_iter, as they do
+// when it runs alone from the start; and the stall rule's record so far (in
+// those iterations). A resumed solve's QpInfo counts its own iterations; its
+// stall and restart iterations count from the start.
+template <class T>
+struct QpResume {
+  int iterations = 0;
+  detail::QpStagnation<T> stagnation;
+};
+
+namespace detail {
+
 // The settings of a stalled solve's restart (QpSettings::fallback), with `budget` iterations.
 template <class T>
 IMPULSE_HD QpSettings<T> qp_fallback_settings(const QpSettings<T>& st, int budget) {
@@ -1155,6 +1183,10 @@ IMPULSE_HD void qp_finish_info(SolveStatus status, int it, double obj, double la
   info.value = T(obj + lag);
   info.prim_res = c.prim_res;
   info.dual_res = c.dual_res;
+  info.eps_prim = c.eps_prim;
+  info.eps_dual = c.eps_dual;
+  info.gap = c.gap;
+  info.eps_gap = c.eps_gap;
 }
 
 // the objective ½xᵀPx + qᵀx and value = objective + yᵀ(Ax − b), accumulated in
@@ -1210,21 +1242,36 @@ IMPULSE_HD_PHASE void qp_finish(const QpShape& sh, const QpData<T, S>& d, View<T
 // ρ_eq scale, Ruiz passes, explicit_inverse or dense iteration) the set-up is
 // the full one. Every solve leaves its factorization in w for the next. (The
 // host batch paths never reuse: a workspace there serves many problems.)
+//
+// resume: this solve goes on with another one's iteration of the problem
+// (QpResume; the host batch path's hand-off of a lane): the stall rule and
+// acceleration's budget count from that solve's start.
 template <class T, class S, class SW, class SX>
 IMPULSE_HD_NOINLINE QpInfo<T> qp_admm_solve(const QpShape& sh, const QpData<T, S>& d,
                                             View<T, SX> x, View<T, SX> y, QpWork<T, SW> w,
-                                            const QpSettings<T>& st, bool warm, bool reuse = false) {
+                                            const QpSettings<T>& st, bool warm, bool reuse = false,
+                                            const QpResume<T>* resume = nullptr) {
   QpInfo<T> info;
   const int n = sh.n, m = sh.m();
   const bool dense = detail::QpDenseCapable<S, SW, SX>::value && w.dense && st.dense_iteration &&
                      st.explicit_inverse;
+  // the iterations before this solve (resume) and the budget from the problem's start
+  const int before = resume ? resume->iterations : 0;
+  const int budget = before + st.max_iter;
   // phase 0 with st; phase 1, after a stall (QpSettings::fallback), cold with
   // qp_fallback_settings for the rest of the budget
   QpSettings<T> cur = st;
   int used = 0, updates = 0;
+  QpInfo<T> stall;  // phase 0's stall (its stall_* fields)
   for (int phase = 0;; ++phase) {
     if (phase == 1) cur = detail::qp_fallback_settings(st, st.max_iter - used);
     info = QpInfo<T>{};
+    if (phase == 1) {
+      info.stall_iteration = stall.stall_iteration;
+      info.stall_best_iteration = stall.stall_best_iteration;
+      info.stall_best_ratio = stall.stall_best_ratio;
+      info.restart_iteration = before + used;
+    }
     const bool kept = phase == 0 && reuse && detail::qp_factor_kept(w, cur, dense);
     if (detail::qp_setup(sh, d, x, y, w, cur, phase == 0 && warm, dense, kept, info) != SolveStatus::kNotRun) {
       // a kept factorization is untouched by a fault in q or b; a full set-up
@@ -1240,9 +1287,15 @@ IMPULSE_HD_NOINLINE QpInfo<T> qp_admm_solve(const QpShape& sh, const QpData<T, S
     detail::QpSchedule<T> sc;
     sc.next_check = phase == 0 && warm ? 1 : cur.check_every;
     bool stalled = false;
+    // the stall rule, in iterations from the problem's start (phase 0 of a
+    // resumed solve goes on with its record)
     detail::QpStagnation<T> stagnation;
-    // Anderson acceleration (QpSettings::anderson): host dense path only
-    const bool accel = dense && w.has_aa && cur.anderson > 0 && sh.cones.n_soc == 0;
+    const int start = phase == 0 ? before : 0, total = phase == 0 ? budget : cur.max_iter;
+    if (phase == 0 && resume) stagnation = resume->stagnation;
+    // Anderson acceleration (QpSettings::anderson): host dense path only, for
+    // the first total/8 iterations
+    const int aa_end = total / 8;
+    const bool accel = dense && w.has_aa && cur.anderson > 0 && sh.cones.n_soc == 0 && start < aa_end;
     QpAnderson<T, SW> aa;
     if constexpr (detail::QpDenseCapable<S, SW, SX>::value) {
       if (accel) {
@@ -1280,7 +1333,7 @@ IMPULSE_HD_NOINLINE QpInfo<T> qp_admm_solve(const QpShape& sh, const QpData<T, S
           status = verdict;
           break;
         }
-        if (phase == 0 && cur.fallback && stagnation.stalled(sc.last_ratio, it, cur.max_iter)) {
+        if (phase == 0 && cur.fallback && stagnation.stalled(sc.last_ratio, start + it, total)) {
           stalled = true;
           break;
         }
@@ -1288,18 +1341,23 @@ IMPULSE_HD_NOINLINE QpInfo<T> qp_admm_solve(const QpShape& sh, const QpData<T, S
       }
       // acceleration's budget spent unsolved: a stall (the plain iteration
       // from there could neither converge nor stagnate: QSCAGR7)
-      if (accel && phase == 0 && cur.fallback && it == cur.max_iter / 8) {
+      if (accel && phase == 0 && cur.fallback && start + it == aa_end) {
         stalled = true;
         break;
       }
       // the next step starts from the accelerated point; the checks above saw
       // the step's own output (a new ρ changes the map: the history restarts)
       if constexpr (detail::QpDenseCapable<S, SW, SX>::value) {
-        if (accel && it < cur.max_iter / 8) {
+        if (accel && start + it < aa_end) {
           if (new_rho) aa.reset(T(1));
           aa.step(x, w.z, y);
         }
       }
+    }
+    if (stalled) {
+      info.stall_iteration = start + it;
+      info.stall_best_iteration = stagnation.best_it;
+      info.stall_best_ratio = stagnation.best_ratio;
     }
     if (stalled && cur.stall_return) {
       detail::qp_finish(sh, d, x, y, w, cur, SolveStatus::kMaxIterations, it, c, rho, info);
@@ -1310,6 +1368,7 @@ IMPULSE_HD_NOINLINE QpInfo<T> qp_admm_solve(const QpShape& sh, const QpData<T, S
     if (stalled) {
       used = it;
       updates = info.rho_updates;
+      stall = info;
       continue;
     }
     detail::qp_finish(sh, d, x, y, w, cur, status, it, c, rho, info);

@@ -81,6 +81,9 @@ struct QpLaneOut {
   T* y[W] = {};  // and its y (m entries)
   QpInfo<T> info[W];
   bool stalled[W] = {};  // handed over (kNotRun) because it stalled: restart with the fallback
+  // a lane handed over (kNotRun): the stall rule's record, which the solve that
+  // goes on with it resumes (QpResume)
+  detail::QpStagnation<T> stagnation[W];
 };
 
 // the lane overload of detail::qp_rescale (one Ruiz update of a scaling
@@ -96,12 +99,13 @@ void qp_rescale(int len, View<Lanes<T>, LaneStride> dst, View<const Lanes<T>, La
 namespace detail {
 
 // lane l stops: its x and y are written out, with its objective and value
-// in double (the Px of the check that stopped it when `px` is set)
+// in double (the Px of the check that stopped it when `px` is set) and the
+// last check's residuals and tolerances (c)
 template <class T>
 void qp_lane_stop(const QpShape& sh, const QpData<Lanes<T>, LaneStride>& d,
                   const QpWork<Lanes<T>, LaneStride>& w, View<Lanes<T>, LaneStride> x,
                   View<Lanes<T>, LaneStride> y, int l, SolveStatus status, int it, bool px,
-                  Lanes<T> prim, Lanes<T> dual, Lanes<T> rho, QpLaneOut<T>& out) {
+                  const QpCheck<Lanes<T>>& c, Lanes<T> rho, QpLaneOut<T>& out) {
   const int n = sh.n, m = sh.m();
   T* xo = out.x[l];
   T* yo = out.y[l];
@@ -130,8 +134,12 @@ void qp_lane_stop(const QpShape& sh, const QpData<Lanes<T>, LaneStride>& d,
   info.iterations = it;
   info.objective = T(obj);
   info.value = T(obj + lag);
-  info.prim_res = prim[l];
-  info.dual_res = dual[l];
+  info.prim_res = c.prim_res[l];
+  info.dual_res = c.dual_res[l];
+  info.eps_prim = c.eps_prim[l];
+  info.eps_dual = c.eps_dual[l];
+  info.gap = c.gap[l];
+  info.eps_gap = c.eps_gap[l];
   info.rho = rho[l];
 }
 
@@ -539,23 +547,25 @@ IMPULSE_HD_PHASE LaneMask<T> qp_lanes_adapt_rho(const QpSettings<T>& st, int it,
 // Hand-off (handoff > 0): when at most `handoff` lanes are still running
 // and one of them is predicted to need more than kQpLaneHandoffIterations
 // more iterations (or has no prediction yet), those lanes stop with status
-// kNotRun, their iterate, iteration count and ρ in out, and the caller
-// finishes them one at a time (qp_admm_solve, warm-started from that
-// iterate with that ρ): on problems whose iteration counts have a long tail
+// kNotRun, their iterate, iteration count, ρ and stall record in out, and
+// the caller finishes them one at a time (qp_admm_solve, warm-started from
+// that iterate with that ρ, resuming the stall rule and acceleration's
+// budget where the lane left them: QpResume): on problems whose iteration counts have a long tail
 // (the recorded ContactNets QPs at tight tolerances) a group otherwise runs
 // at the cost of W lanes for one slow problem.
 constexpr int kQpLaneHandoffIterations = 30;
-// In lane groups Anderson acceleration steps every second iteration (its map
-// is then two ADMM steps): per lane its work is that of about one ADMM step
-// of these small sparse QPs, while the one-problem path's is a fraction of
-// its dense step. Recorded ContactNets QPs at eps 1e-6, mean iterations one
-// at a time (memory 3): 47 → 54 (train), 66 → 75 (gt) for half the work.
-constexpr int kQpLaneAndersonEvery = 2;
+// Anderson acceleration steps every iteration and stops at max_iter/8, as in
+// qp_admm_solve, so that a lane follows the one-problem iteration. (Every second iteration, with
+// its map two ADMM steps, did about half the acceleration work per lane for
+// 10-15% more iterations on the recorded ContactNets QPs at eps 1e-6; on
+// DUAL3 of Maros-Meszaros it drove ρ back and forth through its ten updates
+// and never converged, 512 iterations and the interior point where one at a
+// time takes 70.)
 // Also, whatever the number still running, a lane that stagnates
 // (detail::QpStagnation, the one-problem solver's stall rule) stops with
 // kNotRun and out.stalled set: the group's iteration is not the one-problem
 // solver's (Cholesky and its rounding, the group's check schedule), and the
-// caller restarts it with the fallback settings (QpSettings::fallback), or
+// caller finishes it as one-problem solves are after a stall (QpSettings::fallback), or
 // continues it alone. (A rule from iteration 200 handed over lanes that were
 // converging: QPCBLEND in a group of copies took 2,050 iterations, not 770.)
 
@@ -585,22 +595,42 @@ void qp_admm_solve_lanes(const QpShape& sh, const QpColumns& at,
   auto stop = [&](Mask which, SolveStatus status, bool px) {
     for (int l = 0; l < W; ++l)
       if (which[l])
-        detail::qp_lane_stop(sh, d, w, x, y, l, status, it, px, c.prim_res, c.dual_res, rho, out);
+        detail::qp_lane_stop(sh, d, w, x, y, l, status, it, px, c, rho, out);
     active &= !which;
   };
   stop(active & detail::qp_lanes_factor(sh, at, d, w), SolveStatus::kNumericalError, false);
 
   // iterate, checking at the scheduled iterations; Anderson acceleration
-  // (QpSettings::anderson) per lane when the workspace holds its history
+  // (QpSettings::anderson) per lane when the workspace holds its history,
+  // for the first max_iter/8 iterations, as in qp_admm_solve
   const L alpha(st.alpha);
   detail::QpLaneSchedule<T> sc;
   sc.next_check = warm ? 1 : st.check_every;
   const bool accel = w.has_aa && st.anderson > 0 && sh.cones.n_soc == 0;
+  const int aa_end = st.max_iter / 8;
   QpAnderson<L, LaneStride> aa;
   if (accel) {
     aa = QpAnderson<L, LaneStride>::carve(w.aa, n, m, st.anderson);
     aa.start(x, w.z, y);
   }
+  // lanes handed to the caller (kNotRun) take their stall rule's record with
+  // them (QpResume); `stalled`: at a stall, as qp_admm_solve's QpInfo records it
+  auto hand_over = [&](Mask which, bool stalled) {
+    for (int l = 0; l < W; ++l) {
+      if (!which[l]) continue;
+      out.stagnation[l] = sc.stagnation[l];
+      out.stalled[l] = stalled;
+      if (stalled) {
+        out.info[l].stall_iteration = it;
+        out.info[l].stall_best_iteration = sc.stagnation[l].best_it;
+        out.info[l].stall_best_ratio = sc.stagnation[l].best_ratio;
+      }
+    }
+    stop(which, SolveStatus::kNotRun, false);
+  };
+  // acceleration's budget spent at iteration it: the lanes still running count
+  // as stalled (as in qp_admm_solve, at the same iteration) and go to the caller
+  const bool aa_budget = accel && handoff > 0 && st.fallback;
   for (it = 1; it <= st.max_iter && active.any(); ++it) {
     const bool check = it == sc.next_check || it == st.max_iter ||
                        (st.adaptive_rho && it % st.adaptive_rho_interval == 0);
@@ -610,9 +640,13 @@ void qp_admm_solve_lanes(const QpShape& sh, const QpColumns& at,
     }
     detail::qp_lanes_step(sh, at, d, w, x, y, alpha);
     if (!check) {
+      if (aa_budget && it == aa_end) {
+        hand_over(active, true);
+        return;
+      }
       // the next step starts from the accelerated point (the checks see the
       // steps' own outputs)
-      if (accel && it < st.max_iter / 8 && it % kQpLaneAndersonEvery == 0) aa.step(x, w.z, y);
+      if (accel && it < aa_end) aa.step(x, w.z, y);
       continue;
     }
 
@@ -636,15 +670,15 @@ void qp_admm_solve_lanes(const QpShape& sh, const QpColumns& at,
       for (int l = 0; l < W; ++l)
         if (active[l]) ++running, far = far || sc.remaining[l] > T(kQpLaneHandoffIterations);
       if (running <= handoff && far) {
-        stop(active, SolveStatus::kNotRun, false);
+        hand_over(active, false);
         return;
       }
       // a lane that stagnates goes too, in time to finish alone
       Mask stalled = Mask::none();
       for (int l = 0; l < W; ++l)
-        if (active[l] && sc.stalled[l]) stalled.set(l, true), out.stalled[l] = true;
+        if (active[l] && sc.stalled[l]) stalled.set(l, true);
       if (stalled.any()) {
-        stop(stalled, SolveStatus::kNotRun, false);
+        hand_over(stalled, true);
         if (!active.any()) return;
       }
     }
@@ -655,16 +689,12 @@ void qp_admm_solve_lanes(const QpShape& sh, const QpColumns& at,
       detail::qp_set_rho(sh, w, rho, L(st.rho_eq_scale));
       stop(active & detail::qp_lanes_factor(sh, at, d, w), SolveStatus::kNumericalError, false);
     }
-    // acceleration's budget spent: the lanes still running count as stalled
-    // (as in qp_admm_solve) and go to the caller
-    if (accel && handoff > 0 && st.fallback && it >= st.max_iter / 8) {
-      for (int l = 0; l < W; ++l)
-        if (active[l]) out.stalled[l] = true;
-      stop(active, SolveStatus::kNotRun, false);
+    if (aa_budget && it == aa_end) {
+      hand_over(active, true);
       return;
     }
     if (changed.any() && accel) aa.reset(select_of(changed, L(T(1)), L(T(0))));  // a new ρ changes the map
-    if (accel && it < st.max_iter / 8 && it % kQpLaneAndersonEvery == 0) aa.step(x, w.z, y);
+    if (accel && it < aa_end) aa.step(x, w.z, y);
   }
 
   // finish: lanes the budget stopped

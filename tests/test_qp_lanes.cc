@@ -6,6 +6,7 @@
 
 #include <Eigen/Dense>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <random>
 #include <string>
@@ -315,6 +316,158 @@ TEST(QpLanes, BudgetStopsEveryLaneAtIt) {
         << "problem " << k << ": " << to_string(sol.status[k]);
     EXPECT_EQ(sol.iterations[k], 4);
     for (int i = 0; i < g.batch.n; ++i) EXPECT_TRUE(std::isfinite(sol.x[size_t(k) * g.batch.n + i]));
+  }
+}
+
+// Anderson acceleration in lanes is the one-problem solver's (every
+// iteration, for the first max_iter/8), so that a lane follows the one-problem
+// iteration: a full group of copies of a problem stops within a check's
+// spacing of the one-problem solve (slack 2·check_every: the lanes' Cholesky
+// and approximate equilibration round differently from the one-problem
+// path's explicit K⁻¹, which moves the stop by a check or so on a problem
+// whose iteration is stable; this one takes 153-160 iterations one at a time
+// whatever 1e-9 perturbation of ρ or σ) and needs no interior point where
+// that solve needs none. The problem, random_qp_batch(57, 20, 2 zero and 40
+// nonnegative rows, seed 1) #56, took 512 iterations in lanes while their
+// acceleration stepped every second iteration (its map two ADMM steps): it
+// did not converge within acceleration's budget, stalled there, and went to
+// the interior point.
+TEST(QpLanes, AcceleratedGroupStopsWhereTheOneProblemSolverStops) {
+  ConeSpec cones;
+  cones.n_zero = 2;
+  cones.n_nonneg = 40;
+  const GeneratedQps g = random_qp_batch(57, 20, cones, 1);
+  QpBatch<double> one = QpBatch<double>::with_pattern(1, g.batch.n, cones, g.batch.a_row_ptr, g.batch.a_col);
+  const int n = g.batch.n, m = g.batch.m(), nnz = g.batch.nnz(), k = 56;
+  std::copy(g.batch.P.begin() + size_t(k) * n * n, g.batch.P.begin() + size_t(k + 1) * n * n, one.P.begin());
+  std::copy(g.batch.q.begin() + size_t(k) * n, g.batch.q.begin() + size_t(k + 1) * n, one.q.begin());
+  std::copy(g.batch.A.begin() + size_t(k) * nnz, g.batch.A.begin() + size_t(k + 1) * nnz, one.A.begin());
+  std::copy(g.batch.b.begin() + size_t(k) * m, g.batch.b.begin() + size_t(k + 1) * m, one.b.begin());
+  QpSettings<double> st;
+  st.eps_abs = st.eps_rel = 1e-6;
+  ASSERT_GT(st.anderson, 0);
+  QpSolutions<double> alone, grp;
+  solve_batch(one, st, testing::cpu_path(false), alone);
+  const QpBatch<double> group = testing::copies(one, Lanes<double>::W);
+  solve_batch(group, st, testing::cpu_path(true), grp);
+  ASSERT_EQ(alone.status[0], SolveStatus::kSolved);
+  ASSERT_EQ(alone.ipm_iterations[0], 0);
+  ASSERT_LT(alone.iterations[0], st.max_iter / 8);  // accelerated to the end
+  for (int l = 0; l < group.size; ++l) {
+    SCOPED_TRACE("lane " + std::to_string(l));
+    EXPECT_EQ(grp.status[l], SolveStatus::kSolved);
+    EXPECT_EQ(grp.ipm_iterations[l], 0);
+    EXPECT_LE(grp.iterations[l], alone.iterations[0] + 2 * st.check_every)
+        << "alone " << alone.iterations[0];
+    EXPECT_NEAR(grp.objective[l], g.obj_opt[k], 1e-5 * (1 + std::abs(g.obj_opt[k])));
+  }
+}
+
+// the ratios R of "at Rx its tolerance" in a fault text
+std::vector<double> tolerance_ratios(const std::string& t) {
+  std::vector<double> out;
+  const std::string tail = "x its tolerance";
+  for (size_t p = t.find(tail); p != std::string::npos; p = t.find(tail, p + 1)) {
+    const size_t at = t.rfind(" at ", p);
+    if (at == std::string::npos) continue;
+    out.push_back(std::strtod(t.c_str() + at + 4, nullptr));
+  }
+  return out;
+}
+
+// Every problem that is not solved says why in its fault text, on both CPU
+// paths: its input fault; the infeasibility certificate and its iteration;
+// at the budget, the residuals above their tolerances, and what was tried
+// (a stall, the interior point, the restart). A budget of 4 iterations on
+// the cube QPs; the fates above; and random QPs at eps 1e-14 (beyond
+// double's reach from these iterates): with acceleration off and a cone of
+// the second order (no interior point), the budget runs out; without cones
+// of the second order, acceleration's budget runs out, then the interior
+// point's, then the restart's.
+TEST(QpLanes, EveryUnsolvedProblemSaysWhy) {
+  for (const BatchOptions& opt : testing::both_cpu_paths()) {
+    SCOPED_TRACE(testing::path_name(opt));
+    {  // the budget
+      const GeneratedQps g = cube_loss_batch(Lanes<double>::W + 5, FrictionModel::kCone, 8);
+      QpSettings<double> st;
+      st.max_iter = 4;
+      QpSolutions<double> sol;
+      solve_batch(g.batch, st, opt, sol);
+      for (int k = 0; k < g.batch.size; ++k) {
+        SCOPED_TRACE("cube problem " + std::to_string(k));
+        ASSERT_NE(sol.status[k], SolveStatus::kSolved);
+        const std::string& t = sol.fault_text[k];
+        EXPECT_EQ(t.rfind("the budget of 4 iterations ran out", 0), 0u) << t;
+        // every residual named is above its tolerance ("at 31.6x its tolerance")
+        const std::vector<double> ratios = tolerance_ratios(t);
+        EXPECT_FALSE(ratios.empty()) << t;
+        for (double r : ratios) EXPECT_GT(r, 1.0) << t;
+      }
+      const std::vector<std::string> lines = sol.problems_not_solved();
+      ASSERT_EQ(lines.size(), size_t(g.batch.size));
+      EXPECT_NE(lines[0].find(" (the budget of 4 iterations ran out"), std::string::npos) << lines[0];
+    }
+    {  // certificates and input faults
+      std::vector<int> kinds;
+      for (int k = 0; k < 2 * Lanes<double>::W + 3; ++k) kinds.push_back((k * 7 + k / 5) % 6);
+      QpSolutions<double> sol;
+      solve_batch(fates(kinds), QpSettings<double>{}, opt, sol);
+      for (size_t k = 0; k < kinds.size(); ++k) {
+        SCOPED_TRACE("fate problem " + std::to_string(k) + " kind " + std::to_string(kinds[k]));
+        const std::string& t = sol.fault_text[k];
+        ASSERT_EQ(sol.status[k], fate_status(kinds[k]));
+        switch (kinds[k]) {
+          case 1: EXPECT_EQ(t.rfind("primal infeasible: a certificate", 0), 0u) << t; break;
+          case 2: EXPECT_EQ(t.rfind("dual infeasible", 0), 0u) << t; break;
+          case 3: EXPECT_EQ(t, to_string(InputFault::kNonFiniteQ)); break;
+          case 4: EXPECT_EQ(t, to_string(InputFault::kNotPsdP)); break;
+          default: EXPECT_EQ(t, ""); break;
+        }
+      }
+    }
+    {  // no stall, the budget ran out
+      ConeSpec cones;
+      cones.n_nonneg = 4;
+      cones.n_soc = 1;
+      const GeneratedQps g = random_qp_batch(8, 6, cones, 3);
+      QpSettings<double> st;
+      st.eps_abs = st.eps_rel = 1e-14;
+      st.max_iter = 800;
+      QpSolutions<double> sol;
+      solve_batch(g.batch, st, opt, sol);
+      int unsolved = 0;
+      for (int k = 0; k < g.batch.size; ++k) {
+        if (sol.status[k] == SolveStatus::kSolved) continue;
+        ++unsolved;
+        const std::string& t = sol.fault_text[k];
+        EXPECT_EQ(t.rfind("the budget of 800 iterations ran out", 0), 0u) << t;
+        EXPECT_TRUE(t.find("; no stall") != std::string::npos ||
+                    t.find("the interior point does not take second-order cones") != std::string::npos)
+            << t;
+      }
+      EXPECT_GT(unsolved, 0);
+    }
+    {  // acceleration's budget, the interior point and the restart
+      ConeSpec cones;
+      cones.n_nonneg = 8;
+      const GeneratedQps g = random_qp_batch(8, 6, cones, 3);
+      QpSettings<double> st;
+      st.eps_abs = st.eps_rel = 1e-14;
+      st.max_iter = 800;
+      QpSolutions<double> sol;
+      solve_batch(g.batch, st, opt, sol);
+      ASSERT_EQ(sol.status[5], SolveStatus::kMaxIterations);
+      ASSERT_GT(sol.ipm_iterations[5], 0);
+      const std::string& t = sol.fault_text[5];
+      EXPECT_EQ(t.rfind("the budget of 800 iterations ran out with the primal residual", 0), 0u) << t;
+      EXPECT_NE(t.find("Anderson acceleration's budget (max_iter/8, 100 iterations) ran out unsolved, "
+                       "the interior point did not solve it in " +
+                       std::to_string(sol.ipm_iterations[5]) +
+                       " iterations, and ADMM restarted with the fallback settings at iteration " +
+                       std::to_string(100 + sol.ipm_iterations[5])),
+                std::string::npos)
+          << t;
+    }
   }
 }
 

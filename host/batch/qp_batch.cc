@@ -8,8 +8,10 @@
 #include <exception>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <sstream>
+#include <string>
 
 namespace impulse {
 
@@ -229,6 +231,7 @@ void QpSolutions<T>::resize(int size_, int n_, int m_) {
   dual_res.assign(size, T(0));
   status.assign(size, SolveStatus::kNotRun);
   fault.assign(size, InputFault::kNone);
+  fault_text.assign(size, std::string());
   iterations.assign(size, 0);
   rho_updates.assign(size, 0);
   ipm_iterations.assign(size, 0);
@@ -242,7 +245,10 @@ std::vector<std::string> QpSolutions<T>::problems_not_solved() const {
     if (status[k] == SolveStatus::kSolved) continue;
     std::ostringstream os;
     os << "problem " << k << ": " << to_string(status[k]);
-    if (status[k] == SolveStatus::kInvalidInput) os << " (" << to_string(fault[k]) << ")";
+    if (size_t(k) < fault_text.size() && !fault_text[k].empty())
+      os << " (" << fault_text[k] << ")";
+    else if (status[k] == SolveStatus::kInvalidInput)
+      os << " (" << to_string(fault[k]) << ")";
     out.push_back(os.str());
   }
   return out;
@@ -257,8 +263,125 @@ int QpSolutions<T>::count(SolveStatus s) const {
 
 namespace {
 
+// "the primal residual 1.0e-04 at 2.1x its tolerance 4.9e-05, ..." for those of
+// the last check's primal and dual residuals and duality gap above their
+// tolerances (all three when none is; a tolerance 0 is one not recorded)
 template <class T>
-void store_info(const QpInfo<T>& info, int k, QpSolutions<T>& out) {
+std::string residuals_text(const QpInfo<T>& info) {
+  struct Term {
+    const char* name;
+    double value, tol;
+  };
+  const Term terms[3] = {{"primal residual", double(info.prim_res), double(info.eps_prim)},
+                         {"dual residual", double(info.dual_res), double(info.eps_dual)},
+                         {"duality gap", double(info.gap), double(info.eps_gap)}};
+  bool any_over = false;
+  for (const Term& t : terms) any_over = any_over || (t.tol > 0 && !(t.value <= t.tol));
+  std::string out;
+  char buf[160];
+  for (const Term& t : terms) {
+    if (any_over && !(t.tol > 0 && !(t.value <= t.tol))) continue;
+    if (t.tol > 0)
+      std::snprintf(buf, sizeof buf, "the %s %.1e at %.3gx its tolerance %.1e", t.name, t.value,
+                    t.value / t.tol, t.tol);
+    else if (&t == &terms[2])
+      continue;  // the gap is not recorded
+    else
+      std::snprintf(buf, sizeof buf, "the %s %.1e", t.name, t.value);
+    out += (out.empty() ? "" : ", ") + std::string(buf);
+  }
+  return out;
+}
+
+// Why problem k is not solved (QpSolutions::fault_text), from its final info,
+// the interior point's iterations (QpSolutions::ipm_iterations) and whether
+// it applies to the shape; empty when solved.
+template <class T>
+std::string fault_text_of(const QpInfo<T>& info, int ipm_iterations, bool ipm_eligible,
+                          const QpSettings<T>& st) {
+  char buf[256];
+  switch (info.status) {
+    case SolveStatus::kSolved:
+      return std::string();
+    case SolveStatus::kInvalidInput:
+      return to_string(info.fault);
+    case SolveStatus::kNotRun:
+      return "not run";
+    case SolveStatus::kRayTermination:
+      return "ray termination";
+    case SolveStatus::kPrimalInfeasible:
+      std::snprintf(buf, sizeof buf,
+                    "primal infeasible: a certificate (a dual direction y with A'y = 0 in the "
+                    "dual cone and b'y < 0) at iteration %d",
+                    info.iterations);
+      return buf;
+    case SolveStatus::kDualInfeasible:
+      std::snprintf(buf, sizeof buf,
+                    "dual infeasible, the objective unbounded below: a certificate (a direction x "
+                    "with Px = 0, Ax in -K and q'x < 0) at iteration %d",
+                    info.iterations);
+      return buf;
+    case SolveStatus::kNumericalError:
+      if (info.iterations == 0)
+        return "K = P + sigma I + A' rho A could not be factored at the start";
+      if (!std::isfinite(double(info.prim_res)) || !std::isfinite(double(info.dual_res))) {
+        std::snprintf(buf, sizeof buf, "the iterate stopped being finite at iteration %d", info.iterations);
+        return buf;
+      }
+      std::snprintf(buf, sizeof buf,
+                    "at iteration %d the factorization after a rho update failed or the iterate "
+                    "stopped being finite",
+                    info.iterations);
+      return buf;
+    case SolveStatus::kMaxIterations:
+    case SolveStatus::kSolvedInaccurate:
+      break;
+  }
+  std::string t;
+  std::snprintf(buf, sizeof buf, "the budget of %d iterations ran out%s with ", info.iterations,
+                info.status == SolveStatus::kSolvedInaccurate ? " within 10x of the tolerances" : "");
+  t = buf + residuals_text(info);
+  if (info.stall_iteration > 0) {
+    const int aa_end = st.max_iter / 8;
+    if (st.anderson > 0 && info.stall_iteration == aa_end &&
+        info.stall_iteration - info.stall_best_iteration < st.max_iter / 8)
+      std::snprintf(buf, sizeof buf,
+                    "; Anderson acceleration's budget (max_iter/8, %d iterations) ran out unsolved",
+                    aa_end);
+    else
+      std::snprintf(buf, sizeof buf,
+                    "; ADMM stalled at iteration %d (its residual ratio's best, %.3g at iteration %d, "
+                    "not bettered by 1%% since)",
+                    info.stall_iteration, double(info.stall_best_ratio), info.stall_best_iteration);
+    t += buf;
+    if (ipm_iterations > 0) {
+      std::snprintf(buf, sizeof buf, ", the interior point did not solve it in %d iterations", ipm_iterations);
+      t += buf;
+    } else if (!ipm_eligible) {
+      t += ", the interior point does not take second-order cones";
+    }
+    if (info.restart_iteration > 0) {
+      std::snprintf(buf, sizeof buf, ", and ADMM restarted with the fallback settings at iteration %d",
+                    info.restart_iteration);
+      t += buf;
+    }
+  } else {
+    if (st.fallback)
+      t += "; no stall (its residual ratio kept setting a new low, 1% below the last, within every "
+           "eighth of the budget)";
+    if (info.rho_updates >= st.max_rho_updates && st.adaptive_rho) {
+      std::snprintf(buf, sizeof buf, "; its rho updates were used up (%d, at most %d a solve)",
+                    info.rho_updates, st.max_rho_updates);
+      t += buf;
+    }
+  }
+  return t;
+}
+
+template <class T>
+void store_info(const QpInfo<T>& info, int k, QpSolutions<T>& out, bool ipm_eligible,
+                const QpSettings<T>& settings) {
+  out.fault_text[k] = fault_text_of(info, out.ipm_iterations[k], ipm_eligible, settings);
   out.objective[k] = info.objective;
   out.value[k] = info.value;
   out.prim_res[k] = info.prim_res;
@@ -326,6 +449,11 @@ QpInfo<T> finish_stalled(const QpBatch<T>& batch, const QpShape& shape, int k,
   more.iterations += used;
   more.rho_updates += so_far.rho_updates;
   more.rho = T(0);  // the fallback settings' ρ (QpInfo::rho)
+  // what happened, for the fault text: the stall, and where the restart began
+  more.stall_iteration = so_far.stall_iteration;
+  more.stall_best_iteration = so_far.stall_best_iteration;
+  more.stall_best_ratio = so_far.stall_best_ratio;
+  more.restart_iteration = used;
   return more;
 }
 
@@ -353,7 +481,7 @@ void solve_one(const QpBatch<T>& batch, const QpShape& shape, int k, const QpSet
   if (options.time_each)
     out.solve_us[k] =
         std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
-  store_info(info, k, out);
+  store_info(info, k, out, qp_ipm_eligible(shape), settings);
 }
 
 // lanes [0, live) of dst[0 .. len) from problems k0 .. k0 + live − 1 of a
@@ -384,6 +512,7 @@ void solve_cpu_lanes(const QpBatch<T>& batch, const QpSettings<T>& settings,
   const int B = batch.size, n = batch.n, m = batch.m(), nnz = batch.nnz();
   const QpShape shape = batch.shape();
   const QpColumns columns(shape.a);
+  const bool ipm_eligible = qp_ipm_eligible(shape);
   const int groups = (B + W - 1) / W;
   // per worker: the group's data, iterates and workspace, sized once
   struct Buffers {
@@ -450,11 +579,20 @@ void solve_cpu_lanes(const QpBatch<T>& batch, const QpSettings<T>& settings,
           info = finish_stalled(batch, shape, k, settings, info, lo.x[l], lo.y[l], bf.one, out);
           continue;
         }
+        // it goes on as the problem's one solve: its stall rule and
+        // acceleration's budget count from the lane's start (QpResume), as
+        // alone (problem 737 of `generate --kind random`, eps 1e-5: its best
+        // residual ratio, at iteration 50, not bettered since, is a stall at
+        // 1,000 alone; handed over at 130 with a fresh record it crawled to
+        // the 4,000-iteration budget)
         rest.stall_return = settings.fallback;
+        QpResume<T> resume;
+        resume.iterations = info.iterations;
+        resume.stagnation = lo.stagnation[l];
         QpInfo<T> more = qp_admm_solve(
             shape, batch.problem(k), unit_view(lo.x[l]), unit_view(lo.y[l]),
             QpWork<T, UnitStride>::carve(unit_view(qp_work_align(bf.one.data())), n, m, true), rest,
-            true);
+            true, false, &resume);
         more.iterations += info.iterations;
         more.rho_updates += info.rho_updates;
         info = more.stalled ? finish_stalled(batch, shape, k, settings, more, lo.x[l], lo.y[l], bf.one, out)
@@ -465,7 +603,7 @@ void solve_cpu_lanes(const QpBatch<T>& batch, const QpSettings<T>& settings,
       for (int l = 0; l < live; ++l) {
         const int k = k0 + l;
         if (options.time_each) out.solve_us[k] = us / live;
-        store_info(lo.info[l], k, out);
+        store_info(lo.info[l], k, out, ipm_eligible, settings);
       }
     }
   });
@@ -523,6 +661,21 @@ void solve_batch_paths(const QpBatch<T>& batch, const QpSettings<T>& settings,
     dev.solve(settings, options.warm_start, false, options.warm_rho);
     dev.download(r);
     out.take_codes(codes);
+    // the device keeps no tolerances or stall record: the fault text says
+    // what it returns
+    for (int k = 0; k < B; ++k) {
+      QpInfo<T> info;
+      info.status = out.status[k];
+      info.fault = out.fault[k];
+      info.iterations = out.iterations[k];
+      info.prim_res = out.prim_res[k];
+      info.dual_res = out.dual_res[k];
+      info.rho_updates = out.rho_updates[k];
+      QpSettings<T> told = settings;
+      told.fallback = false;  // (its stall restart is not recorded)
+      told.adaptive_rho = false;
+      out.fault_text[k] = fault_text_of(info, 0, false, told);
+    }
     return;
   }
 

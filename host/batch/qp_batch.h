@@ -68,6 +68,18 @@ struct QpSolutions {
   std::vector<T> objective, value, prim_res, dual_res;  // value: QpInfo::value
   std::vector<SolveStatus> status;
   std::vector<InputFault> fault;
+  // why each problem that is not solved is not: for invalid_input its fault
+  // (to_string(InputFault)); for an infeasibility, the certificate and its
+  // iteration; at the budget, the last check's residuals above their
+  // tolerances and what was tried, e.g. "the budget of 4000 iterations ran
+  // out with the primal residual 1.3e-04 at 26.1x its tolerance 4.9e-06, ...;
+  // ADMM stalled at iteration 1000 (its residual ratio's best, 9.8 at
+  // iteration 50, not bettered by 1% since), the interior point does not take
+  // second-order cones, and ADMM restarted with the fallback settings at
+  // iteration 1000". Empty for solved problems. (The device path records no
+  // tolerances or stall: its text gives the residuals. Not in the solution
+  // file: solve-batch prints it with each problem not solved.)
+  std::vector<std::string> fault_text;
   std::vector<int> iterations, rho_updates;
   // the final ρ of each solve (QpInfo::rho; kept, as x and y are, when resize keeps
   // the shape): with BatchOptions::warm_rho the next warm-started solve starts there
@@ -83,7 +95,8 @@ struct QpSolutions {
   // take_codes copies them back into status and fault
   cuda::HostQpResults<T> device_results(std::vector<int>& codes);
   void take_codes(const std::vector<int>& codes);
-  // one line per problem that is not solved: "problem 17: invalid_input (P is not ...)".
+  // one line per problem that is not solved, with its fault text:
+  // "problem 17: invalid_input (P is not ...)".
   std::vector<std::string> problems_not_solved() const;
   int count(SolveStatus s) const;
 };
