@@ -9,11 +9,13 @@ script measures, side by side in one run:
   - a ContactNets Polytope epoch on the real cube tosses (--tosses 256), the training
     pass alone (history.csv's train_seconds), mean of epochs 1-2;
   - a CCN epoch on the real elbow tosses, the same;
-  - solve-batch throughput (bench-solvers, cube loss QP, double, CPU lanes) at a batch of
-    1,200 and of 64 (where a loop's fixed cost shows).
+  - batch solves called again and again, as training and a controller call them
+    (impulse_bench's BM_QpDouble cube_cone_double_cold, CPU lanes), at a batch of
+    10,000 and of 100 (where a loop's fixed cost shows).
 
 Each is run with --threads 1 and 2, idle and with one busy process (a Python loop
-that never sleeps) on the machine. It writes a Markdown table to --out.
+that never sleeps) on the machine, 1 and 2 threads taking turns so that a change of
+the machine's pace falls on both. It writes a Markdown table to --out.
 
   python3 bench/threads_busy.py --impulse build/impulse --out bench/results/threads_busy_DATE.md
 
@@ -21,6 +23,7 @@ The real data sets are read from ../shared/data (skipped with a note when absent
 """
 import argparse
 import csv
+import json
 import os
 import platform
 import re
@@ -47,15 +50,15 @@ def epoch_seconds(impulse, args, threads, repeats):
         return sum(float(r["train_seconds"]) for r in rows) / len(rows)
 
 
-def solve_rate(impulse, count, threads):
-    """cube loss QPs per second, double, CPU lanes (bench-solvers' first row)"""
-    out = subprocess.run([impulse, "bench-solvers", "--count", str(count), "--threads", str(threads)], check=True,
-                         capture_output=True, text=True).stdout
-    for line in out.splitlines():
-        f = line.split()
-        if len(f) >= 5 and f[0] == "cube-loss" and f[1] == "double" and f[3] == "cpu-lanes":
-            return float(f[4])
-    raise RuntimeError("bench-solvers printed no cube-loss double cpu-lanes row:\n" + out)
+def solve_rate(bench, count, threads):
+    """cube loss QPs per second, double, CPU lanes, one batch solved again and again"""
+    name = f"BM_QpDouble/cube_cone_double_cold/batch:{count}/threads:{threads}/lanes:1/real_time"
+    out = subprocess.run([bench, f"--benchmark_filter=^{re.escape(name)}$", "--benchmark_min_time=1",
+                          "--benchmark_format=json"], check=True, capture_output=True, text=True).stdout
+    for b in json.loads(out)["benchmarks"]:
+        if b["name"] == name:
+            return float(b["items_per_second"])
+    raise RuntimeError(f"impulse_bench ran no {name}:\n" + out)
 
 
 class Competitor:
@@ -74,9 +77,11 @@ class Competitor:
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--impulse", default=os.path.join(HERE, "..", "build", "impulse"))
+    ap.add_argument("--bench", default=None, help="impulse_bench (default: beside --impulse)")
     ap.add_argument("--out", required=True)
-    ap.add_argument("--repeats", type=int, default=3, help="measurements of each cell (the median is reported)")
+    ap.add_argument("--repeats", type=int, default=5, help="measurements of each cell (the median is reported)")
     a = ap.parse_args()
+    bench = a.bench or os.path.join(os.path.dirname(os.path.abspath(a.impulse)), "impulse_bench")
 
     cases = []
     if os.path.isdir(CUBE):
@@ -85,34 +90,38 @@ def main():
     if os.path.isdir(ELBOW):
         cases.append(("CCN epoch, real elbow tosses (s)", "epoch",
                       ["--system", "elbow", "--method", "ccn", "--data", ELBOW]))
-    cases.append(("solve-batch, 1,200 cube loss QPs (problems/s)", "solve", 1200))
-    cases.append(("solve-batch, 64 cube loss QPs (problems/s)", "solve", 64))
+    cases.append(("batch solves, 10,000 cube loss QPs each (problems/s)", "solve", 10000))
+    cases.append(("batch solves, 100 cube loss QPs each (problems/s)", "solve", 100))
 
-    def measure(case, threads):
+    def one(case, threads):
         _, kind, arg = case
-        vals = []
+        return epoch_seconds(a.impulse, arg, threads, 2) if kind == "epoch" else solve_rate(bench, arg, threads)
+
+    def measure(load, case):
+        """the median of each thread count, the two taking turns"""
+        print(f"{load:5s} {case[0]} ...", file=sys.stderr, flush=True)
+        vals = {1: [], 2: []}
         for _ in range(a.repeats):
-            vals.append(epoch_seconds(a.impulse, arg, threads, 2) if kind == "epoch" else
-                        solve_rate(a.impulse, arg, threads))
-        vals.sort()
-        return vals[len(vals) // 2]
+            for threads in (1, 2):
+                vals[threads].append(one(case, threads))
+        for threads in (1, 2):
+            v = sorted(vals[threads])
+            results[(load, case[0], threads)] = v[len(v) // 2]
 
     results = {}
     for load in ("idle", "busy"):
         for case in cases:
-            for threads in (1, 2):
-                print(f"{load:5s} {case[0]} --threads {threads} ...", file=sys.stderr, flush=True)
-                if load == "busy":
-                    with Competitor():
-                        results[(load, case[0], threads)] = measure(case, threads)
-                else:
-                    results[(load, case[0], threads)] = measure(case, threads)
+            if load == "busy":
+                with Competitor():
+                    measure(load, case)
+            else:
+                measure(load, case)
 
     version = subprocess.run([a.impulse, "--version"], capture_output=True, text=True).stdout.strip().splitlines()
     lines = ["# 1 against 2 threads, idle and beside one busy process", "",
              f"`python3 bench/threads_busy.py --impulse {os.path.relpath(a.impulse)} --out ...`; "
              f"{os.cpu_count()} cores ({platform.processor() or platform.machine()}); "
-             f"{'; '.join(version)}. Median of {a.repeats}; every cell of this table from the same run. "
+             f"{'; '.join(version)}. Median of {a.repeats}, 1 and 2 threads taking turns; every cell of this table from the same run. "
              "Busy: one Python loop that never sleeps runs beside impulse for the whole measurement.", "",
              "| what | load | 1 thread | 2 threads | 2 threads vs 1 |", "|---|---|---|---|---|"]
     for case in cases:

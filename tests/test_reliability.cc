@@ -8,7 +8,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -500,6 +502,66 @@ TEST(Reliability, ThePoolRunsEveryChunkOnceNestedAndConcurrentLoopsIncluded) {
                  if (s >= 50) throw Error("chunk");
                }),
                Error);
+}
+
+TEST(Reliability, ALoopWhoseThreadsDoNotPayRunsAloneAndTriesThemAgainLater) {
+  ThreadChoice c;
+  EXPECT_TRUE(c.next_parallel());  // a new loop starts on its threads
+  c.record(1.8);
+  c.record(1.6);
+  EXPECT_TRUE(c.parallel());
+  // a busy machine: the threads cost more than they give; the mean gain falls below 1
+  int calls = 0;
+  while (c.parallel() && calls < 20) {
+    ASSERT_TRUE(c.next_parallel());
+    c.record(0.6);
+    ++calls;
+  }
+  ASSERT_FALSE(c.parallel());
+  EXPECT_GT(calls, 1);  // one bad call does not undo a good mean
+  // alone for 8 calls, then one probe on the threads; a bad probe doubles the wait
+  for (int wait : {ThreadChoice::kFirstBackoff, 2 * ThreadChoice::kFirstBackoff, 4 * ThreadChoice::kFirstBackoff}) {
+    for (int k = 0; k < wait; ++k) ASSERT_FALSE(c.next_parallel()) << wait << " " << k;
+    ASSERT_TRUE(c.next_parallel()) << wait;
+    c.record(0.95);
+    ASSERT_FALSE(c.parallel());
+  }
+  // the wait never passes kMaxBackoff
+  for (int probe = 0; probe < 10; ++probe) {
+    int alone = 0;
+    while (!c.next_parallel()) ++alone;
+    ASSERT_LE(alone, ThreadChoice::kMaxBackoff);
+    c.record(0.9);
+  }
+  // a good probe brings the threads back, and the wait starts again from 8
+  while (!c.next_parallel()) {
+  }
+  c.record(1.7);
+  EXPECT_TRUE(c.parallel());
+  EXPECT_TRUE(c.next_parallel());
+  c.record(1.7);
+  while (c.parallel()) {
+    ASSERT_TRUE(c.next_parallel());
+    c.record(0.5);
+  }
+  int alone = 0;
+  while (!c.next_parallel()) ++alone;
+  EXPECT_EQ(alone, ThreadChoice::kFirstBackoff);
+}
+
+TEST(Reliability, LoopsThatRunAloneOrOnThreadsGiveTheSameResults) {
+  // many small loops (the pool's choice changes between them): each element once, every time
+  std::vector<double> one(300), two(300);
+  for (int call = 0; call < 400; ++call) {
+    const int n = 1 + call % 300;
+    for (auto* out : {&one, &two}) {
+      std::fill(out->begin(), out->end(), 0.0);
+      parallel_for(n, out == &one ? 1 : 2, [&](int, int b, int e) {
+        for (int i = b; i < e; ++i) (*out)[static_cast<size_t>(i)] += std::sqrt(double(i + call));
+      });
+    }
+    ASSERT_EQ(one, two) << call;
+  }
 }
 
 }  // namespace

@@ -1,8 +1,12 @@
 #include "host/batch/parallel.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
+#include <cstdint>
+#include <ctime>
 #include <exception>
 #include <mutex>
 #include <string>
@@ -12,7 +16,42 @@
 #include "solvers/error.h"
 
 namespace impulse {
+
+void ThreadChoice::record(double gain) {
+  if (parallel_) {
+    gain_ = calls_ == 0 ? gain : 0.75 * gain_ + 0.25 * gain;
+    ++calls_;
+    if (gain_ < kKeep) {  // the other threads cost more than they gave: run alone
+      parallel_ = false;
+      wait_ = backoff_;
+      calls_ = 0;
+    }
+    return;
+  }
+  // a probe, run with the threads while this loop runs alone
+  if (gain >= kReturn) {
+    parallel_ = true;
+    gain_ = gain;
+    calls_ = 1;
+    backoff_ = kFirstBackoff;
+  } else {
+    backoff_ = std::min(kMaxBackoff, 2 * backoff_);
+    wait_ = backoff_;
+  }
+}
+
+bool ThreadChoice::next_parallel() {
+  if (parallel_) return true;
+  if (wait_ > 0) {
+    --wait_;
+    return false;
+  }
+  return true;  // the probe
+}
+
 namespace {
+
+using Clock = std::chrono::steady_clock;
 
 // set while this thread runs a loop's body: a loop started there runs on it alone
 thread_local bool t_in_loop = false;
@@ -25,7 +64,25 @@ struct InLoop {
 
 int cores() { return static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
 
-// One loop at a time: a job, the workers that take part, and who has finished.
+// One loop of the pool: what a worker copies when it joins.
+struct Job {
+  const std::function<void(int, int, int)>* body = nullptr;
+  int t = 1, n_chunks = 0, chunk = 1, count = 0;
+  uint32_t generation = 0;
+};
+
+// The caller's processor seconds: the time the system gave it, whatever else ran meanwhile.
+double thread_seconds() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
+}
+
+// One loop at a time. A chunk is claimed from one 64-bit word, the loop's
+// generation (high half) and the next chunk (low half): a worker that wakes
+// after its loop ended claims nothing and touches none of the loop's data, so
+// the caller waits for the chunks to be done, never for a worker the system
+// has not yet scheduled.
 class Pool {
  public:
   static Pool& instance() {
@@ -41,81 +98,139 @@ class Pool {
     for (std::thread& t : threads_) t.join();
   }
 
-  // false when the pool is busy (a nested or concurrent loop): the caller runs alone
-  bool try_run(int t, int n_chunks, int chunk, int count, const std::function<void(int, int, int)>& body) {
-    std::unique_lock<std::mutex> owner(run_, std::try_to_lock);
-    if (!owner.owns_lock()) return false;
+  std::mutex& owner() { return run_; }
+
+  // Runs the loop on t threads (the caller holds owner()); returns the gain:
+  // the seconds the loop would have taken on the caller alone (its processor
+  // seconds per element, times the elements) over the seconds it took.
+  double run(int t, int n_chunks, int chunk, int count, const std::function<void(int, int, int)>& body) {
+    const Clock::time_point start = Clock::now();
+    Job job;
     {
       std::lock_guard<std::mutex> g(m_);
       while (static_cast<int>(threads_.size()) < t - 1) {
         const int index = static_cast<int>(threads_.size()) + 1;
         threads_.emplace_back([this, index] { worker(index); });
       }
-      body_ = &body;
-      t_ = t;
-      n_chunks_ = n_chunks;
-      chunk_ = chunk;
-      count_ = count;
-      next_.store(0);
+      job.body = &body;
+      job.t = t;
+      job.n_chunks = n_chunks;
+      job.chunk = chunk;
+      job.count = count;
+      job.generation = ++generation_;
+      job_ = job;
+      done_.store(0);
       failed_.store(false);
       first_ = nullptr;
-      remaining_ = t - 1;
-      ++generation_;
+      claim_.store(uint64_t(job.generation) << 32, std::memory_order_release);
     }
     work_.notify_all();
-    take_chunks(0);
+    const double cpu0 = thread_seconds();
+    const int mine = take_chunks(0, job);
+    const double cpu = thread_seconds() - cpu0;
+    // the last chunks are most often a few microseconds away: look before sleeping
+    const Clock::time_point spin_until = Clock::now() + std::chrono::microseconds(20);
+    while (done_.load(std::memory_order_acquire) < n_chunks && Clock::now() < spin_until) {
+    }
     std::exception_ptr first;
     {
       std::unique_lock<std::mutex> g(m_);
-      done_.wait(g, [this] { return remaining_ == 0; });
-      body_ = nullptr;
+      finished_.wait(g, [&] { return done_.load(std::memory_order_acquire) == n_chunks; });
       first = first_;
     }
     if (first) std::rethrow_exception(first);
-    return true;
+    const double wall = std::chrono::duration<double>(Clock::now() - start).count();
+    if (mine == 0 || wall <= 0) return 1;  // nothing to judge by
+    return cpu / mine * count / wall;
   }
 
  private:
-  void take_chunks(int worker) {
+  // runs chunks of the job until none is left; returns the elements it ran
+  int take_chunks(int worker, const Job& job) {
     const InLoop in_loop;
-    for (int c = next_.fetch_add(1); c < n_chunks_; c = next_.fetch_add(1)) {
-      if (failed_.load(std::memory_order_relaxed)) continue;
-      try {
-        (*body_)(worker, c * chunk_, std::min(count_, (c + 1) * chunk_));
-      } catch (...) {
-        std::lock_guard<std::mutex> g(m_);
-        if (!first_) first_ = std::current_exception();
-        failed_.store(true);
+    int took = 0;
+    uint64_t v = claim_.load(std::memory_order_acquire);
+    while (true) {
+      if (uint32_t(v >> 32) != job.generation || int(uint32_t(v)) >= job.n_chunks) return took;
+      if (!claim_.compare_exchange_weak(v, v + 1, std::memory_order_acq_rel, std::memory_order_acquire)) continue;
+      const int c = int(uint32_t(v));
+      const int begin = c * job.chunk, end = std::min(job.count, (c + 1) * job.chunk);
+      if (!failed_.load(std::memory_order_relaxed)) {
+        try {
+          (*job.body)(worker, begin, end);
+        } catch (...) {
+          std::lock_guard<std::mutex> g(m_);
+          if (!first_) first_ = std::current_exception();
+          failed_.store(true);
+        }
+        took += end - begin;
       }
+      if (done_.fetch_add(1, std::memory_order_acq_rel) + 1 == job.n_chunks) {
+        std::lock_guard<std::mutex> g(m_);
+        finished_.notify_one();
+      }
+      v = claim_.load(std::memory_order_acquire);
     }
   }
   void worker(int index) {
-    unsigned long seen = 0;
+    uint32_t seen = 0;
     std::unique_lock<std::mutex> g(m_);
     while (true) {
       work_.wait(g, [&] { return stop_ || generation_ != seen; });
       if (stop_) return;
       seen = generation_;
-      if (index >= t_) continue;  // this loop asked for fewer threads
+      const Job job = job_;
+      if (index >= job.t) continue;  // this loop asked for fewer threads
       g.unlock();
-      take_chunks(index);
+      take_chunks(index, job);
       g.lock();
-      if (--remaining_ == 0) done_.notify_one();
     }
   }
 
   std::mutex run_;  // held by the caller of the loop in progress
-  std::mutex m_;    // guards the job's fields and the counters below
-  std::condition_variable work_, done_;
+  std::mutex m_;    // guards job_, generation_, first_, stop_ and the threads
+  std::condition_variable work_, finished_;
   std::vector<std::thread> threads_;
-  const std::function<void(int, int, int)>* body_ = nullptr;
-  int t_ = 1, n_chunks_ = 0, chunk_ = 1, count_ = 0, remaining_ = 0;
-  unsigned long generation_ = 0;
+  Job job_;
+  uint32_t generation_ = 0;
   bool stop_ = false;
-  std::atomic<int> next_{0};
+  std::atomic<uint64_t> claim_{0};
+  std::atomic<int> done_{0};
   std::atomic<bool> failed_{false};
   std::exception_ptr first_;
 };
+
+// What each loop of the program chose, by the place that calls it and the size
+// of its batch (a power of two); touched only by the pool's owner.
+class Choices {
+ public:
+  ThreadChoice& at(const void* site, int count, int threads) {
+    int bucket = 0;
+    while (bucket < 31 && (1 << bucket) < count) ++bucket;
+    const uint64_t key = (uint64_t(reinterpret_cast<uintptr_t>(site)) << 8) ^ uint64_t(bucket) ^
+                         (uint64_t(threads) << 56);
+    Entry& e = entries_[(key * 0x9E3779B97F4A7C15ull) >> 56];
+    if (e.key != key) e = Entry{key, ThreadChoice{}};  // a new loop, or one displaced
+    return e.choice;
+  }
+
+ private:
+  struct Entry {
+    uint64_t key = ~uint64_t(0);
+    ThreadChoice choice;
+  };
+  std::array<Entry, 256> entries_;
+};
+
+Choices& choices() {
+  static Choices c;
+  return c;
+}
+
+void run_alone(int n_chunks, int chunk, int count, const std::function<void(int, int, int)>& body) {
+  const InLoop in_loop;
+  for (int c = 0; c < n_chunks; ++c) body(0, c * chunk, std::min(count, (c + 1) * chunk));
+}
 
 }  // namespace
 
@@ -136,9 +251,19 @@ void parallel_for(int count, int threads, const std::function<void(int worker, i
   // keep scheduling overhead negligible
   const int chunk = std::max(1, std::min(64, count / (8 * t)));
   const int n_chunks = (count + chunk - 1) / chunk;
-  if (t > 1 && !t_in_loop && Pool::instance().try_run(t, n_chunks, chunk, count, body)) return;
-  const InLoop in_loop;
-  for (int c = 0; c < n_chunks; ++c) body(0, c * chunk, std::min(count, (c + 1) * chunk));
+  if (t > 1 && !t_in_loop) {
+    Pool& pool = Pool::instance();
+    std::unique_lock<std::mutex> owner(pool.owner(), std::try_to_lock);
+    if (owner.owns_lock()) {  // otherwise a nested or concurrent loop: the caller runs it alone
+      ThreadChoice& choice = choices().at(__builtin_return_address(0), count, t);
+      if (choice.next_parallel()) {
+        choice.record(pool.run(t, n_chunks, chunk, count, body));
+        return;
+      }
+      owner.unlock();
+    }
+  }
+  run_alone(n_chunks, chunk, count, body);
 }
 
 }  // namespace impulse
