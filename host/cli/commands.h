@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <string>
@@ -17,10 +18,17 @@ struct TrainConfig;
 
 namespace impulse::cli {
 
-// A file of the source tree (a figure script, the built-in data set): under the source
-// directory the binary was built from, or relative to the working directory when the
-// binary has moved and that copy is gone.
+// A file the CLI reads at run time (a figure script, the built-in data set), by its
+// path in the source tree: in an installed impulse, under P/share/impulse/ beside the
+// binary's P/bin/; else under the source directory the binary was built from; else
+// relative to the working directory.
 inline std::string source_file(const std::string& relative) {
+  std::error_code ec;
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    const std::filesystem::path p = exe.parent_path().parent_path() / "share" / "impulse" / relative;
+    if (std::filesystem::exists(p, ec)) return p.string();
+  }
 #ifdef IMPULSE_SOURCE_DIR
   const std::string p = std::string(IMPULSE_SOURCE_DIR) + "/" + relative;
   if (std::ifstream(p).good()) return p;
