@@ -9,12 +9,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 #include <thread>
 
@@ -497,6 +499,18 @@ TEST(Reliability, ThePoolRunsEveryChunkOnceNestedAndConcurrentLoopsIncluded) {
   for (int k = 0; k < 50; ++k) parallel_for(100, 2, [&](int, int s, int e) { for (int i = s; i < e; ++i) ++b[static_cast<size_t>(k * 100 + i)]; });
   other.join();
   for (size_t i = 0; i < a.size(); ++i) ASSERT_TRUE(a[i] == 1 && b[i] == 1) << i;
+  // a count near INT_MAX: every element once, no overflow of the chunk arithmetic
+  for (int threads : {1, 2}) {
+    std::atomic<long long> covered{0};
+    std::atomic<int> last{0};
+    parallel_for(std::numeric_limits<int>::max(), threads, [&](int, int s, int e) {
+      ASSERT_LE(s, e);
+      covered += e - s;
+      if (e == std::numeric_limits<int>::max()) last = e;
+    });
+    EXPECT_EQ(covered.load(), std::numeric_limits<int>::max()) << threads;
+    EXPECT_EQ(last.load(), std::numeric_limits<int>::max()) << threads;
+  }
   // the first exception comes back on the caller, after every worker stopped
   EXPECT_THROW(parallel_for(100, 2, [](int, int s, int) {
                  if (s >= 50) throw Error("chunk");

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "solvers/error.h"
@@ -20,7 +21,7 @@ namespace impulse {
 void ThreadChoice::record(double gain) {
   if (parallel_) {
     gain_ = calls_ == 0 ? gain : 0.75 * gain_ + 0.25 * gain;
-    ++calls_;
+    calls_ = 1;
     if (gain_ < kKeep) {  // the other threads cost more than they gave: run alone
       parallel_ = false;
       wait_ = backoff_;
@@ -85,17 +86,11 @@ double thread_seconds() {
 // has not yet scheduled.
 class Pool {
  public:
+  // never destroyed: a loop run from a static's destructor, or a body that calls
+  // exit(), finds the pool whole; its threads, blocked, end with the process
   static Pool& instance() {
-    static Pool p;
-    return p;
-  }
-  ~Pool() {
-    {
-      std::lock_guard<std::mutex> g(m_);
-      stop_ = true;
-    }
-    work_.notify_all();
-    for (std::thread& t : threads_) t.join();
+    static Pool* p = new Pool;
+    return *p;
   }
 
   std::mutex& owner() { return run_; }
@@ -103,14 +98,16 @@ class Pool {
   // Runs the loop on t threads (the caller holds owner()); returns the gain:
   // the seconds the loop would have taken on the caller alone (its processor
   // seconds per element, times the elements) over the seconds it took.
+  // A run that had to start threads returns no gain (0): their start is not the loop's cost.
   double run(int t, int n_chunks, int chunk, int count, const std::function<void(int, int, int)>& body) {
-    const Clock::time_point start = Clock::now();
+    bool started = false;
     Job job;
     {
       std::lock_guard<std::mutex> g(m_);
       while (static_cast<int>(threads_.size()) < t - 1) {
         const int index = static_cast<int>(threads_.size()) + 1;
         threads_.emplace_back([this, index] { worker(index); });
+        started = true;
       }
       job.body = &body;
       job.t = t;
@@ -124,6 +121,7 @@ class Pool {
       first_ = nullptr;
       claim_.store(uint64_t(job.generation) << 32, std::memory_order_release);
     }
+    const Clock::time_point start = Clock::now();
     work_.notify_all();
     const double cpu0 = thread_seconds();
     const int mine = take_chunks(0, job);
@@ -136,10 +134,11 @@ class Pool {
     {
       std::unique_lock<std::mutex> g(m_);
       finished_.wait(g, [&] { return done_.load(std::memory_order_acquire) == n_chunks; });
-      first = first_;
+      first.swap(first_);
     }
     if (first) std::rethrow_exception(first);
     const double wall = std::chrono::duration<double>(Clock::now() - start).count();
+    if (started) return 0;
     if (mine == 0 || wall <= 0) return 1;  // nothing to judge by
     return cpu / mine * count / wall;
   }
@@ -154,7 +153,7 @@ class Pool {
       if (uint32_t(v >> 32) != job.generation || int(uint32_t(v)) >= job.n_chunks) return took;
       if (!claim_.compare_exchange_weak(v, v + 1, std::memory_order_acq_rel, std::memory_order_acquire)) continue;
       const int c = int(uint32_t(v));
-      const int begin = c * job.chunk, end = std::min(job.count, (c + 1) * job.chunk);
+      const int begin = c * job.chunk, end = begin + std::min(job.chunk, job.count - begin);
       if (!failed_.load(std::memory_order_relaxed)) {
         try {
           (*job.body)(worker, begin, end);
@@ -176,8 +175,7 @@ class Pool {
     uint32_t seen = 0;
     std::unique_lock<std::mutex> g(m_);
     while (true) {
-      work_.wait(g, [&] { return stop_ || generation_ != seen; });
-      if (stop_) return;
+      work_.wait(g, [&] { return generation_ != seen; });
       seen = generation_;
       const Job job = job_;
       if (index >= job.t) continue;  // this loop asked for fewer threads
@@ -188,48 +186,41 @@ class Pool {
   }
 
   std::mutex run_;  // held by the caller of the loop in progress
-  std::mutex m_;    // guards job_, generation_, first_, stop_ and the threads
+  std::mutex m_;    // guards job_, generation_, first_ and the threads
   std::condition_variable work_, finished_;
   std::vector<std::thread> threads_;
   Job job_;
   uint32_t generation_ = 0;
-  bool stop_ = false;
   std::atomic<uint64_t> claim_{0};
   std::atomic<int> done_{0};
   std::atomic<bool> failed_{false};
   std::exception_ptr first_;
 };
 
-// What each loop of the program chose, by the place that calls it and the size
-// of its batch (a power of two); touched only by the pool's owner.
+// What each loop of the program chose, by the place that calls it, the size of
+// its batch (a power of two) and its threads; touched only by the pool's owner.
 class Choices {
  public:
   ThreadChoice& at(const void* site, int count, int threads) {
     int bucket = 0;
     while (bucket < 31 && (1 << bucket) < count) ++bucket;
-    const uint64_t key = (uint64_t(reinterpret_cast<uintptr_t>(site)) << 8) ^ uint64_t(bucket) ^
-                         (uint64_t(threads) << 56);
-    Entry& e = entries_[(key * 0x9E3779B97F4A7C15ull) >> 56];
-    if (e.key != key) e = Entry{key, ThreadChoice{}};  // a new loop, or one displaced
-    return e.choice;
+    const uint64_t key = (uint64_t(reinterpret_cast<uintptr_t>(site)) << 16) ^ (uint64_t(bucket) << 8) ^
+                         uint64_t(threads & 0xff);
+    return entries_[key];  // a new loop starts on its threads
   }
 
  private:
-  struct Entry {
-    uint64_t key = ~uint64_t(0);
-    ThreadChoice choice;
-  };
-  std::array<Entry, 256> entries_;
+  std::unordered_map<uint64_t, ThreadChoice> entries_;
 };
 
 Choices& choices() {
-  static Choices c;
-  return c;
+  static Choices* c = new Choices;  // never destroyed, as the pool
+  return *c;
 }
 
 void run_alone(int n_chunks, int chunk, int count, const std::function<void(int, int, int)>& body) {
   const InLoop in_loop;
-  for (int c = 0; c < n_chunks; ++c) body(0, c * chunk, std::min(count, (c + 1) * chunk));
+  for (int c = 0; c < n_chunks; ++c) body(0, c * chunk, c * chunk + std::min(chunk, count - c * chunk));
 }
 
 }  // namespace
@@ -250,14 +241,15 @@ void parallel_for(int count, int threads, const std::function<void(int worker, i
   // chunks small enough to balance uneven iteration counts, large enough to
   // keep scheduling overhead negligible
   const int chunk = std::max(1, std::min(64, count / (8 * t)));
-  const int n_chunks = (count + chunk - 1) / chunk;
+  const int n_chunks = count / chunk + (count % chunk != 0);  // no overflow near INT_MAX
   if (t > 1 && !t_in_loop) {
     Pool& pool = Pool::instance();
     std::unique_lock<std::mutex> owner(pool.owner(), std::try_to_lock);
     if (owner.owns_lock()) {  // otherwise a nested or concurrent loop: the caller runs it alone
       ThreadChoice& choice = choices().at(__builtin_return_address(0), count, t);
       if (choice.next_parallel()) {
-        choice.record(pool.run(t, n_chunks, chunk, count, body));
+        const double gain = pool.run(t, n_chunks, chunk, count, body);
+        if (gain > 0) choice.record(gain);
         return;
       }
       owner.unlock();

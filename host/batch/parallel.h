@@ -34,9 +34,6 @@ int resolve_threads(int threads);
 // The most threads a loop may ask for: four times the cores, at least 64.
 int max_threads();
 
-// Runs body(worker, begin, end) over [0, count) in chunks on `threads` threads
-// (0 = all cores). The first exception a body throws is rethrown on the calling
-// thread once every worker has stopped (the other chunks are skipped).
 // The choice of one loop (a place in the program and a batch size) between its
 // threads and its caller alone, from the gains its runs on threads measured.
 class ThreadChoice {
@@ -54,9 +51,13 @@ class ThreadChoice {
  private:
   bool parallel_ = true;
   double gain_ = 1;
-  int calls_ = 0, wait_ = 0, backoff_ = kFirstBackoff;
+  int calls_ = 0;  // 0 before the first gain on threads, then 1
+  int wait_ = 0, backoff_ = kFirstBackoff;
 };
 
+// Runs body(worker, begin, end) over [0, count) in chunks on `threads` threads
+// (0 = all cores). The first exception a body throws is rethrown on the calling
+// thread once every worker has stopped (the other chunks are skipped).
 void parallel_for(int count, int threads, const std::function<void(int worker, int begin, int end)>& body);
 
 }  // namespace impulse

@@ -1,0 +1,131 @@
+"""impulse: batched small convex solvers and contact-dynamics learning.
+
+    import numpy as np, impulse
+    res = impulse.solve_qp_batch(P, q, A, b, cones=(0, 6, 1))
+    res.x, res.y, res.status, res.status_names
+
+The QP form, per problem k (rows of A in cone order: zero, nonnegative, then three
+rows per second-order cone {(t, u): ||u|| <= t}):
+
+    minimize 1/2 x'P x + q'x   subject to  A x + s = b,  s in K
+
+At a solution P x + q + A'y = 0, s = b - A x in K, y in K*, s'y = 0.
+"""
+from __future__ import annotations
+
+import numpy as _np
+
+from . import _impulse
+
+__version__ = _impulse.version()
+__all__ = ["solve_qp_batch", "QpResult", "cuda_available", "STATUS_NAMES", "__version__"]
+
+#: the status codes' names, as in the CLI's batch files (0 not_run ... 7 invalid_input)
+STATUS_NAMES = tuple(_impulse.status_names())
+
+
+def cuda_available() -> bool:
+    """True when impulse was built with CUDA and a device is present."""
+    return bool(_impulse.cuda_available())
+
+
+class QpResult:
+    """The solutions of a batch: arrays with the batch as their first dimension.
+
+    x (B, n), y (B, m), objective (B,), value (B,), prim_res, dual_res, rho (B,),
+    status (B,) int (codes of STATUS_NAMES; ``status_names`` gives them as strings),
+    fault (B,) int, iterations (B,) int, fault_text (list of B strings: why each
+    problem that is not solved is not; empty for solved ones).
+    """
+
+    def __init__(self, d):
+        self.__dict__.update(d)
+
+    @property
+    def status_names(self):
+        return [STATUS_NAMES[s] for s in self.status]
+
+    @property
+    def solved(self):
+        """a boolean array: the problems solved to the tolerance"""
+        return self.status == STATUS_NAMES.index("solved")
+
+    def __repr__(self):
+        counts = {}
+        for s in self.status_names:
+            counts[s] = counts.get(s, 0) + 1
+        return f"QpResult({len(self.status)} problems: " + ", ".join(f"{v} {k}" for k, v in counts.items()) + ")"
+
+
+def _array(name, a, dtype, ndim, shape):
+    """a C-contiguous array of dtype: the caller's own when it already is one, else converted once"""
+    if not isinstance(a, _np.ndarray):
+        a = _np.asarray(a)
+    if a.ndim != ndim:
+        raise ValueError(f"{name}: expected {ndim} dimensions {shape}, got {a.ndim} (shape {a.shape})")
+    if a.dtype != dtype:
+        if not (_np.issubdtype(a.dtype, _np.floating) or _np.issubdtype(a.dtype, _np.integer)):
+            raise ValueError(f"{name}: expected numbers (float64 or float32), got dtype {a.dtype}")
+        a = a.astype(dtype)
+    return _np.ascontiguousarray(a)
+
+
+def solve_qp_batch(P, q, A, b, cones, *, eps=1e-5, max_iter=4000, precision="double", backend="cpu",
+                   threads=0, lanes=True, warm=None) -> QpResult:
+    """Solve B conic QPs of one shape.
+
+    P (B, n, n) symmetric positive semidefinite, q (B, n), A (B, m, n), b (B, m);
+    cones = (n_zero, n_nonneg, n_soc) with m = n_zero + n_nonneg + 3 n_soc.
+    eps: the absolute and relative tolerance; max_iter: the iteration budget.
+    precision: "double" or "float"; backend: "cpu" or "cuda"; threads: CPU threads
+    (0 = all cores); lanes: CPU problems side by side in SIMD lanes (False: one at a
+    time). warm: (x, y) of a previous solve to start from.
+
+    Each problem keeps its own status (one bad problem never spoils the others);
+    wrong shapes, dtypes or options raise ValueError naming the array or option.
+    """
+    if precision not in ("double", "float"):
+        raise ValueError(f"precision: expected 'double' or 'float', got {precision!r}")
+    if backend not in ("cpu", "cuda"):
+        raise ValueError(f"backend: expected 'cpu' or 'cuda', got {backend!r}")
+    try:
+        nz, nn, ns = (int(c) for c in cones)
+    except (TypeError, ValueError):
+        raise ValueError(f"cones: expected (n_zero, n_nonneg, n_soc), got {cones!r}") from None
+    if min(nz, nn, ns) < 0:
+        raise ValueError(f"cones: counts must be >= 0, got {cones!r}")
+    if not (eps > 0):
+        raise ValueError(f"eps: expected a positive tolerance, got {eps!r}")
+    if int(max_iter) < 1:
+        raise ValueError(f"max_iter: expected at least 1, got {max_iter!r}")
+    if int(threads) < 0:
+        raise ValueError(f"threads: expected 0 (all cores) or more, got {threads!r}")
+    dtype = _np.float64 if precision == "double" else _np.float32
+    P = _array("P", P, dtype, 3, "(B, n, n)")
+    B, n = P.shape[0], P.shape[1]
+    if B == 0:
+        raise ValueError("P: the batch is empty (B = 0)")
+    if P.shape[2] != n:
+        raise ValueError(f"P: expected (B, n, n), got shape {P.shape}")
+    m = nz + nn + 3 * ns
+    q = _array("q", q, dtype, 2, "(B, n)")
+    A = _array("A", A, dtype, 3, "(B, m, n)")
+    b = _array("b", b, dtype, 2, "(B, m)")
+    for name, arr, want in (("q", q, (B, n)), ("A", A, (B, m, n)), ("b", b, (B, m))):
+        if arr.shape != want:
+            dims = {"q": "(B, n)", "A": "(B, m, n)", "b": "(B, m)"}[name]
+            raise ValueError(f"{name}: expected shape {want} {dims} with B = {B}, n = {n} (from P) and "
+                             f"m = {m} (from cones), got {arr.shape}")
+    wx = wy = None
+    if warm is not None:
+        try:
+            wx, wy = warm
+        except (TypeError, ValueError):
+            raise ValueError("warm: expected (x, y) of a previous solve") from None
+        wx = _array("warm x", wx, dtype, 2, "(B, n)")
+        wy = _array("warm y", wy, dtype, 2, "(B, m)")
+        if wx.shape != (B, n) or wy.shape != (B, m):
+            raise ValueError(f"warm: expected x {(B, n)} and y {(B, m)}, got {wx.shape} and {wy.shape}")
+    solve = _impulse.solve_double if precision == "double" else _impulse.solve_float
+    d = solve(P, q, A, b, (nz, nn, ns), float(eps), int(max_iter), backend, int(threads), bool(lanes), wx, wy)
+    return QpResult(d)

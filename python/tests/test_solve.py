@@ -1,0 +1,161 @@
+"""impulse.solve_qp_batch: answers checked against the optimality conditions and the
+CLI's own solve of the same batch, and bad input refused by name."""
+import os
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+import impulse
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+
+
+def random_batch(B, n, cones, seed=0, dtype=np.float64):
+    """feasible, bounded conic QPs: P = G G' + I/10; s0 in K and x0 give b = A x0 + s0"""
+    nz, nn, ns = cones
+    m = nz + nn + 3 * ns
+    rng = np.random.default_rng(seed)
+    G = rng.standard_normal((B, n, n))
+    P = G @ G.transpose(0, 2, 1) / n + 0.1 * np.eye(n)
+    q = rng.standard_normal((B, n))
+    A = rng.standard_normal((B, m, n))
+    x0 = rng.standard_normal((B, n))
+    s0 = np.zeros((B, m))
+    s0[:, nz:nz + nn] = rng.uniform(0, 1, (B, nn))
+    for c in range(ns):
+        u = rng.standard_normal((B, 2))
+        r = nz + nn + 3 * c
+        s0[:, r] = np.linalg.norm(u, axis=1) + rng.uniform(0, 1, B)
+        s0[:, r + 1:r + 3] = u
+    b = np.einsum("bij,bj->bi", A, x0) + s0
+    return [a.astype(dtype) for a in (P, q, A, b)]
+
+
+def kkt(P, q, A, b, cones, x, y):
+    """the worst of: stationarity, s in K, y in K*, complementarity (per problem)"""
+    nz, nn, ns = cones
+    stat = np.abs(np.einsum("bij,bj->bi", P, x) + q + np.einsum("bji,bj->bi", A, y)).max(axis=1)
+    s = b - np.einsum("bij,bj->bi", A, x)
+    worst = np.maximum(stat, np.abs(s[:, :nz]).max(axis=1, initial=0))
+    worst = np.maximum(worst, (-s[:, nz:nz + nn]).max(axis=1, initial=0))
+    worst = np.maximum(worst, (-y[:, nz:nz + nn]).max(axis=1, initial=0))
+    for c in range(ns):
+        r = nz + nn + 3 * c
+        worst = np.maximum(worst, np.linalg.norm(s[:, r + 1:r + 3], axis=1) - s[:, r])
+        worst = np.maximum(worst, np.linalg.norm(y[:, r + 1:r + 3], axis=1) - y[:, r])
+    gap = np.abs(np.einsum("bi,bi->b", s[:, nz:], y[:, nz:]))
+    return np.maximum(worst, gap)
+
+
+@pytest.mark.parametrize("cones", [(2, 0, 0), (0, 6, 0), (0, 0, 3), (1, 4, 2)])
+@pytest.mark.parametrize("lanes", [True, False])
+def test_every_cone_kind_solves_to_its_optimality_conditions(cones, lanes):
+    P, q, A, b = random_batch(200, 6, cones, seed=sum(cones))
+    res = impulse.solve_qp_batch(P, q, A, b, cones, eps=1e-8, lanes=lanes)
+    assert res.solved.all(), res
+    scale = 1 + np.abs(q).max() + np.abs(b).max()
+    assert kkt(P, q, A, b, cones, res.x, res.y).max() < 1e-6 * scale
+    # the value at the solution, and the objective reported
+    obj = 0.5 * np.einsum("bi,bij,bj->b", res.x, P, res.x) + np.einsum("bi,bi->b", q, res.x)
+    np.testing.assert_allclose(res.objective, obj, rtol=1e-9, atol=1e-9)
+
+
+def test_float_precision_solves_too():
+    cones = (0, 4, 1)
+    P, q, A, b = random_batch(64, 5, cones, seed=3, dtype=np.float32)
+    res = impulse.solve_qp_batch(P, q, A, b, cones, precision="float", eps=1e-4)
+    assert res.x.dtype == np.float32
+    assert (res.status <= 2).all(), res
+    assert kkt(*(a.astype(np.float64) for a in (P, q, A, b)), cones, res.x.astype(np.float64),
+               res.y.astype(np.float64)).max() < 1e-2
+
+
+def test_a_warm_start_from_the_solution_stops_at_once():
+    cones = (0, 6, 1)
+    P, q, A, b = random_batch(50, 6, cones, seed=5)
+    cold = impulse.solve_qp_batch(P, q, A, b, cones)
+    warm = impulse.solve_qp_batch(P, q, A, b, cones, warm=(cold.x, cold.y))
+    assert warm.solved.all()
+    assert warm.iterations.mean() < 0.5 * cold.iterations.mean()
+
+
+def cli():
+    for path in (os.environ.get("IMPULSE_CLI"), os.path.join(ROOT, "build", "impulse"),
+                 os.path.join(ROOT, "build-nocuda", "impulse"), shutil.which("impulse")):
+        if path and os.path.exists(path):
+            return path
+    return None
+
+
+def test_solutions_equal_the_clis_bit_for_bit(tmp_path):
+    exe = cli()
+    if exe is None:
+        pytest.skip("no impulse CLI built (build/impulse; or set IMPULSE_CLI)")
+    cones = (1, 4, 2)
+    P, q, A, b = random_batch(100, 7, cones, seed=11)
+    np.savez(tmp_path / "batch.npz", cones=np.array(cones, np.int32), P=P, q=q, A=A, b=b)
+    subprocess.run([exe, "solve-batch", "--in", str(tmp_path / "batch.npz"), "--out", str(tmp_path / "sol.npz")],
+                   check=True, capture_output=True)
+    sol = np.load(tmp_path / "sol.npz")
+    res = impulse.solve_qp_batch(P, q, A, b, cones)
+    np.testing.assert_array_equal(res.x, sol["x"])
+    np.testing.assert_array_equal(res.y, sol["y"])
+    np.testing.assert_array_equal(res.status, sol["status"])
+    np.testing.assert_array_equal(res.iterations, sol["iterations"])
+
+
+def test_bad_input_is_refused_by_name():
+    cones = (0, 4, 1)
+    P, q, A, b = random_batch(8, 5, cones)
+    with pytest.raises(ValueError, match="q: expected shape"):
+        impulse.solve_qp_batch(P, q[:, :4], A, b, cones)
+    with pytest.raises(ValueError, match="A: expected shape"):
+        impulse.solve_qp_batch(P, q, A[:, :5], b, cones)
+    with pytest.raises(ValueError, match="b: expected 2 dimensions"):
+        impulse.solve_qp_batch(P, q, A, b[0], cones)
+    with pytest.raises(ValueError, match="P: expected numbers"):
+        impulse.solve_qp_batch(P.astype(str), q, A, b, cones)
+    with pytest.raises(ValueError, match="the batch is empty"):
+        impulse.solve_qp_batch(P[:0], q[:0], A[:0], b[:0], cones)
+    with pytest.raises(ValueError, match="cones"):
+        impulse.solve_qp_batch(P, q, A, b, (0, -1, 1))
+    with pytest.raises(ValueError, match="precision"):
+        impulse.solve_qp_batch(P, q, A, b, cones, precision="half")
+    with pytest.raises(ValueError, match="backend"):
+        impulse.solve_qp_batch(P, q, A, b, cones, backend="tpu")
+    with pytest.raises(ValueError, match="eps"):
+        impulse.solve_qp_batch(P, q, A, b, cones, eps=0)
+    with pytest.raises(ValueError, match="threads"):
+        impulse.solve_qp_batch(P, q, A, b, cones, threads=-2)
+
+
+def test_a_bad_problem_keeps_to_itself():
+    cones = (0, 4, 1)
+    P, q, A, b = random_batch(16, 5, cones)
+    P[3, 0, 0] = np.nan
+    P[5] = -np.eye(5)  # not positive semidefinite
+    res = impulse.solve_qp_batch(P, q, A, b, cones)
+    bad = {3, 5}
+    for k in range(16):
+        if k in bad:
+            assert res.status_names[k] == "invalid_input", (k, res.fault_text[k])
+            assert res.fault_text[k], k
+        else:
+            assert res.solved[k], (k, res.fault_text[k])
+
+
+def test_arrays_of_another_layout_or_type_are_converted():
+    cones = (0, 4, 1)
+    P, q, A, b = random_batch(10, 5, cones)
+    ref = impulse.solve_qp_batch(P, q, A, b, cones)
+    Pf = np.asfortranarray(P)
+    res = impulse.solve_qp_batch(Pf, q.tolist(), A, b, cones)
+    np.testing.assert_array_equal(res.x, ref.x)
+
+
+def test_the_package_says_its_version_and_device():
+    assert impulse.__version__.count(".") == 2
+    assert isinstance(impulse.cuda_available(), bool)
+    assert impulse.STATUS_NAMES[1] == "solved" and impulse.STATUS_NAMES[7] == "invalid_input"
