@@ -6,10 +6,12 @@
 // reused (a batch of size B cycles through a pool of generated problems).
 #include <benchmark/benchmark.h>
 
+#include <cstdlib>
 #include <map>
 #include <mutex>
 
 #include "host/batch/generate.h"
+#include "host/batch/golden.h"
 #include "host/batch/qp_batch.h"
 #include "kernels/qp_kernels.h"
 
@@ -203,6 +205,40 @@ BENCHMARK_CAPTURE(BM_CpuResolveDouble, resolve_cube_cone_double_kept, kCubeCone,
 BENCHMARK_CAPTURE(BM_GpuKernelDouble, kernel_cube_cone_double_cold, kCubeCone, false)->Apply(gpu_kernel_args);
 BENCHMARK_CAPTURE(BM_GpuKernelFloat, kernel_cube_octagon_float_cold, kCubeOctagon, false)->Apply(gpu_kernel_args);
 BENCHMARK_CAPTURE(BM_GpuKernelFloat, kernel_anitescu_float_cold, kAnitescu, false)->Apply(gpu_kernel_args);
+
+
+// The 1,000 real ContactNets loss QPs (../shared/data/contactnets_qps, "train"),
+// double, CPU lanes, eps 1e-6 as the tests solve them; the data folder from
+// IMPULSE_SHARED_DATA (default: ../shared/data beside the source tree). Skipped
+// when absent.
+void BM_RealContactNetsQps(benchmark::State& state) {
+  const char* env = std::getenv("IMPULSE_SHARED_DATA");
+  const std::string dir = std::string(env ? env : IMPULSE_SHARED_DATA_DIR) + "/contactnets_qps";
+  static GoldenQps g;
+  static bool loaded = false;
+  if (!loaded) {
+    try {
+      g = load_golden_qps(dir, "train");
+    } catch (const std::exception& e) {
+      state.SkipWithError((std::string("real QPs not loaded: ") + e.what()).c_str());
+      return;
+    }
+    loaded = true;
+  }
+  QpSettings<double> st;
+  st.eps_abs = st.eps_rel = 1e-6;
+  BatchOptions opt;
+  opt.threads = static_cast<int>(state.range(0));
+  QpSolutions<double> sol;
+  long iters = 0;
+  for (auto _ : state) {
+    solve_batch(g.batch, st, opt, sol);
+    for (int k = 0; k < sol.size; ++k) iters += sol.iterations[k];
+  }
+  state.SetItemsProcessed(state.iterations() * g.batch.size);
+  state.counters["iters"] = double(iters) / (double(state.iterations()) * g.batch.size);
+}
+BENCHMARK(BM_RealContactNetsQps)->ArgName("threads")->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
 }  // namespace impulse

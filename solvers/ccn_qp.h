@@ -19,7 +19,7 @@
 #include "solvers/config.h"
 #include "solvers/view.h"
 
-namespace impulse {
+IMPULSE_NAMESPACE_BEGIN
 namespace ccnqp {
 
 constexpr int kMaxLinks = 2;
@@ -558,4 +558,4 @@ IMPULSE_HD T gradient(const System<T>& s, const T* theta, const T* x, const T* x
 }
 
 }  // namespace ccnqp
-}  // namespace impulse
+IMPULSE_NAMESPACE_END  // namespace impulse

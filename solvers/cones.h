@@ -7,7 +7,7 @@
 
 #include "solvers/config.h"
 
-namespace impulse {
+IMPULSE_NAMESPACE_BEGIN
 
 struct ConeSpec {
   int n_zero = 0;
@@ -71,4 +71,4 @@ IMPULSE_HD T soc3_violation(T t, T u1, T u2) {
   return max_of(sqrt_of(u1 * u1 + u2 * u2) - t, T(0));
 }
 
-}  // namespace impulse
+IMPULSE_NAMESPACE_END  // namespace impulse

@@ -7,6 +7,21 @@
 // (IMPULSE_HD_PHASE: always inlined on the host too).
 #pragma once
 
+// The namespace of everything in solvers/. A file compiled for one instruction
+// set of the CPU lanes (host/batch/lane_kernels.h: IMPULSE_ISA = isa_avx512,
+// isa_avx2 or isa_sse2) puts it in an inline namespace of that name, so its
+// inline functions and template instantiations, compiled for that instruction
+// set, never stand in for the ones every other file compiled for the baseline
+// (and nothing else changes: impulse::X still names them). Elsewhere it is
+// plain `namespace impulse`.
+#if defined(IMPULSE_ISA) && !defined(__CUDACC__)
+#define IMPULSE_NAMESPACE_BEGIN namespace impulse { inline namespace IMPULSE_ISA {
+#define IMPULSE_NAMESPACE_END } }
+#else
+#define IMPULSE_NAMESPACE_BEGIN namespace impulse {
+#define IMPULSE_NAMESPACE_END }
+#endif
+
 #if defined(__CUDACC__)
 #define IMPULSE_HD __host__ __device__ __forceinline__
 #define IMPULSE_HD_NOINLINE __host__ __device__
@@ -34,7 +49,7 @@
 #define IMPULSE_DEBUG_ASSERT(cond) ((void)0)
 #endif
 
-namespace impulse {
+IMPULSE_NAMESPACE_BEGIN
 
 // Math helpers usable on both sides without <cmath> overload surprises on the
 // device.
@@ -49,11 +64,11 @@ IMPULSE_HD T abs_of(T a) { return a < T(0) ? -a : a; }
 template <class T>
 IMPULSE_HD T select_of(bool c, T a, T b) { return c ? a : b; }
 
-}  // namespace impulse
+IMPULSE_NAMESPACE_END  // namespace impulse
 
 #if defined(__CUDACC__)
 #include <cmath>
-namespace impulse {
+IMPULSE_NAMESPACE_BEGIN
 IMPULSE_HD float sqrt_of(float v) { return ::sqrtf(v); }
 IMPULSE_HD double sqrt_of(double v) { return ::sqrt(v); }
 IMPULSE_HD float log_of(float v) { return ::logf(v); }
@@ -66,10 +81,10 @@ IMPULSE_HD float cos_of(float v) { return ::cosf(v); }
 IMPULSE_HD double cos_of(double v) { return ::cos(v); }
 IMPULSE_HD bool is_finite(float v) { return ::isfinite(v); }
 IMPULSE_HD bool is_finite(double v) { return ::isfinite(v); }
-}  // namespace impulse
+IMPULSE_NAMESPACE_END  // namespace impulse
 #else
 #include <cmath>
-namespace impulse {
+IMPULSE_NAMESPACE_BEGIN
 inline float sqrt_of(float v) { return std::sqrt(v); }
 inline double sqrt_of(double v) { return std::sqrt(v); }
 inline float log_of(float v) { return std::log(v); }
@@ -82,5 +97,5 @@ inline float cos_of(float v) { return std::cos(v); }
 inline double cos_of(double v) { return std::cos(v); }
 inline bool is_finite(float v) { return std::isfinite(v); }
 inline bool is_finite(double v) { return std::isfinite(v); }
-}  // namespace impulse
+IMPULSE_NAMESPACE_END  // namespace impulse
 #endif

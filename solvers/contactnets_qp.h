@@ -23,7 +23,7 @@
 #include "solvers/config.h"
 #include "solvers/view.h"
 
-namespace impulse {
+IMPULSE_NAMESPACE_BEGIN
 namespace cn {
 
 constexpr int kK = 8;        // contacts
@@ -542,4 +542,4 @@ IMPULSE_HD T gradient(const LossConsts<T>& c, const T* th, const T* x, const T* 
 }
 
 }  // namespace cn
-}  // namespace impulse
+IMPULSE_NAMESPACE_END  // namespace impulse

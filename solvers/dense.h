@@ -4,7 +4,7 @@
 
 #include "solvers/view.h"
 
-namespace impulse {
+IMPULSE_NAMESPACE_BEGIN
 
 // `return fn<T, N>(args...)` with N fixed at compile time for the common
 // sizes (8, 16, 24, 32, 48, 64: the loops then have known, whole-chunk trip
@@ -630,4 +630,4 @@ IMPULSE_HD T norm_inf(int n, View<const T, S> v) {
   return r;
 }
 
-}  // namespace impulse
+IMPULSE_NAMESPACE_END  // namespace impulse

@@ -33,7 +33,7 @@
 
 #include "solvers/config.h"
 
-namespace impulse {
+IMPULSE_NAMESPACE_BEGIN
 
 constexpr double kPlanarLcpSlack = 1e-12;
 
@@ -88,4 +88,4 @@ IMPULSE_HD auto planar_ap_impulse(bool poisson, T Wtt, T Wtn, T Wnn, T vt, T vn,
   return ok;
 }
 
-}  // namespace impulse
+IMPULSE_NAMESPACE_END  // namespace impulse

@@ -23,11 +23,13 @@
 #include <immintrin.h>
 
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
+#include <new>
 
 #include "solvers/view.h"
 
-namespace impulse {
+IMPULSE_NAMESPACE_BEGIN
 
 // bytes of one lane vector: the widest this compilation targets (or
 // IMPULSE_LANE_BYTES = 16, 32, 64 where that is supported)
@@ -54,6 +56,26 @@ struct LaneIntOf<double> {
   using type = int64_t;
 };
 }  // namespace detail
+
+// The allocator of the lane solvers' host buffers: an ordinary aligned
+// new/delete, but a type of the solvers' namespace, so that a std::vector of
+// lanes or of plain numbers compiled for one instruction set
+// (host/batch/lane_solve.cc) is its own instantiation, never the baseline's.
+template <class T>
+struct LaneAllocator {
+  using value_type = T;
+  LaneAllocator() = default;
+  template <class U>
+  LaneAllocator(const LaneAllocator<U>&) {}
+  T* allocate(size_t count) {
+    return static_cast<T*>(::operator new(count * sizeof(T), std::align_val_t(alignof(T))));
+  }
+  void deallocate(T* p, size_t) { ::operator delete(p, std::align_val_t(alignof(T))); }
+  template <class U>
+  bool operator==(const LaneAllocator<U>&) const { return true; }
+  template <class U>
+  bool operator!=(const LaneAllocator<U>&) const { return false; }
+};
 
 // Per-lane truth values: all bits set (true) or clear (false) per lane.
 template <class T>
@@ -393,4 +415,4 @@ inline void dense_col_absmax_scaled(int n, View<const Lanes<T>, LaneStride> Mv,
   }
 }
 
-}  // namespace impulse
+IMPULSE_NAMESPACE_END  // namespace impulse

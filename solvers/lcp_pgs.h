@@ -32,7 +32,7 @@
 #include <cstdio>
 #endif
 
-namespace impulse {
+IMPULSE_NAMESPACE_BEGIN
 
 // ---- settings and result -------------------------------------------------------------
 
@@ -359,4 +359,4 @@ IMPULSE_HD LcpInfo<T> ccp_block_pgs_solve(int n_contacts, View<const T, S> M,
   return info;
 }
 
-}  // namespace impulse
+IMPULSE_NAMESPACE_END  // namespace impulse

@@ -35,7 +35,7 @@
 
 #include "solvers/status.h"
 
-namespace impulse {
+IMPULSE_NAMESPACE_BEGIN
 
 struct LemkeSettings {
   int max_pivots = 0;       // 0 => 50 * (n + 1)
@@ -363,4 +363,4 @@ inline LemkeInfo lemke_solve(int n, const double* M, const double* q, double* z,
   return lemke_solve(n, M, q, z, w, s, ws);
 }
 
-}  // namespace impulse
+IMPULSE_NAMESPACE_END  // namespace impulse

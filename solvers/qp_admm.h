@@ -26,7 +26,7 @@
 #include "solvers/qp_anderson.h"
 #include "solvers/status.h"
 
-namespace impulse {
+IMPULSE_NAMESPACE_BEGIN
 
 // Solver settings; plain struct with documented defaults.
 template <class T>
@@ -1380,4 +1380,4 @@ IMPULSE_HD_NOINLINE QpInfo<T> qp_admm_solve(const QpShape& sh, const QpData<T, S
   }
 }
 
-}  // namespace impulse
+IMPULSE_NAMESPACE_END  // namespace impulse

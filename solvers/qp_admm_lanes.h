@@ -29,7 +29,7 @@
 #include "solvers/lanes.h"
 #include "solvers/qp_admm.h"
 
-namespace impulse {
+IMPULSE_NAMESPACE_BEGIN
 
 // A's pattern by columns (built once per batch): column j holds the entries
 // entry[col_ptr[j] .. col_ptr[j + 1]) of A's values, in rows row[...]. The
@@ -40,8 +40,9 @@ namespace impulse {
 // e = i(i + 1)/2 + j, sums A_ri·A_rj over the pairs pair_a/pair_b[pair_ptr[e]
 // .. pair_ptr[e + 1]) of A's entries (in columns i and j) that share a row.
 struct QpColumns {
-  std::vector<int> col_ptr, row, entry;
-  std::vector<int> pair_ptr, pair_a, pair_b;
+  using Ints = std::vector<int, LaneAllocator<int>>;  // (solvers/lanes.h: this instruction set's own)
+  Ints col_ptr, row, entry;
+  Ints pair_ptr, pair_a, pair_b;
   QpColumns() = default;
   explicit QpColumns(const CsrPattern& a) : col_ptr(a.cols + 1, 0), row(a.nnz), entry(a.nnz) {
     const int tri = a.cols * (a.cols + 1) / 2;
@@ -53,7 +54,7 @@ struct QpColumns {
     for (int e = 0; e < tri; ++e) pair_ptr[e + 1] += pair_ptr[e];
     pair_a.resize(pair_ptr[tri]);
     pair_b.resize(pair_ptr[tri]);
-    std::vector<int> fill(pair_ptr.begin(), pair_ptr.end() - 1);
+    Ints fill(pair_ptr.begin(), pair_ptr.end() - 1);
     for (int r = 0; r < a.rows; ++r)
       for (int kb = a.row_ptr[r]; kb < a.row_ptr[r + 1]; ++kb)
         for (int ka = kb; ka < a.row_ptr[r + 1]; ++ka) {
@@ -63,7 +64,7 @@ struct QpColumns {
         }
     for (int k = 0; k < a.nnz; ++k) ++col_ptr[a.col[k] + 1];
     for (int j = 0; j < a.cols; ++j) col_ptr[j + 1] += col_ptr[j];
-    std::vector<int> next(col_ptr.begin(), col_ptr.end() - 1);
+    Ints next(col_ptr.begin(), col_ptr.end() - 1);
     for (int r = 0; r < a.rows; ++r)
       for (int k = a.row_ptr[r]; k < a.row_ptr[r + 1]; ++k) {
         const int slot = next[a.col[k]]++;
@@ -706,4 +707,4 @@ void qp_admm_solve_lanes(const QpShape& sh, const QpColumns& at,
   stop(active, SolveStatus::kMaxIterations, false);
 }
 
-}  // namespace impulse
+IMPULSE_NAMESPACE_END  // namespace impulse

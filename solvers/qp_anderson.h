@@ -22,7 +22,7 @@
 #include "solvers/config.h"
 #include "solvers/view.h"
 
-namespace impulse {
+IMPULSE_NAMESPACE_BEGIN
 
 constexpr int kQpAndersonMax = 8;  // the most differences kept (QpSettings::anderson)
 
@@ -282,4 +282,4 @@ struct QpAnderson {
   }
 };
 
-}  // namespace impulse
+IMPULSE_NAMESPACE_END  // namespace impulse

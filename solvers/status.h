@@ -8,7 +8,7 @@
 
 #include "solvers/config.h"
 
-namespace impulse {
+IMPULSE_NAMESPACE_BEGIN
 
 enum class SolveStatus : int {
   kNotRun = 0,
@@ -74,4 +74,4 @@ IMPULSE_HD bool is_solved(SolveStatus s) {
   return s == SolveStatus::kSolved || s == SolveStatus::kSolvedInaccurate;
 }
 
-}  // namespace impulse
+IMPULSE_NAMESPACE_END  // namespace impulse

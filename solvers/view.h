@@ -9,7 +9,7 @@
 
 #include "solvers/config.h"
 
-namespace impulse {
+IMPULSE_NAMESPACE_BEGIN
 
 // Compile-time unit stride (contiguous per problem).
 struct UnitStride {
@@ -58,4 +58,4 @@ IMPULSE_HD View<T, RunStride> strided_view(T* p, int s) {
 #define IMPULSE_SIMD IMPULSE_PRAGMA(omp simd)
 #endif
 
-}  // namespace impulse
+IMPULSE_NAMESPACE_END  // namespace impulse

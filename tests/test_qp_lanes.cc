@@ -6,6 +6,7 @@
 
 #include <Eigen/Dense>
 #include <cmath>
+#include <cstring>
 #include <cstdlib>
 #include <limits>
 #include <random>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "host/batch/generate.h"
+#include "host/batch/lane_kernels.h"
 #include "host/batch/qp_batch.h"
 #include "solvers/qp_admm_lanes.h"
 #include "tests/test_util.h"
@@ -509,6 +511,74 @@ TEST(QpLanes, AgreesWithOneAtATimeOnTheCubeShapes) {
       EXPECT_LT(r.dual, 1e-5);
     }
   }
+}
+
+
+// Every instruction set of the lane kernels this CPU and build run
+// (host/batch/lane_kernels.h): each solves the cube QPs to the tolerance the
+// one-at-a-time path reaches, in double and float, and gives the same answers
+// bit for bit again, on one thread or two; a set it lacks, or a name it does not
+// know, is an Error naming what there is.
+TEST(QpLanes, EveryInstructionSetSolvesAndRepeatsItself) {
+  const LaneIsa before = lane_isa();
+  const std::vector<LaneIsa> sets = supported_lane_isas();
+  ASSERT_FALSE(sets.empty());
+  EXPECT_EQ(sets.front(), LaneIsa::kSse2) << "every x86-64 runs the baseline set";
+  EXPECT_THROW(parse_lane_isa("avx3"), Error);
+  for (LaneIsa isa : {LaneIsa::kSse2, LaneIsa::kAvx2, LaneIsa::kAvx512}) {
+    if (!lane_isa_supported(isa)) {
+      EXPECT_THROW(set_lane_isa(isa), Error) << to_string(isa);
+    }
+  }
+  const GeneratedQps sets_qp[] = {cube_loss_batch(45, FrictionModel::kCone, 71),
+                                  cube_loss_batch(45, FrictionModel::kOctagon, 72)};
+  BatchOptions scalar;
+  scalar.lanes = false;
+  for (LaneIsa isa : sets) {
+    set_lane_isa(isa);
+    ASSERT_EQ(lane_isa(), isa);
+    const int bytes = lane_bytes();
+    EXPECT_EQ(bytes, isa == LaneIsa::kAvx512 ? 64 : isa == LaneIsa::kAvx2 ? 32 : 16);
+    for (const GeneratedQps& g : sets_qp) {
+      const QpBatch<double>& bt = g.batch;
+      SCOPED_TRACE(std::string(to_string(isa)) + " n " + std::to_string(bt.n));
+      QpSettings<double> st;
+      st.eps_abs = st.eps_rel = 1e-7;
+      QpSolutions<double> a, again, two, ref;
+      BatchOptions one_thread, two_threads;
+      one_thread.threads = 1;
+      two_threads.threads = 2;
+      solve_batch(bt, st, one_thread, a);
+      solve_batch(bt, st, one_thread, again);
+      solve_batch(bt, st, two_threads, two);
+      solve_batch(bt, st, scalar, ref);
+      QpSettings<float> sf;
+      sf.eps_abs = sf.eps_rel = 1e-5f;
+      QpSolutions<float> fa, fagain;
+      const QpBatch<float> btf = bt.cast<float>();
+      solve_batch(btf, sf, one_thread, fa);
+      solve_batch(btf, sf, two_threads, fagain);
+      for (const QpSolutions<double>* o : {&again, &two}) {
+        EXPECT_EQ(0, std::memcmp(a.x.data(), o->x.data(), a.x.size() * sizeof(double)));
+        EXPECT_EQ(0, std::memcmp(a.y.data(), o->y.data(), a.y.size() * sizeof(double)));
+        EXPECT_EQ(a.iterations, o->iterations);
+      }
+      EXPECT_EQ(0, std::memcmp(fa.x.data(), fagain.x.data(), fa.x.size() * sizeof(float)));
+      for (int k = 0; k < bt.size; ++k) {
+        SCOPED_TRACE("problem " + std::to_string(k));
+        ASSERT_EQ(a.status[k], SolveStatus::kSolved);
+        ASSERT_TRUE(is_solved(fa.status[k])) << to_string(fa.status[k]);
+        const double scale = 1.0 + std::abs(ref.value[k]);
+        EXPECT_NEAR(a.value[k], ref.value[k], 1e-5 * scale);
+        EXPECT_NEAR(fa.value[k], ref.value[k], 1e-3 * scale);
+        const auto r = testing::kkt_residuals(bt, k, &a.x[size_t(k) * bt.n], &a.y[size_t(k) * bt.m()]);
+        EXPECT_LT(r.stationarity, 1e-5);
+        EXPECT_LT(r.primal, 1e-5);
+        EXPECT_LT(r.dual, 1e-5);
+      }
+    }
+  }
+  set_lane_isa(before);
 }
 
 }  // namespace

@@ -53,7 +53,8 @@ TEST_P(RealQps, DoubleWithin1e6OfReference) {
   const QpSolutions<double> sol = solve_all<double>(g.batch, 1e-9, lanes());
   double worst = 0;
   for (int k = 0; k < g.batch.size; ++k) {
-    ASSERT_TRUE(is_solved(sol.status[k])) << "problem " << k << ": " << to_string(sol.status[k]);
+    ASSERT_TRUE(is_solved(sol.status[k])) << "problem " << k << ": " << to_string(sol.status[k]) << " ("
+                                          << sol.fault_text[k] << ")";
     const double e = rel_err(sol.objective[k], g.ref_obj[k]);
     worst = std::max(worst, e);
     EXPECT_LT(e, 1e-6) << "problem " << k << ": " << sol.objective[k] << " vs " << g.ref_obj[k];
@@ -91,7 +92,8 @@ TEST_P(RealQps, FloatValueWithin1e4OfReference) {
   const QpSolutions<float> sol = solve_all<float>(g.batch, 1e-5, lanes());
   double worst = 0;
   for (int k = 0; k < g.batch.size; ++k) {
-    ASSERT_TRUE(is_solved(sol.status[k])) << "problem " << k << ": " << to_string(sol.status[k]);
+    ASSERT_TRUE(is_solved(sol.status[k])) << "problem " << k << ": " << to_string(sol.status[k]) << " ("
+                                          << sol.fault_text[k] << ")";
     const double e = rel_err(sol.value[k], g.ref_obj[k]);
     worst = std::max(worst, e);
     EXPECT_LT(e, 1e-4) << "problem " << k << ": " << sol.value[k] << " vs " << g.ref_obj[k];

@@ -1,7 +1,7 @@
 #include "host/batch/qp_batch.h"
 
+#include "host/batch/lane_kernels.h"
 #include "host/batch/qp_ipm.h"
-#include "solvers/qp_admm_lanes.h"
 
 #include <algorithm>
 #include <atomic>
@@ -9,9 +9,11 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <limits>
 #include <sstream>
 #include <string>
+#include <type_traits>
 
 namespace impulse {
 
@@ -457,156 +459,72 @@ QpInfo<T> finish_stalled(const QpBatch<T>& batch, const QpShape& shape, int k,
   return more;
 }
 
-// problem k's first ρ: its last solve's (BatchOptions::warm_rho), else the settings'
+// The CPU path in lane groups, in the lane kernels of the instruction set in
+// use (host/batch/lane_kernels.h; host/batch/lane_solve.cc holds the path):
+// they call back here when a problem's solve ends and when one stalls.
 template <class T>
-T first_rho(const QpSettings<T>& settings, const BatchOptions& options, int k, const QpSolutions<T>& out) {
-  return options.warm_start && options.warm_rho ? detail::qp_first_rho(settings, out.rho[k]) : settings.rho;
+struct LaneCtx {
+  const QpBatch<T>* batch;
+  const QpShape* shape;
+  const QpSettings<T>* settings;
+  bool ipm_eligible;
+  QpSolutions<T>* out;
+};
+
+template <class T>
+void lane_done(void* ctx, int k, const void* info_bytes) {
+  const auto& c = *static_cast<const LaneCtx<T>*>(ctx);
+  QpInfo<T> info;
+  std::memcpy(static_cast<void*>(&info), info_bytes, sizeof info);
+  store_info(info, k, *c.out, c.ipm_eligible, *c.settings);
 }
 
-// problem k alone (qp_admm_solve), into out; `work` holds qp_work_host_size
 template <class T>
-void solve_one(const QpBatch<T>& batch, const QpShape& shape, int k, const QpSettings<T>& settings,
-               const BatchOptions& options, std::vector<T>& work, QpSolutions<T>& out) {
-  const int n = batch.n, m = batch.m();
-  auto w = QpWork<T, UnitStride>::carve(unit_view(qp_work_align(work.data())), n, m, true);
-  const auto t0 = std::chrono::steady_clock::now();
-  QpSettings<T> st = settings;
-  st.stall_return = settings.fallback;  // finished here (finish_stalled)
-  st.rho = first_rho(settings, options, k, out);
-  T* x = out.x.data() + size_t(k) * n;
-  T* y = out.y.data() + size_t(k) * m;
-  QpInfo<T> info =
-      qp_admm_solve(shape, batch.problem(k), unit_view(x), unit_view(y), w, st, options.warm_start);
-  if (info.stalled) info = finish_stalled(batch, shape, k, settings, info, x, y, work, out);
-  if (options.time_each)
-    out.solve_us[k] =
-        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
-  store_info(info, k, out, qp_ipm_eligible(shape), settings);
+void lane_stalled(void* ctx, int k, const void* so_far_bytes, T* x, T* y, void* info_bytes) {
+  const auto& c = *static_cast<const LaneCtx<T>*>(ctx);
+  QpInfo<T> so_far;
+  std::memcpy(static_cast<void*>(&so_far), so_far_bytes, sizeof so_far);
+  std::vector<T> work(qp_work_host_size(c.batch->n, c.batch->m()));
+  const QpInfo<T> info = finish_stalled(*c.batch, *c.shape, k, *c.settings, so_far, x, y, work, *c.out);
+  std::memcpy(info_bytes, static_cast<const void*>(&info), sizeof info);
 }
 
-// lanes [0, live) of dst[0 .. len) from problems k0 .. k0 + live − 1 of a
-// problem-contiguous array (`per` entries per problem)
-// (element by element, all lanes of one vector in turn: lane by lane, every
-// store would touch a different cache line, 3× slower)
 template <class T>
-void to_lanes(const T* src, size_t per, int len, int k0, int live, Lanes<T>* dst) {
-  constexpr int W = Lanes<T>::W;
-  const T* s[W];
-  for (int l = 0; l < W; ++l) s[l] = src + size_t(k0 + (l < live ? l : 0)) * per;
-  if (live == W) {
-    for (int e = 0; e < len; ++e)
-      for (int l = 0; l < W; ++l) dst[e].v[l] = s[l][e];
-  } else {
-    for (int e = 0; e < len; ++e)
-      for (int l = 0; l < live; ++l) dst[e].v[l] = s[l][e];
-  }
-}
-
-// The CPU path in lane groups: problems k0 .. k0 + W − 1 side by side in the
-// lanes of one vector (qp_admm_solve_lanes), groups spread over the workers.
-template <class T>
-void solve_cpu_lanes(const QpBatch<T>& batch, const QpSettings<T>& settings,
-                     const BatchOptions& options, int threads, QpSolutions<T>& out) {
-  using L = Lanes<T>;
-  constexpr int W = L::W;
-  const int B = batch.size, n = batch.n, m = batch.m(), nnz = batch.nnz();
+void solve_cpu(const QpBatch<T>& batch, const QpSettings<T>& settings,
+               const BatchOptions& options, int threads, QpSolutions<T>& out) {
+  static_assert(std::is_trivially_copyable<QpSettings<T>>::value && std::is_trivially_copyable<QpInfo<T>>::value,
+                "the lane kernels take settings and give results as bytes");
   const QpShape shape = batch.shape();
-  const QpColumns columns(shape.a);
-  const bool ipm_eligible = qp_ipm_eligible(shape);
-  const int groups = (B + W - 1) / W;
-  // per worker: the group's data, iterates and workspace, sized once
-  struct Buffers {
-    std::vector<L> data, x, y, work;
-    std::vector<T> one;  // workspace of qp_admm_solve for the lanes handed off
-  };
-  std::vector<Buffers> bufs(threads);
-  for (Buffers& bf : bufs) {
-    bf.data.assign(size_t(n) * n + n + nnz + m, L(T(0)));
-    bf.x.assign(n, L(T(0)));
-    bf.y.assign(std::max(m, 1), L(T(0)));
-    bf.work.assign(qp_work_size(n, m) + qp_anderson_size(n, m, kQpAndersonMax), L(T(0)));
-    bf.one.assign(qp_work_host_size(n, m), T(0));
-  }
-  parallel_for(groups, std::min(threads, groups), [&](int worker, int g0, int g1) {
-    Buffers& bf = bufs[worker];
-    L* P = bf.data.data();
-    L* q = P + size_t(n) * n;
-    L* A = q + n;
-    L* b = A + nnz;
-    const QpData<L, LaneStride> d{View<const L, LaneStride>{P, {}}, View<const L, LaneStride>{q, {}},
-                                  View<const L, LaneStride>{A, {}}, View<const L, LaneStride>{b, {}}};
-    const auto w = QpWork<L, LaneStride>::carve(lane_view(bf.work.data()), n, m, false, true);
-    QpLaneOut<T> lo;
-    for (int g = g0; g < g1; ++g) {
-      const int k0 = g * W, live = std::min(W, B - k0);
-      if (2 * live <= W) {  // a group at most half full costs more than its problems alone
-        for (int k = k0; k < k0 + live; ++k) solve_one(batch, shape, k, settings, options, bf.one, out);
-        continue;
-      }
-      const auto t0 = std::chrono::steady_clock::now();
-      to_lanes(batch.P.data(), size_t(n) * n, n * n, k0, live, P);
-      to_lanes(batch.q.data(), size_t(n), n, k0, live, q);
-      to_lanes(batch.A.data(), size_t(nnz), nnz, k0, live, A);
-      to_lanes(batch.b.data(), size_t(m), m, k0, live, b);
-      if (options.warm_start) {
-        to_lanes(out.x.data(), size_t(n), n, k0, live, bf.x.data());
-        to_lanes(out.y.data(), size_t(m), m, k0, live, bf.y.data());
-      }
-      T rho0[W];
-      for (int l = 0; l < W; ++l) rho0[l] = first_rho(settings, options, k0 + (l < live ? l : 0), out);
-      for (int l = 0; l < live; ++l) {
-        lo.x[l] = out.x.data() + size_t(k0 + l) * n;
-        lo.y[l] = out.y.data() + size_t(k0 + l) * m;
-      }
-      qp_admm_solve_lanes(shape, columns, d, live, lane_view(bf.x.data()), lane_view(bf.y.data()), w,
-                          settings, options.warm_start, lo, std::max(1, W / 4), rho0);
-      for (int l = 0; l < live; ++l) {  // lanes handed off: finished one at a time
-        QpInfo<T>& info = lo.info[l];
-        if (info.status != SolveStatus::kNotRun) continue;
-        const int k = k0 + l;
-        QpSettings<T> rest = settings;
-        rest.rho = info.rho;
-        rest.check_input = false;  // checked in the lanes
-        rest.max_iter = settings.max_iter - info.iterations;
-        // its own budget of ρ updates: with the group's used up, a lane handed
-        // over early (the last of its group) could be left at a ρ that never
-        // converges (real train QP #451: 291 iterations alone, the
-        // 1,000-iteration budget after a hand-off at 75 with none left)
-        rest.max_rho_updates = settings.max_rho_updates;
-        // a lane that stalled is finished as one-problem solves are after a
-        // stall (finish_stalled); the others go on from where they were
-        if (lo.stalled[l] && settings.fallback) {
-          info = finish_stalled(batch, shape, k, settings, info, lo.x[l], lo.y[l], bf.one, out);
-          continue;
-        }
-        // it goes on as the problem's one solve: its stall rule and
-        // acceleration's budget count from the lane's start (QpResume), as
-        // alone (problem 737 of `generate --kind random`, eps 1e-5: its best
-        // residual ratio, at iteration 50, not bettered since, is a stall at
-        // 1,000 alone; handed over at 130 with a fresh record it crawled to
-        // the 4,000-iteration budget)
-        rest.stall_return = settings.fallback;
-        QpResume<T> resume;
-        resume.iterations = info.iterations;
-        resume.stagnation = lo.stagnation[l];
-        QpInfo<T> more = qp_admm_solve(
-            shape, batch.problem(k), unit_view(lo.x[l]), unit_view(lo.y[l]),
-            QpWork<T, UnitStride>::carve(unit_view(qp_work_align(bf.one.data())), n, m, true), rest,
-            true, false, &resume);
-        more.iterations += info.iterations;
-        more.rho_updates += info.rho_updates;
-        info = more.stalled ? finish_stalled(batch, shape, k, settings, more, lo.x[l], lo.y[l], bf.one, out)
-                            : more;
-      }
-      const double us =
-          std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
-      for (int l = 0; l < live; ++l) {
-        const int k = k0 + l;
-        if (options.time_each) out.solve_us[k] = us / live;
-        store_info(lo.info[l], k, out, ipm_eligible, settings);
-      }
-    }
-  });
+  LaneCtx<T> ctx{&batch, &shape, &settings, qp_ipm_eligible(shape), &out};
+  lanes::QpJob<T> j;
+  j.size = batch.size;
+  j.n = batch.n;
+  j.m = batch.m();
+  j.nnz = batch.nnz();
+  j.n_zero = batch.cones.n_zero;
+  j.n_nonneg = batch.cones.n_nonneg;
+  j.n_soc = batch.cones.n_soc;
+  j.a_row_ptr = batch.a_row_ptr.data();
+  j.a_col = batch.a_col.data();
+  j.P = batch.P.data();
+  j.q = batch.q.data();
+  j.A = batch.A.data();
+  j.b = batch.b.data();
+  j.settings = &settings;
+  j.warm_start = options.warm_start;
+  j.warm_rho = options.warm_start && options.warm_rho ? out.rho.data() : nullptr;
+  j.x = out.x.data();
+  j.y = out.y.data();
+  j.solve_us = options.time_each ? out.solve_us.data() : nullptr;
+  j.threads = threads;
+  j.ctx = &ctx;
+  j.done = &lane_done<T>;
+  j.stalled = &lane_stalled<T>;
+  const lanes::Kernels& k = lanes::kernels();
+  if constexpr (std::is_same<T, float>::value)
+    (options.lanes ? k.qp_float : k.each_float)(j);
+  else
+    (options.lanes ? k.qp_double : k.each_double)(j);
 }
 
 // problems without an optimum to report (invalid input, a numerical error,
@@ -650,7 +568,6 @@ void solve_batch_paths(const QpBatch<T>& batch, const QpSettings<T>& settings,
     }
   }
   out.resize(B, n, m);
-  const QpShape shape = batch.shape();
 
   if (options.backend == Backend::kCuda) {
     std::vector<int> codes;
@@ -679,17 +596,9 @@ void solve_batch_paths(const QpBatch<T>& batch, const QpSettings<T>& settings,
     return;
   }
 
-  const int threads = resolve_threads(options.threads);
-  if (options.lanes) {
-    solve_cpu_lanes(batch, settings, options, threads, out);
-    return;
-  }
-  // CPU, one problem at a time: each worker owns one workspace, sized once
-  // (aligned: see qp_work_size)
-  std::vector<std::vector<T>> work(threads, std::vector<T>(qp_work_host_size(n, m)));
-  parallel_for(B, threads, [&](int worker, int begin, int end) {
-    for (int k = begin; k < end; ++k) solve_one(batch, shape, k, settings, options, work[worker], out);
-  });
+  // CPU: in lane groups or one problem at a time, in the lane kernels of the
+  // instruction set in use (host/batch/lane_kernels.h)
+  solve_cpu(batch, settings, options, resolve_threads(options.threads), out);
 }
 
 }  // namespace

@@ -9,7 +9,7 @@
 #include "host/batch/qp_batch.h"
 #include "host/cli/commands.h"
 #include "solvers/error.h"
-#include "solvers/lanes.h"
+#include "host/batch/lane_kernels.h"
 
 using namespace impulse;
 
@@ -30,8 +30,11 @@ std::string capabilities() {
       s += "\ncuda device: none (" + d.reason + ")";
   }
   s += "\ncpu threads: " + std::to_string(resolve_threads(0));
-  s += "\ncpu lanes: " + std::to_string(Lanes<double>::W) + " doubles / " +
-       std::to_string(Lanes<float>::W) + " floats per vector";
+  std::string sets;
+  for (LaneIsa isa : supported_lane_isas()) sets += (sets.empty() ? "" : ", ") + std::string(to_string(isa));
+  s += "\ncpu lanes: " + std::string(to_string(lane_isa())) + ", " + std::to_string(lane_bytes() / 8) +
+       " doubles / " + std::to_string(lane_bytes() / 4) + " floats per vector (this CPU and build: " + sets +
+       "; IMPULSE_LANES picks one)";
   return s;
 }
 

@@ -10,7 +10,7 @@
 #include "host/batch/qp_file.h"
 #include "host/cli/commands.h"
 #include "solvers/error.h"
-#include "solvers/lanes.h"
+#include "host/batch/lane_kernels.h"
 
 namespace impulse::cli {
 namespace {
@@ -153,7 +153,7 @@ int run_bench(int count, int threads, const std::string& backend, uint64_t seed)
   }
   std::printf("(us/problem is per thread: wall time x threads / batch; cpu-lanes: groups of\n"
               " %d doubles or %d floats in the lanes of one vector, cpu-one: one problem at a time)\n",
-              Lanes<double>::W, Lanes<float>::W);
+              lane_bytes() / 8, lane_bytes() / 4);
   return 0;
 }
 

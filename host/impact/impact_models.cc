@@ -8,7 +8,7 @@
 #include "kernels/impact_device.h"
 #include "solvers/error.h"
 #include "solvers/impact_lcp.h"
-#include "solvers/lanes.h"
+#include "host/batch/lane_kernels.h"
 #include "solvers/lemke.h"
 
 namespace impulse {
@@ -121,7 +121,7 @@ void ap_lcp_data(const ImpactGeometry& g, double mu, double e, double M[16], dou
 
 bool ap_lcp(const ImpactGeometry& g, double mu, double e, Eigen::Vector2d& P, double* zout = nullptr,
             double* wout = nullptr) {
-  double M[16], q[4], z[4], w[4];
+  double M[16], q[4], z[4] = {}, w[4] = {};  // (zero where Lemke stops before writing them)
   ap_lcp_data(g, mu, e, M, q);
   const LemkeInfo info = lemke_solve(4, M, q, z, w);
   P = Eigen::Vector2d(z[1] - z[2], z[0]);
@@ -341,24 +341,21 @@ int ap_batch(bool poisson, const std::vector<ImpactGeometry>& g, const Par& par,
       solved[static_cast<size_t>(k)] = static_cast<char>(ok[static_cast<size_t>(k)] != 0);
     }
   } else {
-    using L = Lanes<double>;
-    constexpr int W = L::W;
-    const int groups = (B + W - 1) / W;
-    parallel_for(groups, threads, [&](int, int begin, int end) {
-      for (int grp = begin; grp < end; ++grp) {
-        const int k0 = grp * W, live = std::min(W, B - k0);
-        L v[7];
-        for (int f = 0; f < 7; ++f)
-          for (int l = 0; l < W; ++l) v[f].set(l, field(k0 + std::min(l, live - 1), f));
-        L Pt, Pn;
-        const LaneMask<double> ok = planar_ap_impulse(poisson, v[0], v[1], v[2], v[3], v[4], v[5], v[6], Pt, Pn);
-        for (int l = 0; l < live; ++l) {
-          const size_t K = static_cast<size_t>(k0 + l);
-          out[K].P = Eigen::Vector2d(Pt[l], Pn[l]);
-          solved[K] = static_cast<char>(ok[l]);
-        }
-      }
-    });
+    // in the lanes of the instruction set in use (host/batch/lane_kernels.h)
+    std::vector<double> in(7 * static_cast<size_t>(B)), Pt(static_cast<size_t>(B)), Pn(static_cast<size_t>(B));
+    for (int f = 0; f < 7; ++f)
+      for (int k = 0; k < B; ++k) in[static_cast<size_t>(f) * B + k] = field(k, f);
+    lanes::PlanarApJob job;
+    job.size = B;
+    job.poisson = poisson;
+    job.fields = in.data();
+    job.Pt = Pt.data();
+    job.Pn = Pn.data();
+    job.ok = solved.data();
+    job.threads = threads;
+    lanes::kernels().planar_ap(job);
+    for (int k = 0; k < B; ++k)
+      out[static_cast<size_t>(k)].P = Eigen::Vector2d(Pt[static_cast<size_t>(k)], Pn[static_cast<size_t>(k)]);
   }
   parallel_for(B, threads, [&](int, int begin, int end) {
     for (int k = begin; k < end; ++k)

@@ -142,14 +142,30 @@ struct CioOptions {
   bool finite_differences = false;  // forward differences (step 1e-6) instead of the analytic gradient
   Eigen::VectorXd start;             // where to start (empty: the problem's initial guess)
   std::function<void(int stage, int iteration, const CioTerms&)> progress;
+  // after the stages, the last stage again (its iterations each time) while an
+  // active contact is more than kPlanContactGap from the object or its hand point,
+  // at most this many times
+  int polish_rounds = 2;
 };
+// how far an active contact (weight c > 0.5) may lie from the object's surface and
+// from its fingertip, palm or the ground in a valid plan (check_plan), m
+constexpr double kPlanContactGap = 0.002;
+// the plan's active contacts at its keyframe samples: how many, and the largest
+// distance of one from the object's surface and from its hand point (fingertip,
+// palm, ground)
+struct CioGaps {
+  int active = 0;
+  double object = 0, hand = 0;
+};
+CioGaps contact_gaps(const CioProblem& problem, const Eigen::VectorXd& theta, const CioWeights& w);
 // The notes' method: their formulation (no friction cones, sliding contacts, c's
 // bounds as a penalty), forward finite differences, one weight setting (the final
 // stage's, no continuation), `iterations` quasi-Newton iterations.
 CioOptions notes_options(int iterations);
 struct CioResult {
   Eigen::VectorXd theta;
-  std::vector<CioTerms> stage_terms;  // after each stage
+  std::vector<CioTerms> stage_terms;  // after each stage (and each polish round)
+  int polish_rounds = 0;              // of CioOptions::polish_rounds, how many ran
   double seconds = 0;
 };
 CioResult optimize_cio(const CioProblem& problem, const CioOptions& opt);

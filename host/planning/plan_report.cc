@@ -90,7 +90,7 @@ PlanCheck check_plan(const CioProblem& pb, const Eigen::VectorXd& theta, const C
     r->orientation = aq;
   }
   c.final_ok = c.plan_final_error <= 0.01 && c.forces.final_error <= 0.01 && c.hand.final_error <= 0.01;
-  c.contacts_ok = c.worst_object_gap <= 0.002 && c.worst_hand_gap <= 0.002;
+  c.contacts_ok = c.worst_object_gap <= kPlanContactGap && c.worst_hand_gap <= kPlanContactGap;
   c.cones_ok = c.worst_cone_violation <= 1e-6 * mg;
   c.success = c.final_ok && c.contacts_ok && c.cones_ok;
   return c;
@@ -118,7 +118,11 @@ PlanRun run_plan(const PlanRunOptions& o, std::ostream& log) {
   PlanRun run;
   run.result = optimize_cio(pb, co);
   run.plan = pb.samples(run.result.theta, co.weights);
-  log << "plan: optimized in " << std::setprecision(3) << run.result.seconds << " s; replaying\n";
+  log << "plan: optimized in " << std::setprecision(3) << run.result.seconds << " s";
+  if (run.result.polish_rounds > 0)
+    log << " (the last stage " << run.result.polish_rounds << " more time(s): contacts were over "
+        << kPlanContactGap * 1e3 << " mm off)";
+  log << "; replaying\n";
   run.check = check_plan(pb, run.result.theta, co.weights, o.hand);
   const PlanCheck& c = run.check;
   const int N = o.task.fingers, J = pb.contacts();
@@ -172,7 +176,8 @@ PlanRun run_plan(const PlanRunOptions& o, std::ostream& log) {
   sc << std::setprecision(9) << "stage,contact_weight,physics_weight,iterations,contact_invariance,physics,task,penetration,reach,smoothness,total\n";
   for (size_t st = 0; st < run.result.stage_terms.size(); ++st) {
     const CioTerms& t = run.result.stage_terms[st];
-    sc << st + 1 << ',' << co.stages[st].ci << ',' << co.stages[st].physics << ',' << co.stages[st].iterations << ','
+    const CioStage& cs = co.stages[std::min(st, co.stages.size() - 1)];  // (a polish round repeats the last)
+    sc << st + 1 << ',' << cs.ci << ',' << cs.physics << ',' << cs.iterations << ','
        << t.ci << ',' << t.physics << ',' << t.task << ',' << t.penetration << ',' << t.reach << ',' << t.smooth << ','
        << t.total << '\n';
   }
@@ -201,6 +206,7 @@ PlanRun run_plan(const PlanRunOptions& o, std::ostream& log) {
       {"variables", pb.size()},
       {"seconds", run.result.seconds},
       {"final_terms", terms_json(run.result.stage_terms.back())},
+      {"polish_rounds", run.result.polish_rounds},
       {"criteria",
        {{"plan_final_error_m", c.plan_final_error},
         {"replay_forces", replay_json(c.forces)},

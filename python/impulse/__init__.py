@@ -18,7 +18,7 @@ import numpy as _np
 from . import _impulse
 
 __version__ = _impulse.version()
-__all__ = ["solve_qp_batch", "QpResult", "cuda_available", "STATUS_NAMES", "__version__"]
+__all__ = ["solve_qp_batch", "solve_qp_batch_osqp", "QpResult", "cuda_available", "STATUS_NAMES", "__version__"]
 
 #: the status codes' names, as in the CLI's batch files (0 not_run ... 7 invalid_input)
 STATUS_NAMES = tuple(_impulse.status_names())
@@ -129,3 +129,56 @@ def solve_qp_batch(P, q, A, b, cones, *, eps=1e-5, max_iter=4000, precision="dou
     solve = _impulse.solve_double if precision == "double" else _impulse.solve_float
     d = solve(P, q, A, b, (nz, nn, ns), float(eps), int(max_iter), backend, int(threads), bool(lanes), wx, wy)
     return QpResult(d)
+
+
+def solve_qp_batch_osqp(P, q, A, l, u, **options) -> QpResult:
+    """Solve B QPs in OSQP's form: minimize 1/2 x'P x + q'x subject to l <= A x <= u.
+
+    P (B, n, n), q (B, n), A (B, m, n), l and u (B, m) with -inf / +inf for a missing
+    bound. Each row becomes the conic form's rows (solve_qp_batch): l = u an
+    equality, one finite bound a nonnegative row, two finite bounds two rows, none
+    dropped; which of these a row is must be the same in every problem of the batch
+    (a ValueError names the row and the problem otherwise). The options are
+    solve_qp_batch's. The result's y (B, m) is OSQP's: the multiplier of the upper
+    bound minus that of the lower one (so positive where A x = u binds, negative where
+    A x = l does); the other arrays are as solve_qp_batch gives them.
+    """
+    precision = options.get("precision", "double")
+    dtype = _np.float64 if precision == "double" else _np.float32
+    A = _array("A", A, dtype, 3, "(B, m, n)")
+    B, m, n = A.shape
+    l = _np.asarray(l, dtype=_np.float64)
+    u = _np.asarray(u, dtype=_np.float64)
+    for name, v in (("l", l), ("u", u)):
+        if v.shape != (B, m):
+            raise ValueError(f"{name}: expected shape {(B, m)} (B, m) as A's rows, got {v.shape}")
+        if _np.isnan(v).any():
+            k, i = _np.argwhere(_np.isnan(v))[0]
+            raise ValueError(f"{name}: NaN at problem {k}, row {i}")
+    bad = _np.argwhere(l > u)
+    if bad.size:
+        k, i = bad[0]
+        raise ValueError(f"l > u at problem {k}, row {i}: {l[k, i]} > {u[k, i]} (no x satisfies it)")
+    # each row's kind: 0 equality, 1 upper only, 2 lower only, 3 both, 4 free
+    lo, up = _np.isfinite(l), _np.isfinite(u)
+    kind = _np.where(lo & up & (l == u), 0, _np.where(up & ~lo, 1, _np.where(lo & ~up, 2, _np.where(lo & up, 3, 4))))
+    names = ("an equality", "an upper bound", "a lower bound", "two bounds", "free")
+    for i in range(m):
+        diff = _np.flatnonzero(kind[:, i] != kind[0, i])
+        if diff.size:
+            k = int(diff[0])
+            raise ValueError(f"row {i}: {names[kind[0, i]]} in problem 0 but {names[kind[k, i]]} in problem {k}; "
+                             "every problem of a batch must have the same kind of row")
+    rk = kind[0]
+    eq, upper, lower = _np.flatnonzero(rk == 0), _np.flatnonzero((rk == 1) | (rk == 3)), \
+        _np.flatnonzero((rk == 2) | (rk == 3))
+    Ac = _np.concatenate([A[:, eq], A[:, upper], -A[:, lower]], axis=1)
+    bc = _np.concatenate([u[:, eq], u[:, upper], -l[:, lower]], axis=1).astype(dtype)
+    res = solve_qp_batch(P, q, Ac, bc, (len(eq), len(upper) + len(lower), 0), **options)
+    yc = res.y
+    y = _np.zeros((B, m), dtype=yc.dtype)
+    y[:, eq] = yc[:, :len(eq)]
+    y[:, upper] += yc[:, len(eq):len(eq) + len(upper)]
+    y[:, lower] -= yc[:, len(eq) + len(upper):]
+    res.y = y
+    return res

@@ -159,3 +159,46 @@ def test_the_package_says_its_version_and_device():
     assert impulse.__version__.count(".") == 2
     assert isinstance(impulse.cuda_available(), bool)
     assert impulse.STATUS_NAMES[1] == "solved" and impulse.STATUS_NAMES[7] == "invalid_input"
+
+
+def test_osqp_form_matches_the_conic_form_and_its_kkt():
+    rng = np.random.default_rng(11)
+    B, n, m = 5, 6, 8
+    M = rng.standard_normal((B, n, n))
+    P = M @ M.transpose(0, 2, 1) / n + 0.1 * np.eye(n)
+    q = rng.standard_normal((B, n))
+    A = rng.standard_normal((B, m, n))
+    l = np.full((B, m), -np.inf)
+    u = np.full((B, m), np.inf)
+    u[:, 0:2] = rng.uniform(-0.5, 0.5, (B, 2))            # upper bounds
+    l[:, 2:4] = rng.uniform(-0.5, 0.5, (B, 2))            # lower bounds
+    l[:, 4:6] = -0.3; u[:, 4:6] = 0.2                     # both
+    l[:, 6] = u[:, 6] = rng.uniform(-0.2, 0.2, B)         # equality
+    # row 7 free
+    r = impulse.solve_qp_batch_osqp(P, q, A, l, u, eps=1e-10, max_iter=100000)
+    assert r.status_names == ["solved"] * B
+    x, y = r.x, r.y
+    Ax = np.einsum("bmn,bn->bm", A, x)
+    # OSQP's conditions: P x + q + A'y = 0, l <= A x <= u, y+ at u, y- at l, y = 0 where free
+    np.testing.assert_allclose(np.einsum("bij,bj->bi", P, x) + q + np.einsum("bmn,bm->bn", A, y), 0, atol=1e-7)
+    assert (Ax >= l - 1e-7).all() and (Ax <= u + 1e-7).all()
+    assert (np.abs(np.where(y > 1e-7, Ax - u, 0)) < 1e-6).all()
+    assert (np.abs(np.where(y < -1e-7, Ax - l, 0)) < 1e-6).all()
+    assert np.abs(y[:, 7]).max() < 1e-8
+    # the same problems written in the conic form by hand
+    Ac = np.concatenate([A[:, 6:7], A[:, 0:2], A[:, 4:6], -A[:, 2:4], -A[:, 4:6]], axis=1)
+    bc = np.concatenate([u[:, 6:7], u[:, 0:2], u[:, 4:6], -l[:, 2:4], -l[:, 4:6]], axis=1)
+    rc = impulse.solve_qp_batch(P, q, Ac, bc, (1, 8, 0), eps=1e-10, max_iter=100000)
+    np.testing.assert_array_equal(rc.x, r.x)
+
+
+def test_osqp_form_names_bad_rows():
+    P = np.eye(2)[None].repeat(2, 0)
+    q = np.zeros((2, 2))
+    A = np.ones((2, 1, 2))
+    with pytest.raises(ValueError, match="row 0: an upper bound in problem 0 but a lower bound in problem 1"):
+        impulse.solve_qp_batch_osqp(P, q, A, np.array([[-np.inf], [0.0]]), np.array([[1.0], [np.inf]]))
+    with pytest.raises(ValueError, match="l > u at problem 1, row 0"):
+        impulse.solve_qp_batch_osqp(P, q, A, np.array([[0.0], [2.0]]), np.array([[1.0], [1.0]]))
+    with pytest.raises(ValueError, match="u: expected shape"):
+        impulse.solve_qp_batch_osqp(P, q, A, np.zeros((2, 1)), np.zeros((2, 2)))
