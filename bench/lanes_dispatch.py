@@ -9,8 +9,8 @@ one CPU thread, the two builds taking turns (median of --repeats):
   - the cube loss QPs (exact cones, double and float; the octagon, double),
     10,000 per batch (impulse_bench BM_QpDouble / BM_QpFloat, CPU lanes);
   - the 1,000 real ContactNets loss QPs (impulse_bench BM_RealContactNetsQps);
-  - a ContactNets Polytope training epoch on 256 real cube tosses (history.csv's
-    train_seconds, mean of epochs 1-2);
+  - ContactNets Polytope training on 256 real cube tosses, 2 epochs (the run's
+    processor seconds, loading and evaluation included);
   - the default build with each narrower set it has (IMPULSE_LANES), for scale.
 
 And whether the answers are the same bit for bit: generated batches solved by
@@ -21,12 +21,12 @@ e.g. the last native build before dispatch), compared byte by byte.
       [--reference OLD_IMPULSE] --out bench/results/lanes_dispatch_DATE.md
 """
 import argparse
-import csv
 import filecmp
 import json
 import os
 import platform
 import re
+import resource
 import subprocess
 import sys
 import tempfile
@@ -44,19 +44,22 @@ def bench_rate(build, name, env=None):
         if b["name"] == name:
             if b.get("error_occurred"):
                 raise RuntimeError(f"{name}: {b.get('error_message')}")
-            return float(b["items_per_second"])
+            # per second of the process's CPU time (one thread): what a shared VM's
+            # stolen time leaves out, where wall time varies +-15% from run to run
+            return float(b["items_per_second"]) * float(b["real_time"]) / float(b["cpu_time"])
     raise RuntimeError(f"impulse_bench ran no {name}")
 
 
 def epoch_seconds(build, env=None):
+    """processor seconds of a 2-epoch run (loading and evaluation included), one thread"""
     with tempfile.TemporaryDirectory() as d:
         out = os.path.join(d, "run")
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         subprocess.run([os.path.join(build, "impulse"), "train", "--method", "contactnets-polytope", "--data", CUBE,
                         "--tosses", "256", "--epochs", "2", "--patience", "1000", "--threads", "1", "--out", out],
                        check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
-        with open(os.path.join(out, "history.csv")) as f:
-            rows = [r for r in csv.DictReader(f) if int(r["epoch"]) > 0]
-        return sum(float(r["train_seconds"]) for r in rows) / len(rows)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def lanes_line(binary, env=None):
@@ -70,7 +73,7 @@ def main():
     ap.add_argument("--native", required=True, help="build folder of a -DIMPULSE_NATIVE_ARCH=ON build")
     ap.add_argument("--reference", help="an older impulse binary whose answers the new ones should repeat")
     ap.add_argument("--out", required=True)
-    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--repeats", type=int, default=7)
     a = ap.parse_args()
 
     cases = [
@@ -80,7 +83,7 @@ def main():
         ("1,000 real ContactNets QPs, eps 1e-6 (problems/s)", "rate", "BM_RealContactNetsQps/threads:1/real_time"),
     ]
     if os.path.isdir(CUBE):
-        cases.append(("ContactNets epoch, 256 real cube tosses (s)", "epoch", None))
+        cases.append(("ContactNets training, 2 epochs on 256 real cube tosses (processor s)", "epoch", None))
 
     def one(build, case, env=None):
         return bench_rate(build, case[2], env) if case[1] == "rate" else epoch_seconds(build, env)
@@ -132,7 +135,8 @@ def main():
     lines = ["# The default build (lanes chosen at run time) against -march=native", "",
              f"`python3 bench/lanes_dispatch.py --default ... --native ...`; {os.cpu_count()} cores "
              f"({platform.processor() or platform.machine()}); one CPU thread; median of {a.repeats}, the builds "
-             "taking turns; every cell from the same run.", "",
+             "taking turns; every cell from the same run. Rates per second of processor time (the process's own; a "
+             "shared machine's stolen time moves wall-clock rates by +-15% between runs of one binary).", "",
              f"- default: {lanes_line(os.path.join(a.default, 'impulse'))}",
              f"- native: {lanes_line(os.path.join(a.native, 'impulse'))}", "",
              "| what | default | native | default / native | " + " | ".join(f"default, {s}" for s in narrower) + " |",

@@ -62,9 +62,11 @@ struct QpJob {
   // problem k's solve ended (info: a QpInfo<T>); from the worker that solved it
   void (*done)(void* ctx, int k, const void* info) = nullptr;
   // problem k stalled (so_far: a QpInfo<T>, x and y where ADMM left them): the
-  // caller finishes it (host/batch/qp_batch.cc's finish_stalled) into x, y and
-  // `info` (a QpInfo<T>)
-  void (*stalled)(void* ctx, int k, const void* so_far, T* x, T* y, void* info) = nullptr;
+  // caller's interior-point finish (host/batch/qp_batch.cc's ipm_finish). True
+  // when it solved, into x, y and `info` (a QpInfo<T>); false when not, and the
+  // kernel restarts ADMM with the fallback settings. `used`: the iterations
+  // spent so far, the interior point's included.
+  bool (*ipm)(void* ctx, int k, const void* so_far, T* x, T* y, void* info, int* used) = nullptr;
 };
 
 // B planar impacts by AP Newton (poisson false) or AP Poisson

@@ -61,11 +61,29 @@ struct Job {
   T first_rho(int k) const { return j.warm_start && j.warm_rho ? detail::qp_first_rho(st, j.warm_rho[k]) : st.rho; }
   T* x(int k) const { return j.x + size_t(k) * j.n; }
   T* y(int k) const { return j.y + size_t(k) * j.m; }
-  // a stall: the caller's interior-point finish
-  QpInfo<T> stalled(int k, const QpInfo<T>& so_far) const {
+  // Problem k after a stall: the caller's interior-point finish, and where that
+  // does not solve (or apply), ADMM from cold with the fallback settings for the
+  // rest of the budget, which is what qp_admm_solve does itself after a stall
+  // (`work`: qp_work_host_size)
+  template <class Work>
+  QpInfo<T> stalled(int k, const QpInfo<T>& so_far, Work& work) const {
     QpInfo<T> info;
-    j.stalled(j.ctx, k, &so_far, x(k), y(k), &info);
-    return info;
+    int used = so_far.iterations;
+    if (j.ipm(j.ctx, k, &so_far, x(k), y(k), &info, &used)) return info;
+    QpSettings<T> rest = detail::qp_fallback_settings(st, st.max_iter - used);
+    rest.stall_return = false;
+    QpInfo<T> more = qp_admm_solve(shape, problem(k), unit_view(x(k)), unit_view(y(k)),
+                                   QpWork<T, UnitStride>::carve(unit_view(qp_work_align(work.data())), j.n, j.m, true),
+                                   rest, false);
+    more.iterations += used;
+    more.rho_updates += so_far.rho_updates;
+    more.rho = T(0);  // the fallback settings' ρ (QpInfo::rho)
+    // what happened, for the fault text: the stall, and where the restart began
+    more.stall_iteration = so_far.stall_iteration;
+    more.stall_best_iteration = so_far.stall_best_iteration;
+    more.stall_best_ratio = so_far.stall_best_ratio;
+    more.restart_iteration = used;
+    return more;
   }
 };
 
@@ -79,7 +97,7 @@ QpInfo<T> solve_one(const Job<T>& job, int k, std::vector<T, LaneAllocator<T>>& 
   st.rho = job.first_rho(k);
   QpInfo<T> info = qp_admm_solve(job.shape, job.problem(k), unit_view(job.x(k)), unit_view(job.y(k)), w, st,
                                  job.j.warm_start);
-  return info.stalled ? job.stalled(k, info) : info;
+  return info.stalled ? job.stalled(k, info, work) : info;
 }
 
 // lanes [0, live) of dst[0 .. len) from problems k0 .. k0 + live − 1 of a
@@ -181,7 +199,7 @@ void solve_qp(const lanes::QpJob<T>& j) {
         // stall (the caller's interior-point finish); the others go on from
         // where they were
         if (lo.stalled[l] && settings.fallback) {
-          info = job.stalled(k, info);
+          info = job.stalled(k, info, bf.one);
           continue;
         }
         // it goes on as the problem's one solve: its stall rule and
@@ -200,7 +218,7 @@ void solve_qp(const lanes::QpJob<T>& j) {
             &resume);
         more.iterations += info.iterations;
         more.rho_updates += info.rho_updates;
-        info = more.stalled ? job.stalled(k, more) : more;
+        info = more.stalled ? job.stalled(k, more, bf.one) : more;
       }
       const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
       for (int l = 0; l < live; ++l) {

@@ -13,6 +13,7 @@
 #include <limits>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <type_traits>
 
 namespace impulse {
@@ -176,6 +177,89 @@ QpShape QpBatch<T>::shape() const {
   s.cones = cones;
   s.a = CsrPattern{m(), n, nnz(), a_row_ptr.data(), a_col.data()};
   return s;
+}
+
+template <class T>
+QpBatchView<T> QpBatch<T>::view() const {
+  QpBatchView<T> v;
+  v.size = size;
+  v.n = n;
+  v.cones = cones;
+  v.nnz_count = nnz();
+  v.a_row_ptr = a_row_ptr.data();
+  v.a_col = a_col.data();
+  v.P = P.data();
+  v.q = q.data();
+  v.A = A.data();
+  v.b = b.data();
+  return v;
+}
+
+template <class T>
+void QpBatchView<T>::check() const {
+  if (size < 0 || n < 0 || nnz_count < 0 || cones.n_zero < 0 || cones.n_nonneg < 0 || cones.n_soc < 0)
+    throw Error("batch view: negative size (B " + std::to_string(size) + ", n " + std::to_string(n) + ", nnz " +
+                std::to_string(nnz_count) + ", cones " + std::to_string(cones.n_zero) + "/" +
+                std::to_string(cones.n_nonneg) + "/" + std::to_string(cones.n_soc) + ")");
+  const int rows = m();
+  // (an array with no entries may be null)
+  const std::tuple<const void*, const char*, bool> arrays[] = {{a_row_ptr, "A's row pointers", true},
+                                                              {P, "P", n > 0},
+                                                              {q, "q", n > 0},
+                                                              {b, "b", rows > 0},
+                                                              {A, "A", nnz_count > 0},
+                                                              {a_col, "A's columns", nnz_count > 0}};
+  for (const auto& [ptr, name, needed] : arrays)
+    if (ptr == nullptr && needed) throw Error(std::string("batch view: ") + name + " is null");
+  if (a_row_ptr[0] != 0 || a_row_ptr[rows] != nnz_count)
+    throw Error("batch view: A's row pointers run from " + std::to_string(a_row_ptr[0]) + " to " +
+                std::to_string(a_row_ptr[rows]) + ", expected 0 to nnz = " + std::to_string(nnz_count));
+  for (int r = 0; r < rows; ++r) {
+    if (a_row_ptr[r + 1] < a_row_ptr[r])
+      throw Error("batch view: A's row pointers decrease at row " + std::to_string(r));
+    for (int k = a_row_ptr[r]; k < a_row_ptr[r + 1]; ++k)
+      if (a_col[k] < 0 || a_col[k] >= n || (k > a_row_ptr[r] && a_col[k] <= a_col[k - 1]))
+        throw Error("batch view: A's entry " + std::to_string(k) + " (row " + std::to_string(r) + ") has column " +
+                    std::to_string(a_col[k]) + ": columns must lie in [0, " + std::to_string(n) +
+                    ") and increase along a row");
+  }
+}
+
+template <class T>
+QpShape QpBatchView<T>::shape() const {
+  QpShape s;
+  s.n = n;
+  s.cones = cones;
+  s.a = CsrPattern{m(), n, nnz_count, a_row_ptr, a_col};
+  return s;
+}
+
+template <class T>
+QpData<T, UnitStride> QpBatchView<T>::problem(int k) const {
+  return QpData<T, UnitStride>{unit_view(P + size_t(k) * n * n), unit_view(q + size_t(k) * n),
+                               unit_view(A + size_t(k) * nnz_count), unit_view(b + size_t(k) * m())};
+}
+
+template <class T>
+cuda::HostQpArrays<T> QpBatchView<T>::device_arrays() const {
+  cuda::HostQpArrays<T> h;
+  h.batch = size;
+  h.n = n;
+  h.cones = cones;
+  h.nnz = nnz_count;
+  h.a_row_ptr = a_row_ptr;
+  h.a_col = a_col;
+  h.P = P;
+  h.q = q;
+  h.A = A;
+  h.b = b;
+  return h;
+}
+
+DensePattern::DensePattern(int m, int n) : row_ptr(size_t(m) + 1), col(size_t(m) * n) {
+  for (int r = 0; r <= m; ++r) row_ptr[size_t(r)] = r * n;
+  for (int r = 0; r < m; ++r)
+    for (int j = 0; j < n; ++j) col[size_t(r) * n + j] = j;
 }
 
 template <class T>
@@ -400,63 +484,47 @@ void store_info(const QpInfo<T>& info, int k, QpSolutions<T>& out, bool ipm_elig
 constexpr int kIpmMaxIterations = 100;
 
 // Problem k after a stall (QpSettings::stall_return; `so_far` is what ADMM
-// did): the interior-point finish from scratch (host/batch/qp_ipm.h); when it
-// does not solve (or does not apply), ADMM restarts cold with the fallback
-// settings for the rest of the budget, which is what qp_admm_solve does
-// itself after a stall. The iterations of both count against the budget;
-// out.ipm_iterations[k] says how many were the interior point's.
+// did): the interior-point finish from scratch (host/batch/qp_ipm.h). True when
+// it solved, with its answer in x, y and `result`; false when it does not apply
+// or does not solve, and then the lane kernels restart ADMM cold with the
+// fallback settings for the rest of the budget (host/batch/lane_solve.cc, as
+// qp_admm_solve does itself after a stall). `used` gets the iterations so far,
+// the interior point's included; out.ipm_iterations[k] says how many were its.
 template <class T>
-QpInfo<T> finish_stalled(const QpBatch<T>& batch, const QpShape& shape, int k,
-                         const QpSettings<T>& settings, const QpInfo<T>& so_far, T* x, T* y,
-                         std::vector<T>& work, QpSolutions<T>& out) {
+bool ipm_finish(const QpBatchView<T>& batch, const QpShape& shape, int k, const QpSettings<T>& settings,
+                const QpInfo<T>& so_far, T* x, T* y, QpSolutions<T>& out, QpInfo<T>& result, int& used) {
   const int n = batch.n, m = batch.m(), nnz = batch.nnz();
-  int used = so_far.iterations;
-  if (qp_ipm_eligible(shape) && settings.max_iter - used > 1) {
-    std::vector<T> xi(n), yi(m);
-    // to a tenth of the tolerance: near the end the interior point converges
-    // fast, and the answer then has the accuracy an ADMM solve reaches by
-    // overshooting its last check (on the recorded train QPs at eps 1e-6, the
-    // value of a problem finished at eps itself was 2e-6 off, relative); at
-    // the tolerance itself if that fails
-    const auto ipm_solve = [&](const QpSettings<T>& st, int cap) {
-      return qp_ipm_solve(shape, batch.P.data() + size_t(k) * n * n, batch.q.data() + size_t(k) * n,
-                          batch.A.data() + size_t(k) * nnz, batch.b.data() + size_t(k) * m, xi.data(), yi.data(),
-                          st, std::min(kIpmMaxIterations, cap));
-    };
-    QpSettings<T> tight = settings;
-    tight.eps_abs *= T(0.1);
-    tight.eps_rel *= T(0.1);
-    QpInfo<T> ipm = ipm_solve(tight, settings.max_iter - used - 1);
-    if (ipm.status != SolveStatus::kSolved && settings.max_iter - used - ipm.iterations > 1) {
-      const int spent = ipm.iterations;
-      ipm = ipm_solve(settings, settings.max_iter - used - spent - 1);
-      ipm.iterations += spent;
-    }
-    out.ipm_iterations[k] = ipm.iterations;
-    used += ipm.iterations;
-    if (ipm.status == SolveStatus::kSolved) {
-      std::copy(xi.begin(), xi.end(), x);
-      std::copy(yi.begin(), yi.end(), y);
-      ipm.iterations = used;
-      ipm.rho_updates = so_far.rho_updates;
-      ipm.rho = T(0);  // no ρ to resume from (QpInfo::rho): the next warm start takes the settings'
-      return ipm;
-    }
+  used = so_far.iterations;
+  if (!qp_ipm_eligible(shape) || settings.max_iter - used <= 1) return false;
+  std::vector<T> xi(n), yi(m);
+  // to a tenth of the tolerance: near the end the interior point converges
+  // fast, and the answer then has the accuracy an ADMM solve reaches by
+  // overshooting its last check (on the recorded train QPs at eps 1e-6, the
+  // value of a problem finished at eps itself was 2e-6 off, relative); at
+  // the tolerance itself if that fails
+  const auto ipm_solve = [&](const QpSettings<T>& st, int cap) {
+    return qp_ipm_solve(shape, batch.P + size_t(k) * n * n, batch.q + size_t(k) * n, batch.A + size_t(k) * nnz,
+                        batch.b + size_t(k) * m, xi.data(), yi.data(), st, std::min(kIpmMaxIterations, cap));
+  };
+  QpSettings<T> tight = settings;
+  tight.eps_abs *= T(0.1);
+  tight.eps_rel *= T(0.1);
+  QpInfo<T> ipm = ipm_solve(tight, settings.max_iter - used - 1);
+  if (ipm.status != SolveStatus::kSolved && settings.max_iter - used - ipm.iterations > 1) {
+    const int spent = ipm.iterations;
+    ipm = ipm_solve(settings, settings.max_iter - used - spent - 1);
+    ipm.iterations += spent;
   }
-  QpSettings<T> rest = detail::qp_fallback_settings(settings, settings.max_iter - used);
-  rest.stall_return = false;
-  QpInfo<T> more = qp_admm_solve(
-      shape, batch.problem(k), unit_view(x), unit_view(y),
-      QpWork<T, UnitStride>::carve(unit_view(qp_work_align(work.data())), n, m, true), rest, false);
-  more.iterations += used;
-  more.rho_updates += so_far.rho_updates;
-  more.rho = T(0);  // the fallback settings' ρ (QpInfo::rho)
-  // what happened, for the fault text: the stall, and where the restart began
-  more.stall_iteration = so_far.stall_iteration;
-  more.stall_best_iteration = so_far.stall_best_iteration;
-  more.stall_best_ratio = so_far.stall_best_ratio;
-  more.restart_iteration = used;
-  return more;
+  out.ipm_iterations[k] = ipm.iterations;
+  used += ipm.iterations;
+  if (ipm.status != SolveStatus::kSolved) return false;
+  std::copy(xi.begin(), xi.end(), x);
+  std::copy(yi.begin(), yi.end(), y);
+  ipm.iterations = used;
+  ipm.rho_updates = so_far.rho_updates;
+  ipm.rho = T(0);  // no ρ to resume from (QpInfo::rho): the next warm start takes the settings'
+  result = ipm;
+  return true;
 }
 
 // The CPU path in lane groups, in the lane kernels of the instruction set in
@@ -464,7 +532,7 @@ QpInfo<T> finish_stalled(const QpBatch<T>& batch, const QpShape& shape, int k,
 // they call back here when a problem's solve ends and when one stalls.
 template <class T>
 struct LaneCtx {
-  const QpBatch<T>* batch;
+  const QpBatchView<T>* batch;
   const QpShape* shape;
   const QpSettings<T>* settings;
   bool ipm_eligible;
@@ -480,17 +548,17 @@ void lane_done(void* ctx, int k, const void* info_bytes) {
 }
 
 template <class T>
-void lane_stalled(void* ctx, int k, const void* so_far_bytes, T* x, T* y, void* info_bytes) {
+bool lane_ipm(void* ctx, int k, const void* so_far_bytes, T* x, T* y, void* info_bytes, int* used) {
   const auto& c = *static_cast<const LaneCtx<T>*>(ctx);
-  QpInfo<T> so_far;
+  QpInfo<T> so_far, info;
   std::memcpy(static_cast<void*>(&so_far), so_far_bytes, sizeof so_far);
-  std::vector<T> work(qp_work_host_size(c.batch->n, c.batch->m()));
-  const QpInfo<T> info = finish_stalled(*c.batch, *c.shape, k, *c.settings, so_far, x, y, work, *c.out);
+  if (!ipm_finish(*c.batch, *c.shape, k, *c.settings, so_far, x, y, *c.out, info, *used)) return false;
   std::memcpy(info_bytes, static_cast<const void*>(&info), sizeof info);
+  return true;
 }
 
 template <class T>
-void solve_cpu(const QpBatch<T>& batch, const QpSettings<T>& settings,
+void solve_cpu(const QpBatchView<T>& batch, const QpSettings<T>& settings,
                const BatchOptions& options, int threads, QpSolutions<T>& out) {
   static_assert(std::is_trivially_copyable<QpSettings<T>>::value && std::is_trivially_copyable<QpInfo<T>>::value,
                 "the lane kernels take settings and give results as bytes");
@@ -504,12 +572,12 @@ void solve_cpu(const QpBatch<T>& batch, const QpSettings<T>& settings,
   j.n_zero = batch.cones.n_zero;
   j.n_nonneg = batch.cones.n_nonneg;
   j.n_soc = batch.cones.n_soc;
-  j.a_row_ptr = batch.a_row_ptr.data();
-  j.a_col = batch.a_col.data();
-  j.P = batch.P.data();
-  j.q = batch.q.data();
-  j.A = batch.A.data();
-  j.b = batch.b.data();
+  j.a_row_ptr = batch.a_row_ptr;
+  j.a_col = batch.a_col;
+  j.P = batch.P;
+  j.q = batch.q;
+  j.A = batch.A;
+  j.b = batch.b;
   j.settings = &settings;
   j.warm_start = options.warm_start;
   j.warm_rho = options.warm_start && options.warm_rho ? out.rho.data() : nullptr;
@@ -519,7 +587,7 @@ void solve_cpu(const QpBatch<T>& batch, const QpSettings<T>& settings,
   j.threads = threads;
   j.ctx = &ctx;
   j.done = &lane_done<T>;
-  j.stalled = &lane_stalled<T>;
+  j.ipm = &lane_ipm<T>;
   const lanes::Kernels& k = lanes::kernels();
   if constexpr (std::is_same<T, float>::value)
     (options.lanes ? k.qp_float : k.each_float)(j);
@@ -541,11 +609,11 @@ void nan_without_optimum(QpSolutions<T>& out) {
 }
 
 template <class T>
-void solve_batch_paths(const QpBatch<T>& batch, const QpSettings<T>& settings,
+void solve_batch_paths(const QpBatchView<T>& batch, const QpSettings<T>& settings,
                  const BatchOptions& options, QpSolutions<T>& out) {
   if (const char* bad = settings.validate()) throw Error(std::string("invalid settings: ") + bad);
   if (batch.size == 0) throw Error("empty batch: nothing to solve (batch size 0)");
-  batch.check_sizes();
+  batch.check();
   const int B = batch.size, n = batch.n, m = batch.m();
   if (options.warm_start) {
     if (out.x.size() != size_t(B) * n || out.y.size() != size_t(B) * m)
@@ -572,7 +640,7 @@ void solve_batch_paths(const QpBatch<T>& batch, const QpSettings<T>& settings,
   if (options.backend == Backend::kCuda) {
     std::vector<int> codes;
     cuda::HostQpResults<T> r = out.device_results(codes);
-    cuda::DeviceQpBatch<T> dev(device_layout_for(batch, options));
+    cuda::DeviceQpBatch<T> dev(cuda::resolve_layout(options.device_layout, batch.n, batch.m(), batch.nnz(), sizeof(T)));
     dev.upload(batch.device_arrays());
     if (options.warm_start) dev.upload_warm_start(r);
     dev.solve(settings, options.warm_start, false, options.warm_rho);
@@ -604,11 +672,25 @@ void solve_batch_paths(const QpBatch<T>& batch, const QpSettings<T>& settings,
 }  // namespace
 
 template <class T>
-void solve_batch(const QpBatch<T>& batch, const QpSettings<T>& settings,
+void solve_batch(const QpBatchView<T>& batch, const QpSettings<T>& settings,
                  const BatchOptions& options, QpSolutions<T>& out) {
   solve_batch_paths(batch, settings, options, out);
   nan_without_optimum(out);
 }
+
+template <class T>
+void solve_batch(const QpBatch<T>& batch, const QpSettings<T>& settings,
+                 const BatchOptions& options, QpSolutions<T>& out) {
+  if (settings.validate() == nullptr && batch.size != 0) batch.check_sizes();
+  solve_batch(batch.view(), settings, options, out);
+}
+
+template struct QpBatchView<float>;
+template struct QpBatchView<double>;
+template void solve_batch(const QpBatchView<float>&, const QpSettings<float>&, const BatchOptions&,
+                          QpSolutions<float>&);
+template void solve_batch(const QpBatchView<double>&, const QpSettings<double>&, const BatchOptions&,
+                          QpSolutions<double>&);
 
 template struct QpBatch<float>;
 template struct QpBatch<double>;

@@ -23,6 +23,41 @@ enum class Backend { kCpu, kCuda };
 Backend parse_backend(const std::string& s);  // "cpu" | "cuda"
 const char* to_string(Backend b);
 
+// A batch read in place: the caller's arrays, laid out as QpBatch keeps its own
+// (problem-contiguous; A's values per problem in the pattern's order). solve_batch
+// copies none of it (a NumPy user's arrays, a controller's buffers); they must
+// outlive the solve and hold size·n·n, size·n, size·nnz and size·m numbers.
+template <class T>
+struct QpBatchView {
+  int size = 0;  // B
+  int n = 0;
+  ConeSpec cones;
+  int nnz_count = 0;
+  const int* a_row_ptr = nullptr;  // m + 1
+  const int* a_col = nullptr;      // nnz
+  const T* P = nullptr;            // B * n * n, row-major, symmetric
+  const T* q = nullptr;            // B * n
+  const T* A = nullptr;            // B * nnz
+  const T* b = nullptr;            // B * m
+
+  int m() const { return cones.rows(); }
+  int nnz() const { return nnz_count; }
+  // throws Error naming what is wrong: a null array, a negative size, a pattern
+  // whose row pointers do not run from 0 to nnz or whose columns are out of range
+  // or not increasing along a row
+  void check() const;
+  QpShape shape() const;
+  QpData<T, UnitStride> problem(int k) const;
+  cuda::HostQpArrays<T> device_arrays() const;
+};
+
+// a dense pattern for A (m x n, every entry): a dense (B, m, n) array is then A's
+// values as they stand (QpBatchView::A), read in place
+struct DensePattern {
+  std::vector<int> row_ptr, col;
+  DensePattern(int m, int n);
+};
+
 template <class T>
 struct QpBatch {
   int size = 0;  // B
@@ -57,6 +92,7 @@ struct QpBatch {
   QpShape shape() const;  // points into this batch's pattern
   QpData<T, UnitStride> problem(int k) const;  // problem k's data; points into this batch
   cuda::HostQpArrays<T> device_arrays() const;  // what DeviceQpBatch::upload reads; points into this batch
+  QpBatchView<T> view() const;                  // points into this batch
   template <class U>
   QpBatch<U> cast() const;
 };
@@ -129,6 +165,10 @@ struct BatchOptions {
 // CUDA backend when it is not available.
 template <class T>
 void solve_batch(const QpBatch<T>& batch, const QpSettings<T>& settings,
+                 const BatchOptions& options, QpSolutions<T>& out);
+// the same, reading the batch in place (QpBatchView)
+template <class T>
+void solve_batch(const QpBatchView<T>& batch, const QpSettings<T>& settings,
                  const BatchOptions& options, QpSolutions<T>& out);
 
 // The device layout solve_batch runs `batch` in with these options

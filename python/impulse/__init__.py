@@ -75,7 +75,15 @@ def solve_qp_batch(P, q, A, b, cones, *, eps=1e-5, max_iter=4000, precision="dou
     """Solve B conic QPs of one shape.
 
     P (B, n, n) symmetric positive semidefinite, q (B, n), A (B, m, n), b (B, m);
-    cones = (n_zero, n_nonneg, n_soc) with m = n_zero + n_nonneg + 3 n_soc.
+    cones = (n_zero, n_nonneg, n_soc) with m = n_zero + n_nonneg + 3 n_soc. A sparse A
+    may come as (values (B, nnz), row_ptr (m + 1), col (nnz)), a CSR pattern shared by
+    the batch with each problem's values in its order (columns increasing along a row).
+
+    C-contiguous arrays of the precision's type (float64 for "double", float32 for
+    "float") are read in place, with no copy: P, q, b, a CSR A's values, and a dense A
+    whose every entry is nonzero in some problem of the batch. A dense A with entries
+    that are zero throughout the batch has the others gathered once into the pattern
+    they make (the solver then skips the zeros). Other arrays are converted once.
     eps: the absolute and relative tolerance; max_iter: the iteration budget.
     precision: "double" or "float"; backend: "cpu" or "cuda"; threads: CPU threads
     (0 = all cores); lanes: CPU problems side by side in SIMD lanes (False: one at a
@@ -109,11 +117,28 @@ def solve_qp_batch(P, q, A, b, cones, *, eps=1e-5, max_iter=4000, precision="dou
         raise ValueError(f"P: expected (B, n, n), got shape {P.shape}")
     m = nz + nn + 3 * ns
     q = _array("q", q, dtype, 2, "(B, n)")
-    A = _array("A", A, dtype, 3, "(B, m, n)")
     b = _array("b", b, dtype, 2, "(B, m)")
-    for name, arr, want in (("q", q, (B, n)), ("A", A, (B, m, n)), ("b", b, (B, m))):
+    if isinstance(A, tuple):  # (values (B, nnz), row_ptr (m + 1), col (nnz)): read in place
+        try:
+            values, row_ptr, col = A
+        except ValueError:
+            raise ValueError("A: expected a (B, m, n) array or (values (B, nnz), row_ptr (m + 1), col (nnz))") from None
+        values = _array("A values", values, dtype, 2, "(B, nnz)")
+        row_ptr = _array("A row_ptr", row_ptr, _np.int32, 1, "(m + 1,)")
+        col = _array("A col", col, _np.int32, 1, "(nnz,)")
+        if row_ptr.shape != (m + 1,):
+            raise ValueError(f"A row_ptr: expected {m + 1} entries (m + 1, m = {m} from cones), got {row_ptr.shape[0]}")
+        if values.shape != (B, col.shape[0]):
+            raise ValueError(f"A values: expected shape {(B, col.shape[0])} (B, nnz = len(col)), got {values.shape}")
+    else:
+        A = _array("A", A, dtype, 3, "(B, m, n)")
+        if A.shape != (B, m, n):
+            raise ValueError(f"A: expected shape {(B, m, n)} (B, m, n) with B = {B}, n = {n} (from P) and "
+                             f"m = {m} (from cones), got {A.shape}")
+        values, row_ptr, col = _pattern_of(A)
+    for name, arr, want in (("q", q, (B, n)), ("b", b, (B, m))):
         if arr.shape != want:
-            dims = {"q": "(B, n)", "A": "(B, m, n)", "b": "(B, m)"}[name]
+            dims = {"q": "(B, n)", "b": "(B, m)"}[name]
             raise ValueError(f"{name}: expected shape {want} {dims} with B = {B}, n = {n} (from P) and "
                              f"m = {m} (from cones), got {arr.shape}")
     wx = wy = None
@@ -127,8 +152,24 @@ def solve_qp_batch(P, q, A, b, cones, *, eps=1e-5, max_iter=4000, precision="dou
         if wx.shape != (B, n) or wy.shape != (B, m):
             raise ValueError(f"warm: expected x {(B, n)} and y {(B, m)}, got {wx.shape} and {wy.shape}")
     solve = _impulse.solve_double if precision == "double" else _impulse.solve_float
-    d = solve(P, q, A, b, (nz, nn, ns), float(eps), int(max_iter), backend, int(threads), bool(lanes), wx, wy)
+    d = solve(P, q, values, row_ptr, col, b, (nz, nn, ns), float(eps), int(max_iter), backend, int(threads),
+              bool(lanes), wx, wy)
     return QpResult(d)
+
+
+def _pattern_of(A):
+    """A's values and CSR pattern: the entries nonzero in some problem of the batch.
+    Where every entry is (a dense A), the array itself is the values, read in place;
+    otherwise the values in the pattern are gathered once."""
+    B, m, n = A.shape
+    used = (A != 0).any(axis=0) if B else _np.zeros((m, n), bool)
+    if used.all():
+        row_ptr = _np.arange(0, m * n + 1, n, dtype=_np.int32)
+        col = _np.tile(_np.arange(n, dtype=_np.int32), m)
+        return A.reshape(B, m * n), row_ptr, col
+    row_ptr = _np.concatenate([[0], _np.cumsum(used.sum(axis=1))]).astype(_np.int32)
+    col = _np.nonzero(used)[1].astype(_np.int32)
+    return _np.ascontiguousarray(A[:, used]), row_ptr, col
 
 
 def solve_qp_batch_osqp(P, q, A, l, u, **options) -> QpResult:

@@ -8,6 +8,7 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
 
+#include <cstdint>
 #include <cstring>
 #include <string>
 #include <tuple>
@@ -33,30 +34,52 @@ std::vector<T> take(const In<T>& a, size_t want, const char* name) {
   return std::vector<T>(a.data(), a.data() + want);
 }
 
-// a NumPy array that owns a copy of v
-template <class T>
-nb::ndarray<nb::numpy, T> out(const std::vector<T>& v, std::initializer_list<size_t> shape) {
-  T* data = new T[v.size() ? v.size() : 1];
-  if (!v.empty()) std::memcpy(data, v.data(), v.size() * sizeof(T));
-  nb::capsule owner(data, [](void* p) noexcept { delete[] static_cast<T*>(p); });
-  return nb::ndarray<nb::numpy, T>(data, shape.size(), shape.begin(), owner);
+void expect_size(size_t got, size_t want, const char* name) {
+  if (got != want)
+    throw nb::value_error((std::string(name) + ": expected " + std::to_string(want) + " numbers, got " +
+                           std::to_string(got))
+                              .c_str());
 }
 
+// a NumPy array that owns v's storage (moved, not copied)
 template <class T>
-nb::dict solve(const In<T>& P, const In<T>& q, const In<T>& A, const In<T>& b, std::tuple<int, int, int> cones,
-               double eps, int max_iter, const std::string& backend, int threads, bool lanes, nb::object warm_x,
-               nb::object warm_y) {
-  if (P.ndim() != 3 || q.ndim() != 2 || A.ndim() != 3 || b.ndim() != 2)
-    throw nb::value_error("P, A: (B, n, n), (B, m, n); q, b: (B, n), (B, m)");
-  const int B = int(P.shape(0)), n = int(P.shape(1));
-  impulse::ConeSpec spec;
-  spec.n_zero = std::get<0>(cones);
-  spec.n_nonneg = std::get<1>(cones);
-  spec.n_soc = std::get<2>(cones);
-  const int m = spec.rows();
-  impulse::QpBatch<T> batch = impulse::QpBatch<T>::from_dense(
-      B, n, spec, take(P, size_t(B) * n * n, "P"), take(q, size_t(B) * n, "q"), take(A, size_t(B) * m * n, "A"),
-      take(b, size_t(B) * m, "b"));
+nb::ndarray<nb::numpy, T> out(std::vector<T>&& v, std::initializer_list<size_t> shape) {
+  auto* owned = new std::vector<T>(std::move(v));
+  if (owned->empty()) owned->resize(1);  // (a valid pointer for an empty array)
+  nb::capsule owner(owned, [](void* p) noexcept { delete static_cast<std::vector<T>*>(p); });
+  return nb::ndarray<nb::numpy, T>(owned->data(), shape.size(), shape.begin(), owner);
+}
+
+// The batch solve on the caller's arrays, read in place (QpBatchView): P (B, n, n),
+// q (B, n), b (B, m) and A's values (B, nnz) in the pattern (row_ptr, col); the
+// arguments are noconvert, so nanobind never copies them either (the package
+// converts what is not C-contiguous of the batch's type, once). `read_from` gets
+// the addresses the solve read, for the tests that prove it.
+template <class T>
+nb::dict solve(const In<T>& P, const In<T>& q, const In<T>& A, const In<int>& row_ptr, const In<int>& col,
+               const In<T>& b, std::tuple<int, int, int> cones, double eps, int max_iter, const std::string& backend,
+               int threads, bool lanes, nb::object warm_x, nb::object warm_y) {
+  if (P.ndim() != 3 || q.ndim() != 2 || b.ndim() != 2)
+    throw nb::value_error("P, q, b: (B, n, n), (B, n), (B, m)");
+  impulse::QpBatchView<T> v;
+  v.size = int(P.shape(0));
+  v.n = int(P.shape(1));
+  v.cones.n_zero = std::get<0>(cones);
+  v.cones.n_nonneg = std::get<1>(cones);
+  v.cones.n_soc = std::get<2>(cones);
+  const int B = v.size, n = v.n, m = v.m();
+  expect_size(row_ptr.size(), size_t(m) + 1, "A's row pointers");
+  v.nnz_count = int(col.size());
+  expect_size(P.size(), size_t(B) * n * n, "P");
+  expect_size(q.size(), size_t(B) * n, "q");
+  expect_size(A.size(), size_t(B) * v.nnz_count, "A");
+  expect_size(b.size(), size_t(B) * m, "b");
+  v.a_row_ptr = row_ptr.data();
+  v.a_col = col.data();
+  v.P = P.data();
+  v.q = q.data();
+  v.A = A.data();
+  v.b = b.data();
   impulse::QpSettings<T> st;
   st.eps_abs = st.eps_rel = T(eps);
   st.max_iter = max_iter;
@@ -74,7 +97,7 @@ nb::dict solve(const In<T>& P, const In<T>& q, const In<T>& A, const In<T>& b, s
   }
   {
     nb::gil_scoped_release release;
-    impulse::solve_batch(batch, st, opt, sol);
+    impulse::solve_batch(v, st, opt, sol);
   }
   std::vector<int> status(B), fault(B);
   nb::list fault_text;
@@ -85,17 +108,23 @@ nb::dict solve(const In<T>& P, const In<T>& q, const In<T>& A, const In<T>& b, s
   }
   const size_t Bs = size_t(B);
   nb::dict r;
-  r["x"] = out(sol.x, {Bs, size_t(n)});
-  r["y"] = out(sol.y, {Bs, size_t(m)});
-  r["objective"] = out(sol.objective, {Bs});
-  r["value"] = out(sol.value, {Bs});
-  r["prim_res"] = out(sol.prim_res, {Bs});
-  r["dual_res"] = out(sol.dual_res, {Bs});
-  r["rho"] = out(sol.rho, {Bs});
-  r["status"] = out(status, {Bs});
-  r["fault"] = out(fault, {Bs});
-  r["iterations"] = out(sol.iterations, {Bs});
+  r["x"] = out(std::move(sol.x), {Bs, size_t(n)});
+  r["y"] = out(std::move(sol.y), {Bs, size_t(m)});
+  r["objective"] = out(std::move(sol.objective), {Bs});
+  r["value"] = out(std::move(sol.value), {Bs});
+  r["prim_res"] = out(std::move(sol.prim_res), {Bs});
+  r["dual_res"] = out(std::move(sol.dual_res), {Bs});
+  r["rho"] = out(std::move(sol.rho), {Bs});
+  r["status"] = out(std::move(status), {Bs});
+  r["fault"] = out(std::move(fault), {Bs});
+  r["iterations"] = out(std::move(sol.iterations), {Bs});
   r["fault_text"] = fault_text;
+  nb::dict read;
+  read["P"] = reinterpret_cast<uintptr_t>(v.P);
+  read["q"] = reinterpret_cast<uintptr_t>(v.q);
+  read["A"] = reinterpret_cast<uintptr_t>(v.A);
+  read["b"] = reinterpret_cast<uintptr_t>(v.b);
+  r["_read_from"] = read;
   return r;
 }
 
@@ -114,7 +143,8 @@ NB_MODULE(_impulse, m) {
   m.def("cuda_available", [] { return impulse::cuda::available(); });
   // the warm start's x and y may be None (a cold start): nanobind refuses None unless told
 #define IMPULSE_SOLVE_ARGS                                                                                    \
-  nb::arg("P"), nb::arg("q"), nb::arg("A"), nb::arg("b"), nb::arg("cones"), nb::arg("eps"), nb::arg("max_iter"), \
+  nb::arg("P").noconvert(), nb::arg("q").noconvert(), nb::arg("A").noconvert(), nb::arg("row_ptr").noconvert(), \
+      nb::arg("col").noconvert(), nb::arg("b").noconvert(), nb::arg("cones"), nb::arg("eps"), nb::arg("max_iter"), \
       nb::arg("backend"), nb::arg("threads"), nb::arg("lanes"), nb::arg("warm_x").none(), nb::arg("warm_y").none()
   m.def("solve_double", &solve<double>, IMPULSE_SOLVE_ARGS);
   m.def("solve_float", &solve<float>, IMPULSE_SOLVE_ARGS);

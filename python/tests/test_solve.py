@@ -202,3 +202,55 @@ def test_osqp_form_names_bad_rows():
         impulse.solve_qp_batch_osqp(P, q, A, np.array([[0.0], [2.0]]), np.array([[1.0], [1.0]]))
     with pytest.raises(ValueError, match="u: expected shape"):
         impulse.solve_qp_batch_osqp(P, q, A, np.zeros((2, 1)), np.zeros((2, 2)))
+
+
+def _address(a):
+    return a.__array_interface__["data"][0]
+
+
+def test_arrays_are_read_in_place_without_a_copy():
+    rng = np.random.default_rng(3)
+    B, n, m = 40, 5, 4
+    M = rng.standard_normal((B, n, n))
+    P = M @ M.transpose(0, 2, 1) + np.eye(n)
+    q = rng.standard_normal((B, n))
+    A = rng.standard_normal((B, m, n))          # every entry nonzero: a dense pattern
+    b = rng.uniform(0.5, 1.0, (B, m))
+    r = impulse.solve_qp_batch(P, q, A, b, cones=(0, m, 0))
+    assert r.solved.all()
+    for name, arr in (("P", P), ("q", q), ("A", A), ("b", b)):
+        assert r._read_from[name] == _address(arr), f"{name} was copied"
+    # float32 in place too
+    r32 = impulse.solve_qp_batch(P.astype(np.float32), q.astype(np.float32), A.astype(np.float32),
+                                 b.astype(np.float32), cones=(0, m, 0), precision="float")
+    assert r32.solved.all()
+    # a CSR A (values, row_ptr, col): read in place, the same answers bit for bit
+    A[:, 1, 2] = 0.0                            # zero in every problem: the dense form gathers the others
+    row_ptr = np.array([0, 5, 9, 14, 19], dtype=np.int32)
+    col = np.array([0, 1, 2, 3, 4, 0, 1, 3, 4] + [0, 1, 2, 3, 4] * 2, dtype=np.int32)
+    values = np.ascontiguousarray(A.reshape(B, m * n)[:, [c for c in range(m * n) if c != 1 * n + 2]])
+    rc = impulse.solve_qp_batch(P, q, (values, row_ptr, col), b, cones=(0, m, 0))
+    rd = impulse.solve_qp_batch(P, q, A, b, cones=(0, m, 0))
+    assert rc._read_from["A"] == _address(values)
+    assert rd._read_from["A"] != _address(A)     # gathered: the pattern skips the zero column
+    np.testing.assert_array_equal(rc.x, rd.x)
+    np.testing.assert_array_equal(rc.y, rd.y)
+    # arrays that are not C-contiguous or not of the precision's type: converted once, same answers
+    Pf = np.asfortranarray(P)
+    rf = impulse.solve_qp_batch(Pf, q, A, b, cones=(0, m, 0))
+    assert rf._read_from["P"] != _address(Pf)
+    np.testing.assert_array_equal(rf.x, rd.x)
+
+
+def test_a_bad_csr_pattern_is_named():
+    P = np.eye(2)[None]
+    q = np.zeros((1, 2))
+    b = np.ones((1, 2))
+    with pytest.raises(ValueError, match="columns must lie in"):
+        impulse.solve_qp_batch(P, q, (np.ones((1, 2)), np.array([0, 1, 2]), np.array([0, 5])), b, cones=(0, 2, 0))
+    with pytest.raises(ValueError, match="increase along a row"):
+        impulse.solve_qp_batch(P, q, (np.ones((1, 2)), np.array([0, 2, 2]), np.array([1, 0])), b, cones=(0, 2, 0))
+    with pytest.raises(ValueError, match="row_ptr: expected 3 entries"):
+        impulse.solve_qp_batch(P, q, (np.ones((1, 2)), np.array([0, 2]), np.array([0, 1])), b, cones=(0, 2, 0))
+    with pytest.raises(ValueError, match="values: expected shape"):
+        impulse.solve_qp_batch(P, q, (np.ones((1, 3)), np.array([0, 1, 2]), np.array([0, 1])), b, cones=(0, 2, 0))
