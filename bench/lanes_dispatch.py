@@ -31,6 +31,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from report_util import write_markdown  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 SHARED = os.path.join(HERE, "..", "..", "shared", "data")
 CUBE = os.path.join(SHARED, "cube_toss", "contact-nets", "data", "tosses_processed")
@@ -154,10 +157,7 @@ def main():
         lines.append(f"| {kind} | {prec} | {what} | {'yes' if ok else 'NO'} |")
     if not os.path.isdir(CUBE):
         lines.append("\nThe real cube tosses were absent (../shared/data): no epoch row.")
-    os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
-    with open(a.out, "w") as f:
-        f.write("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    write_markdown(a.out, lines)
 
 
 if __name__ == "__main__":

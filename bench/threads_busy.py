@@ -32,6 +32,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from report_util import write_markdown  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 SHARED = os.path.join(HERE, "..", "..", "shared", "data")
 CUBE = os.path.join(SHARED, "cube_toss", "contact-nets", "data", "tosses_processed")
@@ -133,10 +136,7 @@ def main():
     lines += ["", "2 threads vs 1: the speed-up (above 1: two threads faster; below 1: slower)."]
     if not os.path.isdir(CUBE) or not os.path.isdir(ELBOW):
         lines.append("The real data sets were absent (../shared/data): their rows are missing.")
-    os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
-    with open(a.out, "w") as f:
-        f.write("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    write_markdown(a.out, lines)
 
 
 if __name__ == "__main__":

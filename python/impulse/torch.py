@@ -59,13 +59,19 @@ def soc_projection_derivative(u):
     return _torch.where(inside, eye, _torch.where(polar, _torch.zeros_like(D), D))
 
 
-def cone_projection_derivative(u, cones):
-    """The derivative of the projection onto K = {0}^nz x R+^nn x SOC^ns at u (B, m): (B, m, m)."""
+def cone_projection_derivative(u, cones, tol=0.0):
+    """The derivative of the projection onto K = {0}^nz x R+^nn x SOC^ns at u (B, m): (B, m, m).
+
+    A nonnegative row is taken as inactive (derivative 1) where u > -tol: where the
+    multiplier y = -u is not above tol. At a degenerate solution (s = y = 0 on a row)
+    the projection has no derivative there; this picks the side on which the row stays
+    inactive, which keeps the backward system regular where more rows touch their bound
+    than there are variables (the contact QPs' unused contacts)."""
     nz, nn, ns = cones
     B, m = u.shape
     D = _torch.zeros(B, m, m, dtype=u.dtype, device=u.device)
     idx = _torch.arange(nz, nz + nn, device=u.device)
-    D[:, idx, idx] = (u[:, nz:nz + nn] > 0).to(u.dtype)
+    D[:, idx, idx] = (u[:, nz:nz + nn] > -tol).to(u.dtype)
     for c in range(ns):
         r0 = nz + nn + 3 * c
         D[:, r0:r0 + 3, r0:r0 + 3] = soc_projection_derivative(u[:, r0:r0 + 3])
@@ -118,7 +124,9 @@ class _ConicQPFunction(_torch.autograd.Function):
             gy = _torch.zeros_like(y) if gy is None else gy
             s = b - _torch.einsum("bmn,bn->bm", A, x)
             u = s - y
-            D = cone_projection_derivative(u, layer.cones)
+            # a multiplier within the solve's tolerance of zero marks a row inactive
+            tol = 10 * layer.eps * _torch.clamp(y.abs().amax(dim=1, keepdim=True), min=1.0)
+            D = cone_projection_derivative(u, layer.cones, tol)
             DmI = D - _torch.eye(m, dtype=x.dtype, device=x.device)
             J = _torch.zeros(B, n + m, n + m, dtype=x.dtype, device=x.device)
             J[:, :n, :n] = P
