@@ -28,6 +28,26 @@ const char* to_string(Backend b) { return b == Backend::kCpu ? "cpu" : "cuda"; }
 
 // ---- QpBatch -------------------------------------------------------------------
 
+namespace {
+
+// A's CSR pattern (m rows, n columns, nnz entries): an Error naming the row or entry
+// that breaks it
+void check_pattern(int m, int n, int nnz, const int* row_ptr, const int* col) {
+  if (row_ptr[0] != 0 || row_ptr[m] != nnz)
+    throw Error("A pattern: row pointers run from " + std::to_string(row_ptr[0]) + " to " +
+                std::to_string(row_ptr[m]) + ", expected 0 to nnz = " + std::to_string(nnz));
+  for (int r = 0; r < m; ++r) {
+    if (row_ptr[r + 1] < row_ptr[r]) throw Error("A pattern: row pointers decrease at row " + std::to_string(r));
+    for (int k = row_ptr[r]; k < row_ptr[r + 1]; ++k)
+      if (col[k] < 0 || col[k] >= n || (k > row_ptr[r] && col[k] <= col[k - 1]))
+        throw Error("A pattern: entry " + std::to_string(k) + " (row " + std::to_string(r) + ") has column " +
+                    std::to_string(col[k]) + ": columns must lie in [0, " + std::to_string(n) +
+                    ") and increase along a row");
+  }
+}
+
+}  // namespace
+
 template <class T>
 QpBatch<T> QpBatch<T>::with_pattern(int size, int n, ConeSpec cones, std::vector<int> row_ptr,
                                     std::vector<int> col) {
@@ -45,18 +65,7 @@ QpBatch<T> QpBatch<T>::with_pattern(int size, int n, ConeSpec cones, std::vector
   if (static_cast<int>(bt.a_row_ptr.size()) != m + 1)
     throw Error("A pattern: expected " + std::to_string(m + 1) + " row pointers, got " +
                 std::to_string(bt.a_row_ptr.size()));
-  if (bt.a_row_ptr[0] != 0 || bt.a_row_ptr[m] != bt.nnz())
-    throw Error("A pattern: row pointers must start at 0 and end at nnz");
-  for (int r = 0; r < m; ++r) {
-    if (bt.a_row_ptr[r + 1] < bt.a_row_ptr[r]) throw Error("A pattern: row pointers decrease");
-    for (int k = bt.a_row_ptr[r]; k < bt.a_row_ptr[r + 1]; ++k) {
-      if (bt.a_col[k] < 0 || bt.a_col[k] >= n)
-        throw Error("A pattern: column " + std::to_string(bt.a_col[k]) + " out of range [0, " +
-                    std::to_string(n) + ")");
-      if (k > bt.a_row_ptr[r] && bt.a_col[k] <= bt.a_col[k - 1])
-        throw Error("A pattern: columns of row " + std::to_string(r) + " not strictly increasing");
-    }
-  }
+  check_pattern(m, n, bt.nnz(), bt.a_row_ptr.data(), bt.a_col.data());
   bt.P.assign(size_t(size) * n * n, T(0));
   bt.q.assign(size_t(size) * n, T(0));
   bt.A.assign(size_t(size) * bt.nnz(), T(0));
@@ -150,33 +159,17 @@ void QpBatch<T>::check_sizes() const {
 
 template <class T>
 cuda::HostQpArrays<T> QpBatch<T>::device_arrays() const {
-  cuda::HostQpArrays<T> h;
-  h.batch = size;
-  h.n = n;
-  h.cones = cones;
-  h.nnz = nnz();
-  h.a_row_ptr = a_row_ptr.data();
-  h.a_col = a_col.data();
-  h.P = P.data();
-  h.q = q.data();
-  h.A = A.data();
-  h.b = b.data();
-  return h;
+  return view().device_arrays();
 }
 
 template <class T>
 QpData<T, UnitStride> QpBatch<T>::problem(int k) const {
-  return QpData<T, UnitStride>{unit_view(P.data() + size_t(k) * n * n), unit_view(q.data() + size_t(k) * n),
-                               unit_view(A.data() + size_t(k) * nnz()), unit_view(b.data() + size_t(k) * m())};
+  return view().problem(k);
 }
 
 template <class T>
 QpShape QpBatch<T>::shape() const {
-  QpShape s;
-  s.n = n;
-  s.cones = cones;
-  s.a = CsrPattern{m(), n, nnz(), a_row_ptr.data(), a_col.data()};
-  return s;
+  return view().shape();
 }
 
 template <class T>
@@ -211,18 +204,7 @@ void QpBatchView<T>::check() const {
                                                               {a_col, "A's columns", nnz_count > 0}};
   for (const auto& [ptr, name, needed] : arrays)
     if (ptr == nullptr && needed) throw Error(std::string("batch view: ") + name + " is null");
-  if (a_row_ptr[0] != 0 || a_row_ptr[rows] != nnz_count)
-    throw Error("batch view: A's row pointers run from " + std::to_string(a_row_ptr[0]) + " to " +
-                std::to_string(a_row_ptr[rows]) + ", expected 0 to nnz = " + std::to_string(nnz_count));
-  for (int r = 0; r < rows; ++r) {
-    if (a_row_ptr[r + 1] < a_row_ptr[r])
-      throw Error("batch view: A's row pointers decrease at row " + std::to_string(r));
-    for (int k = a_row_ptr[r]; k < a_row_ptr[r + 1]; ++k)
-      if (a_col[k] < 0 || a_col[k] >= n || (k > a_row_ptr[r] && a_col[k] <= a_col[k - 1]))
-        throw Error("batch view: A's entry " + std::to_string(k) + " (row " + std::to_string(r) + ") has column " +
-                    std::to_string(a_col[k]) + ": columns must lie in [0, " + std::to_string(n) +
-                    ") and increase along a row");
-  }
+  check_pattern(rows, n, nnz_count, a_row_ptr, a_col);
 }
 
 template <class T>
@@ -254,12 +236,6 @@ cuda::HostQpArrays<T> QpBatchView<T>::device_arrays() const {
   h.A = A;
   h.b = b;
   return h;
-}
-
-DensePattern::DensePattern(int m, int n) : row_ptr(size_t(m) + 1), col(size_t(m) * n) {
-  for (int r = 0; r <= m; ++r) row_ptr[size_t(r)] = r * n;
-  for (int r = 0; r < m; ++r)
-    for (int j = 0; j < n; ++j) col[size_t(r) * n + j] = j;
 }
 
 template <class T>
@@ -681,6 +657,8 @@ void solve_batch(const QpBatchView<T>& batch, const QpSettings<T>& settings,
 template <class T>
 void solve_batch(const QpBatch<T>& batch, const QpSettings<T>& settings,
                  const BatchOptions& options, QpSolutions<T>& out) {
+  // the arrays' sizes before a view points into them (invalid settings and an
+  // empty batch are the view's solve's errors to report, first, as before)
   if (settings.validate() == nullptr && batch.size != 0) batch.check_sizes();
   solve_batch(batch.view(), settings, options, out);
 }

@@ -51,13 +51,6 @@ struct QpBatchView {
   cuda::HostQpArrays<T> device_arrays() const;
 };
 
-// a dense pattern for A (m x n, every entry): a dense (B, m, n) array is then A's
-// values as they stand (QpBatchView::A), read in place
-struct DensePattern {
-  std::vector<int> row_ptr, col;
-  DensePattern(int m, int n);
-};
-
 template <class T>
 struct QpBatch {
   int size = 0;  // B

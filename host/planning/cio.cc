@@ -510,9 +510,13 @@ CioOptions notes_options(int iterations) {
 }
 
 CioGaps contact_gaps(const CioProblem& pb, const Eigen::VectorXd& theta, const CioWeights& w) {
+  return contact_gaps(pb, pb.samples(theta, w));
+}
+
+CioGaps contact_gaps(const CioProblem& pb, const std::vector<CioSample>& samples) {
   const int N = pb.task().fingers, J = pb.contacts();
   CioGaps g;
-  for (const CioSample& s : pb.samples(theta, w)) {
+  for (const CioSample& s : samples) {
     const Capsule cap = pb.capsule_at(s.x_obj, s.q);
     for (int j = 0; j < J; ++j) {
       if (s.c[static_cast<size_t>(j)] <= 0.5) continue;

@@ -158,6 +158,7 @@ struct CioGaps {
   double object = 0, hand = 0;
 };
 CioGaps contact_gaps(const CioProblem& problem, const Eigen::VectorXd& theta, const CioWeights& w);
+CioGaps contact_gaps(const CioProblem& problem, const std::vector<CioSample>& samples);  // of samples(theta, w)
 // The notes' method: their formulation (no friction cones, sliding contacts, c's
 // bounds as a penalty), forward finite differences, one weight setting (the final
 // stage's, no continuation), `iterations` quasi-Newton iterations.

@@ -58,19 +58,12 @@ PlanCheck check_plan(const CioProblem& pb, const Eigen::VectorXd& theta, const C
       const Eigen::Vector3d& F = s.forces[static_cast<size_t>(j)];
       const double fn = F.dot(n), ft = (F - fn * n).norm();
       c.worst_cone_violation = std::max({c.worst_cone_violation, ft - t.mu * fn, -fn});
-      if (s.c[static_cast<size_t>(j)] <= 0.5) continue;
-      ++c.active;
-      c.worst_object_gap = std::max(c.worst_object_gap, std::abs(pr.distance));
-      double hg = 0;
-      if (j < N)
-        hg = (s.fingertips[static_cast<size_t>(j)] - r).norm();
-      else if (j == N)
-        hg = (s.palm - r).norm();
-      else
-        hg = std::abs(r(2));
-      c.worst_hand_gap = std::max(c.worst_hand_gap, hg);
     }
   }
+  const CioGaps gaps = contact_gaps(pb, plan);
+  c.active = gaps.active;
+  c.worst_object_gap = gaps.object;
+  c.worst_hand_gap = gaps.hand;
   const std::vector<CioSample> dense = pb.samples(theta, w, hand.dt);
   for (const CioSample& s : dense) c.worst_dense_residual_force = std::max(c.worst_dense_residual_force, s.residual_force.norm());
   c.forces = replay_forces(pb, dense, hand.dt, true);
