@@ -87,7 +87,9 @@ def solve_qp_batch(P, q, A, b, cones, *, eps=1e-5, max_iter=4000, precision="dou
     eps: the absolute and relative tolerance; max_iter: the iteration budget.
     precision: "double" or "float"; backend: "cpu" or "cuda"; threads: CPU threads
     (0 = all cores); lanes: CPU problems side by side in SIMD lanes (False: one at a
-    time). warm: (x, y) of a previous solve to start from.
+    time). warm: (x, y) or (x, y, rho) of a previous solve to start from (rho: each
+    problem's final step size, QpResult.rho; without it every problem starts at the
+    default).
 
     Each problem keeps its own status (one bad problem never spoils the others);
     wrong shapes, dtypes or options raise ValueError naming the array or option.
@@ -141,19 +143,27 @@ def solve_qp_batch(P, q, A, b, cones, *, eps=1e-5, max_iter=4000, precision="dou
             dims = {"q": "(B, n)", "b": "(B, m)"}[name]
             raise ValueError(f"{name}: expected shape {want} {dims} with B = {B}, n = {n} (from P) and "
                              f"m = {m} (from cones), got {arr.shape}")
-    wx = wy = None
+    wx = wy = wr = None
     if warm is not None:
         try:
-            wx, wy = warm
+            wx, wy, *rest = warm
+            if len(rest) > 1:
+                raise ValueError
         except (TypeError, ValueError):
-            raise ValueError("warm: expected (x, y) of a previous solve") from None
+            raise ValueError("warm: expected (x, y) or (x, y, rho) of a previous solve") from None
+        if rest:
+            wr = _array("warm rho", rest[0], dtype, 1, "(B,)")
+            if wr.shape != (B,):
+                raise ValueError(f"warm rho: expected shape {(B,)}, got {wr.shape}")
+            if not (_np.isfinite(wr).all() and (wr >= 0).all()):
+                raise ValueError("warm rho: expected finite step sizes >= 0 (0: start at the default)")
         wx = _array("warm x", wx, dtype, 2, "(B, n)")
         wy = _array("warm y", wy, dtype, 2, "(B, m)")
         if wx.shape != (B, n) or wy.shape != (B, m):
             raise ValueError(f"warm: expected x {(B, n)} and y {(B, m)}, got {wx.shape} and {wy.shape}")
     solve = _impulse.solve_double if precision == "double" else _impulse.solve_float
     d = solve(P, q, values, row_ptr, col, b, (nz, nn, ns), float(eps), int(max_iter), backend, int(threads),
-              bool(lanes), wx, wy)
+              bool(lanes), wx, wy, wr)
     return QpResult(d)
 
 

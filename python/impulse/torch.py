@@ -14,11 +14,14 @@ pass is impulse's batch solver, impulse.solve_qp_batch). Gradients:
   projection onto K, a solution is a zero of
       F(x, u) = [P x + q + A'(Pi(u) - u);  A x + Pi(u) - b]
   (s = Pi(u), y = Pi(u) - u: Moreau's decomposition); the backward pass solves
-  one (n + m) linear system per problem with F's Jacobian, in which Pi's
-  derivative is 0 on the zero cone's rows, 0 or 1 on the nonnegative ones and
-  the second-order cone's projection derivative on each cone's three rows (as
-  diffcp and cvxpylayers do). Where that system is singular (a degenerate
-  solution), its least-squares solution is used.
+  a linear system per problem with F's Jacobian, in which Pi's derivative is 0 on
+  the zero cone's rows, 0 or 1 on the nonnegative ones and the second-order
+  cone's projection derivative on each cone's three rows (as diffcp and
+  cvxpylayers do). It runs in impulse (host/diff/qp_adjoint.h), on the CPU
+  threads, in an exact reduced form: only the active rows and the cones on their
+  boundary stay in it (n + active unknowns, not n + m). Where that system is
+  singular (a degenerate solution), its minimum-norm least-squares solution is
+  used; `last_backward` counts those.
 - grad="envelope": the value's gradient alone, by the envelope theorem
   (d/dq = x, d/db = -y, d/dP = 1/2 x x', d/dA = y x'), the form impulse's
   learning losses use; x and y come back without gradients.
@@ -33,9 +36,9 @@ from __future__ import annotations
 import numpy as _np
 import torch as _torch
 
-from . import STATUS_NAMES, solve_qp_batch
+from . import STATUS_NAMES, _impulse, solve_qp_batch
 
-__all__ = ["ConicQP", "soc_projection_derivative", "cone_projection_derivative"]
+__all__ = ["ConicQP", "ConicQPLayer", "soc_projection_derivative"]
 
 _SOLVED = STATUS_NAMES.index("solved")
 
@@ -59,36 +62,6 @@ def soc_projection_derivative(u):
     return _torch.where(inside, eye, _torch.where(polar, _torch.zeros_like(D), D))
 
 
-def cone_projection_derivative(u, cones, tol=0.0):
-    """The derivative of the projection onto K = {0}^nz x R+^nn x SOC^ns at u (B, m): (B, m, m).
-
-    A nonnegative row is taken as inactive (derivative 1) where u > -tol: where the
-    multiplier y = -u is not above tol. At a degenerate solution (s = y = 0 on a row)
-    the projection has no derivative there; this picks the side on which the row stays
-    inactive, which keeps the backward system regular where more rows touch their bound
-    than there are variables (the contact QPs' unused contacts)."""
-    nz, nn, ns = cones
-    B, m = u.shape
-    D = _torch.zeros(B, m, m, dtype=u.dtype, device=u.device)
-    idx = _torch.arange(nz, nz + nn, device=u.device)
-    D[:, idx, idx] = (u[:, nz:nz + nn] > -tol).to(u.dtype)
-    for c in range(ns):
-        r0 = nz + nn + 3 * c
-        D[:, r0:r0 + 3, r0:r0 + 3] = soc_projection_derivative(u[:, r0:r0 + 3])
-    return D
-
-
-def _solve_transposed(J, rhs):
-    """J' lam = rhs per problem (J (B, k, k), rhs (B, k)); least squares where J is singular"""
-    Jt = J.transpose(1, 2)
-    lam, info = _torch.linalg.solve_ex(Jt, rhs)
-    bad = info != 0
-    if bool(bad.any()):
-        lam = lam.clone()
-        lam[bad] = _torch.linalg.lstsq(Jt[bad], rhs[bad][..., None], driver="gelsd").solution[..., 0]
-    return lam
-
-
 class _ConicQPFunction(_torch.autograd.Function):
     @staticmethod
     def forward(ctx, P, q, A, b, layer):
@@ -107,40 +80,16 @@ class _ConicQPFunction(_torch.autograd.Function):
     def backward(ctx, gx, gy, gv):
         P, A, b, x, y = ctx.saved_tensors
         layer = ctx.layer
-        B, n = x.shape
-        m = y.shape[1]
-        gq = _torch.zeros_like(x)
-        gb = _torch.zeros_like(y)
-        gP = _torch.zeros_like(P)
-        gA = _torch.zeros_like(A)
-        if gv is not None:  # the envelope theorem
-            v = gv[:, None]
-            gq = gq + v * x
-            gb = gb - v * y
-            gP = gP + 0.5 * gv[:, None, None] * x[:, :, None] * x[:, None, :]
-            gA = gA + gv[:, None, None] * y[:, :, None] * x[:, None, :]
-        if layer.grad == "implicit" and (gx is not None or gy is not None):
-            gx = _torch.zeros_like(x) if gx is None else gx
-            gy = _torch.zeros_like(y) if gy is None else gy
-            s = b - _torch.einsum("bmn,bn->bm", A, x)
-            u = s - y
-            # a multiplier within the solve's tolerance of zero marks a row inactive
-            tol = 10 * layer.eps * _torch.clamp(y.abs().amax(dim=1, keepdim=True), min=1.0)
-            D = cone_projection_derivative(u, layer.cones, tol)
-            DmI = D - _torch.eye(m, dtype=x.dtype, device=x.device)
-            J = _torch.zeros(B, n + m, n + m, dtype=x.dtype, device=x.device)
-            J[:, :n, :n] = P
-            J[:, :n, n:] = A.transpose(1, 2) @ DmI
-            J[:, n:, :n] = A
-            J[:, n:, n:] = D
-            rhs = _torch.cat([gx, _torch.einsum("bij,bi->bj", DmI, gy)], dim=1)
-            lam = _solve_transposed(J, rhs)
-            lx, lu = lam[:, :n], lam[:, n:]
-            gq = gq - lx
-            gb = gb + lu
-            gP = gP - lx[:, :, None] * x[:, None, :]
-            gA = gA - y[:, :, None] * lx[:, None, :] - lu[:, :, None] * x[:, None, :]
-        gP = 0.5 * (gP + gP.transpose(1, 2))
+        if layer.grad == "envelope":
+            gx = gy = None
+        # impulse's adjoint (host/diff/qp_adjoint.h): the gradients are written into
+        # these tensors' storage, problem by problem on the CPU threads
+        gP, gq, gA, gb = (_torch.empty_like(t, memory_format=_torch.contiguous_format) for t in (P, x, A, y))
+        cpu = [None if t is None else t.detach().contiguous().numpy() for t in (gx, gy, gv)]
+        adjoint = _impulse.adjoint_double if P.dtype == _torch.float64 else _impulse.adjoint_float
+        info = adjoint(*(t.detach().contiguous().numpy() for t in (P, A, b, x, y)), *cpu, layer.cones, layer.eps,
+                       int(layer.threads), gP.numpy(), gq.numpy(), gA.numpy(), gb.numpy())
+        layer.last_backward = info
         return gP, gq, gA, gb, None
 
 
@@ -151,8 +100,8 @@ class ConicQP:
     second-order cone. eps: the solver's tolerance (absolute and relative); the
     gradients are as accurate as the solution. grad: "implicit" or "envelope"
     (module docstring). max_iter, threads, lanes: as impulse.solve_qp_batch.
-    warm: start each call from the previous call's solution when the batch's
-    shape is the same. check: raise RuntimeError when a problem is not solved.
+    warm: start each call from the previous call's solution (x, y and each
+    problem's final step size rho) when the batch's shape is the same. check: raise RuntimeError when a problem is not solved.
 
     Calling it returns (x (B, n), y (B, m), value (B,)); 2-D P, A and 1-D q, b are
     one problem (the outputs then have no batch dimension). `last` is the last
@@ -174,6 +123,8 @@ class ConicQP:
         self.eps, self.grad, self.max_iter, self.threads, self.lanes = float(eps), grad, int(max_iter), threads, lanes
         self.warm, self.check = bool(warm), bool(check)
         self.last = None
+        self.last_backward = None  # the last backward pass's counts (least_squares, not_finite, largest_system)
+        self.pattern = None  # A's kept CSR pattern (row_ptr, col, the (m, n) mask), or None: found per call
 
     @property
     def m(self):
@@ -190,10 +141,22 @@ class ConicQP:
             raise ValueError(f"P: expected float64 or float32, got {P.dtype}")
         precision = "double" if P.dtype == _torch.float64 else "float"
         arr = [t.detach().contiguous().numpy() for t in (P, q, A, b)]
+        if self.pattern is not None:  # A's values in the kept pattern (an entry outside it is refused)
+            row_ptr, col, used = self.pattern
+            if arr[2].shape[1:] != used.shape:
+                raise ValueError(f"A: shape {arr[2].shape} differs from the kept pattern's {(None,) + used.shape}")
+            outside = arr[2][:, ~used]
+            if outside.size and (outside != 0).any():
+                k, e = (int(v) for v in _np.argwhere(outside != 0)[0])
+                i, j = (int(v) for v in _np.argwhere(~used)[e])
+                raise ValueError(f"A: entry ({i}, {j}) of problem {k} is nonzero outside the layer's kept pattern "
+                                 "(make a new layer, or call reset_pattern())")
+            arr[2] = (arr[2].reshape(arr[2].shape[0], -1) if used.all() else _np.ascontiguousarray(arr[2][:, used]),
+                      row_ptr, col)
         warm = None
         if self.warm and self.last is not None and self.last.x.shape == (arr[0].shape[0], arr[0].shape[1]) \
                 and self.last.y.shape == (arr[0].shape[0], self.m) and self.last.x.dtype == arr[0].dtype:
-            warm = (self.last.x, self.last.y)
+            warm = (self.last.x, self.last.y, self.last.rho)
         res = solve_qp_batch(*arr, cones=self.cones, eps=self.eps, max_iter=self.max_iter, precision=precision,
                              threads=self.threads, lanes=self.lanes, warm=warm)
         self.last = res
@@ -214,3 +177,69 @@ class ConicQP:
                              f"q {tuple(q.shape)}, A {tuple(A.shape)}, b {tuple(b.shape)}")
         x, y, v = _ConicQPFunction.apply(P, q, A, b, self)
         return (x[0], y[0], v[0]) if one else (x, y, v)
+
+
+class ConicQPLayer(_torch.nn.Module):
+    """ConicQP as a torch.nn.Module that keeps what carries from one call to the next.
+
+        layer = impulse.torch.ConicQPLayer(cones=(0, 6, 1))
+        for P, q, A, b in batches:            # the same B problems, changing data
+            x, y, value = layer(P, q, A, b)
+
+    Kept between calls: A's sparsity pattern (the entries nonzero in the first call's
+    batch, or `pattern=(row_ptr, col)` given; a later A with a nonzero outside it is
+    refused with a ValueError naming the entry: make a new layer or call
+    reset_pattern()), and the warm start: each problem starts from the previous call's
+    x, y and final step size rho while the batch's shape stays the same (a training
+    loop's QPs change little from step to step). The factorization is not kept
+    between calls: each call factors again.
+    Options as ConicQP's. `last` is the last call's impulse.QpResult.
+    """
+
+    def __init__(self, cones, eps=1e-8, grad="implicit", *, pattern=None, max_iter=20000, threads=0, lanes=True,
+                 check=True):
+        super().__init__()
+        self.qp = ConicQP(cones, eps, grad, max_iter=max_iter, threads=threads, lanes=lanes, warm=True, check=check)
+        self._given = pattern
+        self.reset_pattern()
+
+    def reset_pattern(self):
+        """Forget the kept pattern (the next call finds it again) and the warm start."""
+        self.qp.pattern = None
+        self.qp.last = None
+        self._found = False
+
+    @property
+    def last(self):
+        return self.qp.last
+
+    def _keep_pattern(self, A):
+        nz, nn, ns = self.qp.cones
+        m = nz + nn + 3 * ns
+        n = A.shape[-1]
+        if A.dim() not in (2, 3) or A.shape[-2] != m:
+            raise ValueError(f"A: expected (B, m, n) or (m, n) with m = {m} (from cones), got {tuple(A.shape)}")
+        if self._given is not None:
+            row_ptr = _np.ascontiguousarray(self._given[0], dtype=_np.int32)
+            col = _np.ascontiguousarray(self._given[1], dtype=_np.int32)
+            if row_ptr.shape != (m + 1,) or row_ptr[0] != 0 or row_ptr[-1] != col.shape[0] \
+                    or (_np.diff(row_ptr) < 0).any() or (col.size and (col.min() < 0 or col.max() >= n)):
+                raise ValueError(f"pattern: expected (row_ptr (m + 1 = {m + 1},) from 0 to len(col), col in "
+                                 f"[0, {n})); got row_ptr {row_ptr.shape} and {col.shape[0]} columns")
+            used = _np.zeros((m, n), bool)
+            for i in range(m):
+                used[i, col[row_ptr[i]:row_ptr[i + 1]]] = True
+            if int(used.sum()) != col.shape[0]:
+                raise ValueError("pattern: a column repeats within a row")
+        else:
+            used = (A.detach().reshape(-1, m, n) != 0).any(dim=0).cpu().numpy()
+        # the CSR form of the mask: columns increasing along each row
+        row_ptr = _np.concatenate([[0], _np.cumsum(used.sum(axis=1))]).astype(_np.int32)
+        col = _np.nonzero(used)[1].astype(_np.int32)
+        self.qp.pattern = (row_ptr, col, used)
+        self._found = True
+
+    def forward(self, P, q, A, b):
+        if not self._found:
+            self._keep_pattern(A)
+        return self.qp(P, q, A, b)

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "host/batch/qp_batch.h"
+#include "host/diff/qp_adjoint.h"
 #include "kernels/qp_kernels.h"
 #include "solvers/error.h"
 
@@ -58,7 +59,7 @@ nb::ndarray<nb::numpy, T> out(std::vector<T>&& v, std::initializer_list<size_t> 
 template <class T>
 nb::dict solve(const In<T>& P, const In<T>& q, const In<T>& A, const In<int>& row_ptr, const In<int>& col,
                const In<T>& b, std::tuple<int, int, int> cones, double eps, int max_iter, const std::string& backend,
-               int threads, bool lanes, nb::object warm_x, nb::object warm_y) {
+               int threads, bool lanes, nb::object warm_x, nb::object warm_y, nb::object warm_rho) {
   if (P.ndim() != 3 || q.ndim() != 2 || b.ndim() != 2)
     throw nb::value_error("P, q, b: (B, n, n), (B, n), (B, m)");
   impulse::QpBatchView<T> v;
@@ -94,6 +95,10 @@ nb::dict solve(const In<T>& P, const In<T>& q, const In<T>& A, const In<int>& ro
     sol.x = take(wx, size_t(B) * n, "warm x");
     sol.y = take(wy, size_t(B) * m, "warm y");
     opt.warm_start = true;
+    if (!warm_rho.is_none()) {  // each problem starts at its own ρ (a previous solve's final one)
+      sol.rho = take(nb::cast<In<T>>(warm_rho), size_t(B), "warm rho");
+      opt.warm_rho = true;
+    }
   }
   {
     nb::gil_scoped_release release;
@@ -128,6 +133,68 @@ nb::dict solve(const In<T>& P, const In<T>& q, const In<T>& A, const In<int>& ro
   return r;
 }
 
+template <class T>
+using Out = nb::ndarray<T, nb::c_contig, nb::device::cpu>;
+
+// The backward pass of impulse.torch.ConicQP (host/diff/qp_adjoint.h) on the
+// caller's arrays, read and written in place: the gradients go into gP, gq, gA, gb
+// (shaped as P, q, A, b). gx, gy, gv may be None (zero).
+template <class T>
+nb::dict adjoint(const In<T>& P, const In<T>& A, const In<T>& b, const In<T>& x, const In<T>& y, nb::object gx,
+                 nb::object gy, nb::object gv, std::tuple<int, int, int> cones, double eps, int threads,
+                 const Out<T>& gP, const Out<T>& gq, const Out<T>& gA, const Out<T>& gb) {
+  if (P.ndim() != 3 || x.ndim() != 2) throw nb::value_error("P, x: (B, n, n), (B, n)");
+  impulse::QpAdjointBatch<T> in;
+  in.size = int(P.shape(0));
+  in.n = int(P.shape(1));
+  in.cones.n_zero = std::get<0>(cones);
+  in.cones.n_nonneg = std::get<1>(cones);
+  in.cones.n_soc = std::get<2>(cones);
+  in.eps = eps;
+  const size_t B = size_t(in.size), n = size_t(in.n), m = size_t(in.m());
+  expect_size(P.size(), B * n * n, "P");
+  expect_size(A.size(), B * m * n, "A");
+  expect_size(b.size(), B * m, "b");
+  expect_size(x.size(), B * n, "x");
+  expect_size(y.size(), B * m, "y");
+  expect_size(gP.size(), B * n * n, "the gradient of P");
+  expect_size(gq.size(), B * n, "the gradient of q");
+  expect_size(gA.size(), B * m * n, "the gradient of A");
+  expect_size(gb.size(), B * m, "the gradient of b");
+  In<T> gxa, gya, gva;
+  if (!gx.is_none()) {
+    gxa = nb::cast<In<T>>(gx);
+    expect_size(gxa.size(), B * n, "the gradient of x");
+    in.gx = gxa.data();
+  }
+  if (!gy.is_none()) {
+    gya = nb::cast<In<T>>(gy);
+    expect_size(gya.size(), B * m, "the gradient of y");
+    in.gy = gya.data();
+  }
+  if (!gv.is_none()) {
+    gva = nb::cast<In<T>>(gv);
+    expect_size(gva.size(), B, "the gradient of the value");
+    in.gv = gva.data();
+  }
+  in.P = P.data();
+  in.A = A.data();
+  in.b = b.data();
+  in.x = x.data();
+  in.y = y.data();
+  impulse::QpAdjointInfo info;
+  {
+    nb::gil_scoped_release release;
+    info = impulse::qp_adjoint_batch(in, impulse::QpAdjointOut<T>{gP.data(), gq.data(), gA.data(), gb.data()},
+                                     threads);
+  }
+  nb::dict r;
+  r["least_squares"] = info.least_squares;
+  r["not_finite"] = info.not_finite;
+  r["largest_system"] = info.largest_system;
+  return r;
+}
+
 }  // namespace
 
 NB_MODULE(_impulse, m) {
@@ -145,10 +212,19 @@ NB_MODULE(_impulse, m) {
 #define IMPULSE_SOLVE_ARGS                                                                                    \
   nb::arg("P").noconvert(), nb::arg("q").noconvert(), nb::arg("A").noconvert(), nb::arg("row_ptr").noconvert(), \
       nb::arg("col").noconvert(), nb::arg("b").noconvert(), nb::arg("cones"), nb::arg("eps"), nb::arg("max_iter"), \
-      nb::arg("backend"), nb::arg("threads"), nb::arg("lanes"), nb::arg("warm_x").none(), nb::arg("warm_y").none()
+      nb::arg("backend"), nb::arg("threads"), nb::arg("lanes"), nb::arg("warm_x").none(), nb::arg("warm_y").none(), \
+      nb::arg("warm_rho").none()
   m.def("solve_double", &solve<double>, IMPULSE_SOLVE_ARGS);
   m.def("solve_float", &solve<float>, IMPULSE_SOLVE_ARGS);
 #undef IMPULSE_SOLVE_ARGS
+#define IMPULSE_ADJOINT_ARGS                                                                                   \
+  nb::arg("P").noconvert(), nb::arg("A").noconvert(), nb::arg("b").noconvert(), nb::arg("x").noconvert(),        \
+      nb::arg("y").noconvert(), nb::arg("gx").none(), nb::arg("gy").none(), nb::arg("gv").none(), nb::arg("cones"), \
+      nb::arg("eps"), nb::arg("threads"), nb::arg("gP").noconvert(), nb::arg("gq").noconvert(),                   \
+      nb::arg("gA").noconvert(), nb::arg("gb").noconvert()
+  m.def("adjoint_double", &adjoint<double>, IMPULSE_ADJOINT_ARGS);
+  m.def("adjoint_float", &adjoint<float>, IMPULSE_ADJOINT_ARGS);
+#undef IMPULSE_ADJOINT_ARGS
   m.def("status_names", [] {
     nb::list names;
     for (int s = 0; s <= int(impulse::SolveStatus::kInvalidInput); ++s)

@@ -214,3 +214,82 @@ def test_bad_input_and_unsolved_problems_are_named():
     layer = it.ConicQP(cones, check=False)
     layer(P, q, A, b)
     assert layer.last.status_names == ["primal_infeasible"]
+
+
+def test_backward_runs_in_impulse_and_counts_its_systems():
+    """the gradients come from host/diff/qp_adjoint.h: the reduced system's size is n plus
+    the active rows (here 3 of 6 nonnegative rows and the boundary cone's 3)"""
+    cones = CASES["all"]
+    P, q, A, b, _, _ = known_solution(3, 6, cones, B=4)
+    T = [torch.from_numpy(a).clone().requires_grad_(True) for a in (P, q, A, b)]
+    layer = it.ConicQP(cones, eps=1e-10, max_iter=100000)
+    x, y, v = layer(*T)
+    (x.sum() + y.sum() + v.sum()).backward()
+    info = layer.last_backward
+    assert info["least_squares"] == 0 and info["not_finite"] == 0
+    assert info["largest_system"] == 6 + 1 + 2 + 3  # n, the equality, 2 active nonneg rows, the cone
+
+
+def test_layer_keeps_its_pattern_and_warm_start_and_its_gradients_equal_fresh_ones():
+    cones = (1, 4, 1)
+    P, q, A, b, X, Y = known_solution(11, 6, cones, B=5)
+    S = b - np.einsum("kmn,kn->km", A, X)
+    A[:, :, 0] = 0.0  # a column zero in every problem: outside the kept pattern (same solution)
+    b = np.einsum("kmn,kn->km", A, X) + S
+    q = -np.einsum("kij,kj->ki", P, X) - np.einsum("kmn,km->kn", A, Y)
+    layer = it.ConicQPLayer(cones, eps=1e-9, max_iter=100000)
+    assert isinstance(layer, torch.nn.Module)
+    T = [torch.from_numpy(a) for a in (P, q, A, b)]
+    layer(*T)
+    cold_iters = layer.last.iterations.copy()
+    row_ptr, col, used = layer.qp.pattern
+    assert not used[:, 0].any() and used[:, 1:].all() and col.shape[0] == A.shape[1] * 5
+    # the next step's data: q and b moved a little; it starts where the last call ended
+    rng = np.random.default_rng(2)
+    q2 = q + 1e-3 * rng.standard_normal(q.shape)
+    b2 = b + 1e-3 * rng.standard_normal(b.shape)
+    T2 = [torch.from_numpy(a).clone().requires_grad_(True) for a in (P, q2, A, b2)]
+    x, y, v = layer(*T2)
+    assert layer.last.iterations.sum() < cold_iters.sum()
+    (x.sum() + 2 * y.sum() + v.sum()).backward()
+    F2 = [torch.from_numpy(a).clone().requires_grad_(True) for a in (P, q2, A, b2)]
+    xf, yf, vf = it.ConicQP(cones, eps=1e-9, max_iter=100000)(*F2)
+    (xf.sum() + 2 * yf.sum() + vf.sum()).backward()
+    np.testing.assert_allclose(x.detach().numpy(), xf.detach().numpy(), atol=1e-6)
+    for a, f in zip(T2, F2):
+        np.testing.assert_allclose(a.grad.numpy(), f.grad.numpy(), atol=1e-5)
+    # an entry outside the kept pattern is refused, by name; reset_pattern forgets it
+    A3 = A.copy()
+    A3[2, 1, 0] = 0.5
+    with pytest.raises(ValueError, match=r"entry \(1, 0\) of problem 2 is nonzero outside"):
+        layer(*(torch.from_numpy(a) for a in (P, q, A3, b)))
+    layer.reset_pattern()
+    layer(*(torch.from_numpy(a) for a in (P, q, A3, b)))
+    assert layer.qp.pattern[2][1, 0]
+
+
+def test_layer_takes_a_given_pattern_and_refuses_a_wrong_one():
+    cones = (0, 3, 0)
+    P = np.tile(np.eye(2), (2, 1, 1))
+    q = np.array([[1.0, 1.0], [2.0, -1.0]])
+    A = np.zeros((2, 3, 2))
+    A[:, 0, 0], A[:, 1, 1], A[:, 2, 0], A[:, 2, 1] = -1, -1, 1, 1  # x >= 0, x1 + x2 <= 1
+    b = np.array([[0.0, 0.0, 1.0]] * 2)
+    good = it.ConicQPLayer(cones, pattern=(np.array([0, 1, 2, 4]), np.array([0, 1, 1, 0])))  # unsorted row 2
+    x, _, _ = good(*(torch.from_numpy(a) for a in (P, q, A, b)))
+    np.testing.assert_allclose(x.numpy(), [[0, 0], [0, 1]], atol=1e-6)
+    with pytest.raises(ValueError, match="pattern"):
+        it.ConicQPLayer(cones, pattern=(np.array([0, 1, 2]), np.array([0, 1])))(
+            *(torch.from_numpy(a) for a in (P, q, A, b)))
+
+
+def test_warm_rho_is_taken_and_checked():
+    cones = CASES["all"]
+    P, q, A, b, _, _ = known_solution(4, 6, cones, B=3)
+    res = impulse.solve_qp_batch(P, q, A, b, cones, eps=1e-9, max_iter=100000)
+    again = impulse.solve_qp_batch(P, q, A, b, cones, eps=1e-9, max_iter=100000, warm=(res.x, res.y, res.rho))
+    assert (again.iterations <= 2 * 25).all() and again.solved.all()
+    with pytest.raises(ValueError, match="warm rho"):
+        impulse.solve_qp_batch(P, q, A, b, cones, warm=(res.x, res.y, -res.rho))
+    with pytest.raises(ValueError, match="warm rho"):
+        impulse.solve_qp_batch(P, q, A, b, cones, warm=(res.x, res.y, res.rho[:2]))

@@ -1,0 +1,230 @@
+#include "host/diff/qp_adjoint.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include <Eigen/Dense>
+
+#include "host/batch/parallel.h"
+#include "solvers/error.h"
+
+namespace impulse {
+namespace {
+
+using Mat = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+using Vec = Eigen::VectorXd;
+
+// One row group of the reduced system: a single row (a zero-cone or active
+// nonnegative row, D = 0; or a cone's three rows at the polar cone, D = 0) or a
+// cone on its boundary (three rows with their 3x3 D).
+struct Group {
+  int row = 0, rows = 1;
+  bool boundary = false;
+  double D[3][3] = {};
+};
+
+// the derivative of the projection onto {(t, z): ||z|| <= t} at u on the cone's
+// boundary region (neither inside nor in the polar cone)
+void soc_derivative(const double* u, double D[3][3]) {
+  const double nz = std::hypot(u[1], u[2]);
+  const double w[2] = {u[1] / nz, u[2] / nz};
+  const double r = u[0] / nz;
+  D[0][0] = 0.5;
+  for (int i = 0; i < 2; ++i) {
+    D[0][i + 1] = D[i + 1][0] = 0.5 * w[i];
+    for (int j = 0; j < 2; ++j) D[i + 1][j + 1] = 0.5 * ((i == j ? 1 + r : 0) - r * w[i] * w[j]);
+  }
+}
+
+template <class T>
+bool finite(const T* a, size_t count) {
+  for (size_t i = 0; i < count; ++i)
+    if (!std::isfinite(double(a[i]))) return false;
+  return true;
+}
+
+struct Scratch {
+  std::vector<Group> groups;
+  std::vector<double> s, u;
+  Mat K;
+  Vec r, z, lu;
+};
+
+// 0: solved; 1: by least squares; 2: a non-finite input (NaN gradients)
+template <class T>
+int one_problem(const QpAdjointBatch<T>& in, const QpAdjointOut<T>& out, int k, Scratch& w, int& unknowns) {
+  const int n = in.n, m = in.m();
+  const ConeSpec& c = in.cones;
+  const T* P = in.P + size_t(k) * n * n;
+  const T* A = in.A + size_t(k) * m * n;
+  const T* b = in.b + size_t(k) * m;
+  const T* x = in.x + size_t(k) * n;
+  const T* y = in.y + size_t(k) * m;
+  const T* gx = in.gx ? in.gx + size_t(k) * n : nullptr;
+  const T* gy = in.gy ? in.gy + size_t(k) * m : nullptr;
+  const double gv = in.gv ? double(in.gv[k]) : 0.0;
+  T* gP = out.gP + size_t(k) * n * n;
+  T* gq = out.gq + size_t(k) * n;
+  T* gA = out.gA + size_t(k) * m * n;
+  T* gb = out.gb + size_t(k) * m;
+  if (!finite(P, size_t(n) * n) || !finite(A, size_t(m) * n) || !finite(b, size_t(m)) || !finite(x, size_t(n)) ||
+      !finite(y, size_t(m)) || (gx && !finite(gx, size_t(n))) || (gy && !finite(gy, size_t(m))) ||
+      (in.gv && !finite(in.gv + k, 1))) {
+    const T nan = T(NAN);
+    std::fill(gP, gP + size_t(n) * n, nan);
+    std::fill(gq, gq + n, nan);
+    std::fill(gA, gA + size_t(m) * n, nan);
+    std::fill(gb, gb + m, nan);
+    unknowns = 0;
+    return 2;
+  }
+
+  // u = s - y with s = b - A x
+  w.s.assign(m, 0.0);
+  w.u.assign(m, 0.0);
+  double ymax = 1.0;
+  for (int i = 0; i < m; ++i) {
+    double ax = 0;
+    for (int j = 0; j < n; ++j) ax += double(A[size_t(i) * n + j]) * double(x[j]);
+    w.s[i] = double(b[i]) - ax;
+    w.u[i] = w.s[i] - double(y[i]);
+    ymax = std::max(ymax, std::abs(double(y[i])));
+  }
+  const double tol = 10 * in.eps * ymax;
+
+  // the rows that stay: D = 0 rows and boundary cones (D = 1 rows have lu = 0)
+  w.groups.clear();
+  for (int i = 0; i < c.n_zero; ++i) w.groups.push_back(Group{i, 1, false, {}});
+  for (int i = c.n_zero; i < c.n_zero + c.n_nonneg; ++i)
+    if (!(w.u[i] > -tol)) w.groups.push_back(Group{i, 1, false, {}});
+  for (int cone = 0; cone < c.n_soc; ++cone) {
+    const int r0 = c.soc_begin() + 3 * cone;
+    const double* uc = &w.u[r0];
+    const double nz = std::hypot(uc[1], uc[2]);
+    if (nz <= uc[0]) continue;  // inside: D = I
+    Group g{r0, 3, false, {}};
+    if (!(nz <= -uc[0])) {
+      g.boundary = true;
+      soc_derivative(uc, g.D);
+    }
+    w.groups.push_back(g);
+  }
+  int extra = 0;
+  for (const Group& g : w.groups) extra += g.rows;
+  const int N = n + extra;
+  unknowns = N;
+
+  // J' restricted to (lx, lu of the groups): [P  A_G'; (D - I) A_G  D_G]
+  w.K.setZero(N, N);
+  w.r.setZero(N);
+  for (int i = 0; i < n; ++i) {
+    for (int j = 0; j < n; ++j) w.K(i, j) = double(P[size_t(i) * n + j]);
+    w.r[i] = gx ? double(gx[i]) : 0.0;
+  }
+  int col = n;
+  for (const Group& g : w.groups) {
+    for (int a = 0; a < g.rows; ++a) {
+      const int row = g.row + a, eq = col + a;
+      for (int j = 0; j < n; ++j) {
+        const double Aij = double(A[size_t(row) * n + j]);
+        w.K(j, eq) = Aij;  // A_G' in the first block row
+        if (!g.boundary) w.K(eq, j) = -Aij;  // (D - I) A with D = 0
+      }
+      if (g.boundary) {
+        for (int j = 0; j < n; ++j) {
+          double v = 0;
+          for (int bb = 0; bb < 3; ++bb)
+            v += (g.D[a][bb] - (a == bb ? 1.0 : 0.0)) * double(A[size_t(g.row + bb) * n + j]);
+          w.K(eq, j) = v;
+        }
+        for (int bb = 0; bb < 3; ++bb) w.K(eq, col + bb) = g.D[a][bb];
+      }
+      // the right side's second block: (D - I) gy on the group's rows
+      double rr = 0;
+      if (gy) {
+        if (g.boundary)
+          for (int bb = 0; bb < 3; ++bb) rr += (g.D[a][bb] - (a == bb ? 1.0 : 0.0)) * double(gy[g.row + bb]);
+        else
+          rr = -double(gy[row]);
+      }
+      w.r[eq] = rr;
+    }
+    col += g.rows;
+  }
+
+  bool least_squares = false;
+  if (gx || gy) {
+    Eigen::PartialPivLU<Mat> lu(w.K);
+    w.z = lu.solve(w.r);
+    const double scale = w.K.cwiseAbs().rowwise().sum().maxCoeff() * w.z.cwiseAbs().maxCoeff() +
+                         w.r.cwiseAbs().maxCoeff();
+    const double resid = (w.K * w.z - w.r).cwiseAbs().maxCoeff();
+    if (!w.z.allFinite() || !(resid <= 1e-10 * scale)) {
+      Eigen::CompleteOrthogonalDecomposition<Mat> cod(w.K);
+      w.z = cod.solve(w.r);
+      least_squares = true;
+    }
+  } else {
+    w.z.setZero(N);
+  }
+  // lu on every row (0 where D = 1)
+  w.lu.setZero(m);
+  col = n;
+  for (const Group& g : w.groups) {
+    for (int a = 0; a < g.rows; ++a) w.lu[g.row + a] = w.z[col + a];
+    col += g.rows;
+  }
+
+  for (int i = 0; i < n; ++i) gq[i] = T(-w.z[i] + gv * double(x[i]));
+  for (int i = 0; i < m; ++i) gb[i] = T(w.lu[i] - gv * double(y[i]));
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < n; ++j) {
+      const double xi = double(x[i]), xj = double(x[j]);
+      // 1/2 (G + G') of G = -lx x' + 1/2 gv x x'
+      gP[size_t(i) * n + j] = T(-0.5 * (w.z[i] * xj + w.z[j] * xi) + 0.5 * gv * xi * xj);
+    }
+  for (int i = 0; i < m; ++i)
+    for (int j = 0; j < n; ++j)
+      gA[size_t(i) * n + j] = T(-double(y[i]) * w.z[j] - w.lu[i] * double(x[j]) + gv * double(y[i]) * double(x[j]));
+  return least_squares ? 1 : 0;
+}
+
+}  // namespace
+
+template <class T>
+QpAdjointInfo qp_adjoint_batch(const QpAdjointBatch<T>& in, const QpAdjointOut<T>& out, int threads) {
+  if (in.size < 0) throw Error("qp adjoint: the batch size is negative (" + std::to_string(in.size) + ")");
+  if (in.n < 1) throw Error("qp adjoint: n must be at least 1, got " + std::to_string(in.n));
+  if (in.cones.n_zero < 0 || in.cones.n_nonneg < 0 || in.cones.n_soc < 0)
+    throw Error("qp adjoint: negative cone counts");
+  if (!(in.eps > 0)) throw Error("qp adjoint: eps must be positive");
+  QpAdjointInfo info;
+  if (in.size == 0) return info;
+  const struct {
+    const void* p;
+    const char* name;
+  } need[] = {{in.P, "P"}, {in.A, "A"}, {in.b, "b"}, {in.x, "x"}, {in.y, "y"},
+              {out.gP, "gP"}, {out.gq, "gq"}, {out.gA, "gA"}, {out.gb, "gb"}};
+  for (const auto& a : need)
+    if (!a.p) throw Error(std::string("qp adjoint: ") + a.name + " is missing");
+  const int workers = resolve_threads(threads);
+  std::vector<Scratch> scratch(workers);
+  std::vector<char> lsq(in.size, 0);
+  std::vector<int> unknowns(in.size, 0);
+  parallel_for(in.size, workers, [&](int worker, int begin, int end) {
+    for (int k = begin; k < end; ++k) lsq[k] = one_problem(in, out, k, scratch[worker], unknowns[k]);
+  });
+  for (int k = 0; k < in.size; ++k) {
+    info.least_squares += lsq[k] == 1;
+    info.not_finite += lsq[k] == 2;
+    info.largest_system = std::max(info.largest_system, unknowns[k]);
+  }
+  return info;
+}
+
+template QpAdjointInfo qp_adjoint_batch<double>(const QpAdjointBatch<double>&, const QpAdjointOut<double>&, int);
+template QpAdjointInfo qp_adjoint_batch<float>(const QpAdjointBatch<float>&, const QpAdjointOut<float>&, int);
+
+}  // namespace impulse
