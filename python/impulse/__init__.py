@@ -18,7 +18,8 @@ import numpy as _np
 from . import _impulse
 
 __version__ = _impulse.version()
-__all__ = ["solve_qp_batch", "solve_qp_batch_osqp", "QpResult", "cuda_available", "STATUS_NAMES", "__version__"]
+__all__ = ["solve_qp_batch", "solve_qp_batch_osqp", "QpResult", "cuda_available", "STATUS_NAMES", "__version__",
+           "Tosses", "load_tosses", "train", "evaluate", "TRAIN_OPTIONS"]
 
 #: the status codes' names, as in the CLI's batch files (0 not_run ... 7 invalid_input)
 STATUS_NAMES = tuple(_impulse.status_names())
@@ -233,3 +234,6 @@ def solve_qp_batch_osqp(P, q, A, l, u, **options) -> QpResult:
     y[:, lower] -= yc[:, len(eq) + len(upper):]
     res.y = y
     return res
+
+
+from .learning import TRAIN_OPTIONS, Tosses, evaluate, load_tosses, train  # noqa: E402

@@ -197,6 +197,8 @@ nb::dict adjoint(const In<T>& P, const In<T>& A, const In<T>& b, const In<T>& x,
 
 }  // namespace
 
+void bind_learning(nb::module_& m);  // python/src/learning.cc
+
 NB_MODULE(_impulse, m) {
   m.doc() = "impulse's compiled core (use the impulse package)";
   nb::register_exception_translator([](const std::exception_ptr& p, void*) {
@@ -207,6 +209,7 @@ NB_MODULE(_impulse, m) {
     }
   });
   m.def("version", [] { return std::string(IMPULSE_VERSION); });
+  bind_learning(m);
   m.def("cuda_available", [] { return impulse::cuda::available(); });
   // the warm start's x and y may be None (a cold start): nanobind refuses None unless told
 #define IMPULSE_SOLVE_ARGS                                                                                    \

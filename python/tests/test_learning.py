@@ -1,0 +1,98 @@
+"""impulse.load_tosses, impulse.train, impulse.evaluate: the CLI's data, runs and metrics
+from Python. A run trained here equals the CLI's (params.json byte for byte), resumes as
+the CLI's does, and evaluates to the CLI's metrics; bad options and files are named."""
+import json
+import os
+import subprocess
+
+import numpy as np
+import pytest
+
+import impulse
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+DATA = os.path.join(ROOT, "data", "synthetic_cube.npz")
+SMALL = dict(tosses=4, epochs=2, seed=3, threads=1, progress=False)
+
+
+def cli():
+    from test_solve import cli as find
+    return find()
+
+
+def test_load_tosses_reads_the_builtin_data_set():
+    t = impulse.load_tosses(DATA)
+    assert t.format == "impulse" and len(t) == 100 and t.rows == 11370 and t.width == 13
+    assert t.meta["half_width"] == pytest.approx(0.0524) and t.meta["mu"] == pytest.approx(0.18)
+    assert t.dt == pytest.approx(1 / 148)
+    z = np.load(DATA)
+    off = z["offsets"]
+    np.testing.assert_array_equal(t[3], z["states"][off[3]:off[4]])  # the file's rows, as stored
+    q = t[0][:, 3:7]
+    np.testing.assert_allclose(np.linalg.norm(q, axis=1), 1.0, atol=1e-12)
+
+
+def test_load_tosses_names_a_bad_file(tmp_path):
+    bad = tmp_path / "tosses.npz"
+    bad.write_bytes(open(DATA, "rb").read()[:5000])  # truncated
+    with pytest.raises(ValueError, match="tosses.npz"):
+        impulse.load_tosses(bad)
+    with pytest.raises(ValueError, match="missing|exist|no such|not found"):
+        impulse.load_tosses(tmp_path / "absent.npz")
+    with pytest.raises(ValueError, match="system"):
+        impulse.load_tosses(DATA, system="pendulum")
+
+
+def test_multibody_tosses_load_for_their_system(tmp_path):
+    exe = cli()
+    if exe is None:
+        pytest.skip("no impulse CLI built (build/impulse; or set IMPULSE_CLI)")
+    f = tmp_path / "elbow.npz"
+    subprocess.run([exe, "generate-tosses", "--system", "elbow", "--count", "3", "--states", "60", "--out", str(f)],
+                   check=True, capture_output=True)
+    t = impulse.load_tosses(f, system="elbow")
+    assert t.format == "impulse-multibody" and len(t) == 3 and t.width == 15 and t.meta is None
+    assert all(s.shape == (60, 15) for s in t.states)
+    with pytest.raises(ValueError, match="15"):
+        impulse.load_tosses(f, system="cube")  # 13 columns expected, 15 found
+
+
+def test_options_are_typed_and_checked_as_the_clis(tmp_path):
+    out = tmp_path / "run"
+    with pytest.raises(ValueError, match="unknown option 'max_epochs'"):
+        impulse.train(data=DATA, out=out, max_epochs=3)
+    with pytest.raises(ValueError, match="epochs: expected int"):
+        impulse.train(data=DATA, out=out, epochs="3")
+    with pytest.raises(ValueError, match="friction"):
+        impulse.train(data=DATA, out=out, friction="pyramid", **SMALL)
+    with pytest.raises(ValueError, match="batch"):
+        impulse.train(data=DATA, out=out, batch=0, **SMALL)
+    assert not out.exists()  # nothing written for options refused
+
+
+def test_a_run_trained_here_is_the_clis_and_resumes(tmp_path):
+    exe = cli()
+    py = tmp_path / "py"
+    r = impulse.train(data=DATA, out=py, verbose=False, **SMALL)
+    assert [h["epoch"] for h in r["history"]] == [0, 1, 2] and not r["resumed"]  # epoch 0: the start
+    assert all(np.isfinite(h["train_loss"]) and np.isfinite(h["valid_loss"]) for h in r["history"])
+    assert (py / "params.json").exists() and (py / "log.txt").exists()
+    # again, with more epochs: it resumes from the checkpoint
+    r2 = impulse.train(data=DATA, out=py, verbose=False, **{**SMALL, "epochs": 3})
+    assert r2["resumed"] and [h["epoch"] for h in r2["history"]] == [0, 1, 2, 3]
+    if exe is None:
+        pytest.skip("no impulse CLI built to compare with (build/impulse; or set IMPULSE_CLI)")
+    cl = tmp_path / "cli"
+    subprocess.run([exe, "train", "--data", DATA, "--out", str(cl), "--tosses", "4", "--epochs", "3", "--seed",
+                    "3", "--threads", "1"], check=True, capture_output=True)
+    assert (cl / "params.json").read_bytes() == (py / "params.json").read_bytes()
+    # evaluation: the same metrics as the CLI's eval of the same run
+    m = impulse.evaluate(py, threads=1)
+    subprocess.run([exe, "eval", "--run", str(py), "--threads", "1", "--out", str(tmp_path / "m.json")],
+                   check=True, capture_output=True)
+    assert m == json.loads((tmp_path / "m.json").read_text())
+    assert np.isfinite(m["position_error_m"]) and m["n_tosses"] > 0
+    some = impulse.evaluate(py, tosses=[0, 5], threads=1)
+    assert some["n_tosses"] == 2
+    with pytest.raises(ValueError, match="tosses"):
+        impulse.evaluate(py, tosses=[0.5j])
