@@ -420,8 +420,6 @@ CcnLossResult CcnLoss::evaluate(const CcnModel& model, const std::vector<CcnTran
   const MultibodySystem& sys = model.system();
   const int B = static_cast<int>(batch.size());
   if (B == 0) throw Error("CCN loss: empty batch");
-  const int k = sys.contacts(), n = 3 * k, nv = sys.nv();
-  const ccnqp::System<double> qs = ccn_qp_system(model, cfg_);
   MlpWorkspace ws;
   std::vector<const Eigen::VectorXd*> xs;
   for (const CcnTransition& t : batch) {
@@ -429,6 +427,42 @@ CcnLossResult CcnLoss::evaluate(const CcnModel& model, const std::vector<CcnTran
     xs.push_back(&t.x);
   }
   const Eigen::MatrixXd D = model.residuals(xs, ws);
+  CcnLossEach each;
+  evaluate_each(model, batch, model.has_residual() ? &D : nullptr, each);
+
+  CcnLossResult res;
+  res.per_transition = each.loss;
+  res.not_solved = each.not_solved;
+  res.iterations = each.iterations;
+  const int nth = model.net_offset();
+  double sum = 0;
+  for (int b = 0; b < B; ++b) sum += res.per_transition[static_cast<size_t>(b)];
+  if (grad) {
+    grad->setZero(model.parameter_count());
+    for (int b = 0; b < B; ++b)
+      grad->head(nth) += Eigen::Map<const Eigen::VectorXd>(each.grad_theta.data() + static_cast<size_t>(b) * nth, nth) / B;
+    if (model.has_residual()) {
+      const Eigen::MatrixXd dY = each.grad_delta / B;
+      model.network().backward(ws, dY, grad->tail(model.network().num_params()));
+    }
+  }
+  res.loss = sum / B + model.residual_weight_penalty(cfg_.weights.applied(cfg_.dt).res_w, grad ? grad->data() + nth : nullptr);
+  return res;
+}
+
+void CcnLoss::evaluate_each(const CcnModel& model, const std::vector<CcnTransition>& batch,
+                            const Eigen::MatrixXd* residual, CcnLossEach& out) {
+  const MultibodySystem& sys = model.system();
+  const int B = static_cast<int>(batch.size());
+  if (B == 0) throw Error("CCN loss: empty batch");
+  const int k = sys.contacts(), n = 3 * k, nv = sys.nv();
+  for (const CcnTransition& t : batch) check_transition(sys, t);
+  if (residual && (residual->rows() != nv || residual->cols() != B))
+    throw Error("CCN loss: the residual is " + std::to_string(residual->rows()) + " x " +
+                std::to_string(residual->cols()) + ", expected " + std::to_string(nv) + " x " + std::to_string(B) +
+                " (the system's " + std::to_string(nv) + " velocities x the batch's transitions)");
+  if (residual && !residual->allFinite()) throw Error("CCN loss: the residual has a non-finite entry");
+  const ccnqp::System<double> qs = ccn_qp_system(model, cfg_);
   const Eigen::VectorXd theta = model.parameters();
 
   // assemble (solvers/ccn_qp.h): min ½λᵀPλ + qᵀλ, λ = s ∈ K (A = −I, b = 0)
@@ -447,7 +481,7 @@ CcnLossResult CcnLoss::evaluate(const CcnModel& model, const std::vector<CcnTran
       double constant = 0;
       const size_t o = static_cast<size_t>(b);
       bad[o] = !ccnqp::assemble(qs, theta.data(), batch[o].x.data(), batch[o].x_next.data(),
-                                model.has_residual() ? D.col(b).data() : nullptr, T,
+                                residual ? residual->col(b).data() : nullptr, T,
                                 unit_view(qp.P.data() + o * n * n), unit_view(qp.q.data() + o * n),
                                 unit_view(qp.A.data() + o * n), unit_view(qp.b.data() + o * n), &constant);
     }
@@ -458,36 +492,26 @@ CcnLossResult CcnLoss::evaluate(const CcnModel& model, const std::vector<CcnTran
   QpSolutions<double> sol;
   solve_batch(qp, settings_, options_, sol);
 
-  CcnLossResult res;
-  res.per_transition.resize(static_cast<size_t>(B));
+  out.loss.assign(static_cast<size_t>(B), 0.0);
   const int nth = model.net_offset();
-  std::vector<double> g_each(static_cast<size_t>(B) * nth, 0.0);
-  Eigen::MatrixXd dY(nv, B);
+  out.grad_theta.assign(static_cast<size_t>(B) * nth, 0.0);
+  out.grad_delta.setZero(nv, B);
   parallel_for(B, options_.threads, [&](int worker, int begin, int end) {
     ccnqp::Terms<double>& T = scratch[static_cast<size_t>(worker)];
     for (int b = begin; b < end; ++b) {
       const size_t o = static_cast<size_t>(b);
-      res.per_transition[o] = ccnqp::gradient(
+      out.loss[o] = ccnqp::gradient(
           qs, theta.data(), batch[o].x.data(), batch[o].x_next.data(),
-          model.has_residual() ? D.col(b).data() : nullptr, unit_view(sol.x.data() + o * n).as_const(), T,
-          g_each.data() + o * nth, dY.col(b).data());
-      dY.col(b) /= B;
+          residual ? residual->col(b).data() : nullptr, unit_view(sol.x.data() + o * n).as_const(), T,
+          out.grad_theta.data() + o * nth, out.grad_delta.col(b).data());
     }
   });
-  double sum = 0;
+  out.not_solved = 0;
+  out.iterations = 0;
   for (int b = 0; b < B; ++b) {
-    sum += res.per_transition[static_cast<size_t>(b)];
-    if (sol.status[static_cast<size_t>(b)] != SolveStatus::kSolved) ++res.not_solved;
-    res.iterations += sol.iterations[static_cast<size_t>(b)];
+    if (sol.status[static_cast<size_t>(b)] != SolveStatus::kSolved) ++out.not_solved;
+    out.iterations += sol.iterations[static_cast<size_t>(b)];
   }
-  if (grad) {
-    grad->setZero(model.parameter_count());
-    for (int b = 0; b < B; ++b)
-      grad->head(nth) += Eigen::Map<const Eigen::VectorXd>(g_each.data() + static_cast<size_t>(b) * nth, nth) / B;
-    if (model.has_residual()) model.network().backward(ws, dY, grad->tail(model.network().num_params()));
-  }
-  res.loss = sum / B + model.residual_weight_penalty(cfg_.weights.applied(cfg_.dt).res_w, grad ? grad->data() + nth : nullptr);
-  return res;
 }
 
 }  // namespace impulse

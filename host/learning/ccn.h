@@ -149,6 +149,15 @@ struct CcnLossResult {
   long iterations = 0;
 };
 
+// Each transition's loss and its gradients, before the batch mean (CcnLoss::evaluate_each).
+struct CcnLossEach {
+  std::vector<double> loss;      // per transition (no weight penalty)
+  std::vector<double> grad_theta;  // B x net_offset(): in the model's parameters without the network
+  Eigen::MatrixXd grad_delta;    // nv x B: in each transition's residual acceleration δ
+  int not_solved = 0;
+  long iterations = 0;
+};
+
 class CcnLoss {
  public:
   explicit CcnLoss(CcnLossConfig cfg, QpSettings<double> settings = {}, BatchOptions options = {});
@@ -159,6 +168,11 @@ class CcnLoss {
   // long, overwritten). Deterministic for every thread count.
   CcnLossResult evaluate(const CcnModel& model, const std::vector<CcnTransition>& batch,
                          Eigen::VectorXd* grad);
+  // Each transition's loss and gradients with the residual δ given (nv x B; null:
+  // none): what a residual of the caller's own (a torch module) needs. The model's
+  // network, if it has one, is not used. evaluate is this, the mean and the network.
+  void evaluate_each(const CcnModel& model, const std::vector<CcnTransition>& batch,
+                     const Eigen::MatrixXd* residual, CcnLossEach& out);
 
  private:
   CcnLossConfig cfg_;

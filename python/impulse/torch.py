@@ -38,7 +38,7 @@ import torch as _torch
 
 from . import STATUS_NAMES, _impulse, solve_qp_batch
 
-__all__ = ["ConicQP", "ConicQPLayer", "soc_projection_derivative"]
+__all__ = ["ConicQP", "ConicQPLayer", "ContactNetsLoss", "CcnLoss", "soc_projection_derivative"]
 
 _SOLVED = STATUS_NAMES.index("solved")
 
@@ -243,3 +243,156 @@ class ConicQPLayer(_torch.nn.Module):
         if not self._found:
             self._keep_pattern(A)
         return self.qp(P, q, A, b)
+
+
+# ---- the learning losses as differentiable functions ----------------------------------
+
+def _as_rows(name, t, width):
+    if not isinstance(t, _torch.Tensor):
+        t = _torch.as_tensor(t)
+    if t.dim() != 2 or t.shape[1] != width or t.shape[0] < 1:
+        raise ValueError(f"{name}: expected (B, {width}) states, got {tuple(t.shape)}")
+    if t.device.type != "cpu":
+        raise ValueError(f"{name}: the learning losses take CPU tensors; got one on {t.device}")
+    return t.detach().to(_torch.float64).contiguous()
+
+
+class _PerTransitionLoss(_torch.autograd.Function):
+    """per-transition losses (B,) of parameters (and a residual); the core gives each
+    transition's gradient, the backward pass weighs them by the upstream gradient"""
+
+    @staticmethod
+    def forward(ctx, theta, residual, run):
+        loss, g_theta, g_res = run(theta, residual, ctx.needs_input_grad[0] or ctx.needs_input_grad[1])
+        ctx.save_for_backward(g_theta, g_res)
+        ctx.dtypes = (theta.dtype, None if residual is None else residual.dtype)
+        return loss.to(theta.dtype)
+
+    @staticmethod
+    def backward(ctx, g):
+        g_theta, g_res = ctx.saved_tensors
+        g = g.to(_torch.float64)
+        gt = (g[:, None] * g_theta).sum(0).to(ctx.dtypes[0])
+        gr = None if ctx.dtypes[1] is None else (g[:, None] * g_res).to(ctx.dtypes[1])
+        return gt, gr, None
+
+
+class ContactNetsLoss:
+    """ContactNets' loss (Pfrommer et al. 2020, impulse's host/learning/contactnets_loss.h)
+    of the Polytope model as a differentiable torch function, so a user can train it
+    with their own optimizer:
+
+        meta = impulse.load_tosses(path).meta
+        loss_fn = impulse.torch.ContactNetsLoss(meta)
+        theta = loss_fn.cube_parameters().requires_grad_(True)   # or any start (57,)
+        L = loss_fn(theta, x, x_next)           # (B,): each transition's QP loss + regularizers
+        L.mean().backward()                     # theta.grad
+
+    theta: the Polytope's 57 parameters in SI (z (3), T row-major (6), the 8 normal
+    vertices (24), the 8 tangent vertices (24); host/dynamics/polytope.h); x, x_next
+    (B, 13) observed states (impulse's rows: load_tosses). meta: the data's body (a
+    Tosses.meta dict: dt, mass, inertia, gravity, half_width, mu). friction: "cone" or
+    "octagon"; eps: the loss QPs' tolerance (training's default). The loss QPs are
+    solved cold (no warm start: a call does not know which transitions it had before).
+    `last` holds the last call's counts (not_solved, iterations, qp_loss, reg_loss).
+    """
+
+    def __init__(self, meta, friction="cone", eps=1e-4, threads=0):
+        self._core = _impulse.ContactNetsCore(dict(meta), friction, float(eps), int(threads))
+        self._meta = dict(meta)
+        self.last = None
+
+    def cube_parameters(self):
+        """the true cube of the data's meta (half_width, mu) as parameters (57,), float64"""
+        return _torch.tensor(_impulse.ContactNetsCore.cube(self._meta), dtype=_torch.float64)
+
+    def __call__(self, theta, x, x_next):
+        if not isinstance(theta, _torch.Tensor) or theta.shape != (57,):
+            raise ValueError(f"theta: expected a tensor of the Polytope's 57 parameters, got "
+                             f"{tuple(theta.shape) if isinstance(theta, _torch.Tensor) else type(theta).__name__}")
+        x, x_next = _as_rows("x", x, 13), _as_rows("x_next", x_next, 13)
+        if x.shape != x_next.shape:
+            raise ValueError(f"x_next: expected the shape of x {tuple(x.shape)}, got {tuple(x_next.shape)}")
+
+        def run(th, _, want):
+            B = x.shape[0]
+            grad = _torch.zeros(B, 57, dtype=_torch.float64)
+            d = self._core.evaluate(th.detach().to(_torch.float64).contiguous().numpy(), x.numpy(), x_next.numpy(),
+                                    grad.numpy() if want else None)
+            self.last = d
+            qp = _torch.tensor(d["qp_loss"], dtype=_torch.float64)
+            reg = _torch.tensor(d["reg_loss"], dtype=_torch.float64)
+            return qp + reg, grad, None
+        return _PerTransitionLoss.apply(theta, None, run)
+
+
+class CcnLoss:
+    """CCN's violation-implicit loss (Bianchini et al. 2023, impulse's host/learning/ccn.h)
+    of a multibody system's model as a differentiable torch function, with the residual
+    acceleration from the user's own module:
+
+        loss_fn = impulse.torch.CcnLoss("elbow")
+        theta = loss_fn.random_parameters(seed=0).requires_grad_(True)
+        delta = my_net(features(x))             # (B, nv), or None for CCN without a residual
+        L = loss_fn(theta, x, x_next, residual=delta)   # (B,) per transition
+        L.mean().backward()                     # theta.grad and my_net's gradients
+
+    theta: the geometry (3 per contact vertex), the inertia (log-Cholesky, 10 per link)
+    and mu, `parameter_count` numbers (host/learning/ccn.h); x, x_next (B, width) states
+    of the system (load_tosses(path, system=...)); residual (B, nv) accelerations added
+    to the dynamics, differentiable. dt: the data's time step; weights: the loss's
+    weights {comp, diss, pen, res} (default: the paper's Table 2, real data); the
+    residual network's weight penalty is the user's to add. eps: the QPs' tolerance.
+    """
+
+    def __init__(self, system, dt=0.0068, eps=1e-4, threads=0, weights=None):
+        if not isinstance(system, str):
+            raise ValueError(f"system: expected a system name (cube, asymmetric, elbow), got {system!r}")
+        self.system = system
+        self._core = _impulse.CcnCore(system, float(dt), float(eps), int(threads), dict(weights or {}))
+        self.last = None
+
+    @property
+    def parameter_count(self):
+        return self._core.parameter_count
+
+    @property
+    def nv(self):
+        """the system's velocity count: the residual's width"""
+        return self._core.nv
+
+    @property
+    def width(self):
+        """the state width 13 + 2 joints"""
+        return self._core.width
+
+    def nominal_parameters(self):
+        """the system's published geometry, inertia and friction as parameters, float64"""
+        return _torch.tensor(self._core.nominal(), dtype=_torch.float64)
+
+    def random_parameters(self, seed=0):
+        """the paper's random initialization (App. A.4), seeded, float64"""
+        return _torch.tensor(self._core.random(int(seed)), dtype=_torch.float64)
+
+    def __call__(self, theta, x, x_next, residual=None):
+        K = self.parameter_count
+        if not isinstance(theta, _torch.Tensor) or theta.shape != (K,):
+            raise ValueError(f"theta: expected a tensor of the model's {K} parameters, got "
+                             f"{tuple(theta.shape) if isinstance(theta, _torch.Tensor) else type(theta).__name__}")
+        x, x_next = _as_rows("x", x, self.width), _as_rows("x_next", x_next, self.width)
+        if x.shape != x_next.shape:
+            raise ValueError(f"x_next: expected the shape of x {tuple(x.shape)}, got {tuple(x_next.shape)}")
+        B = x.shape[0]
+        if residual is not None and (not isinstance(residual, _torch.Tensor) or residual.shape != (B, self.nv)):
+            raise ValueError(f"residual: expected a ({B}, {self.nv}) tensor (B, nv), got "
+                             f"{tuple(residual.shape) if isinstance(residual, _torch.Tensor) else type(residual).__name__}")
+
+        def run(th, res, want):
+            gt = _torch.zeros(B, K, dtype=_torch.float64)
+            gd = _torch.zeros(B, self.nv, dtype=_torch.float64)
+            r = None if res is None else res.detach().to(_torch.float64).contiguous().numpy()
+            d = self._core.evaluate(th.detach().to(_torch.float64).contiguous().numpy(), x.numpy(), x_next.numpy(), r,
+                                    gt.numpy() if want else None, gd.numpy() if want else None)
+            self.last = d
+            return _torch.tensor(d["loss"], dtype=_torch.float64), gt, gd
+        return _PerTransitionLoss.apply(theta, residual, run)

@@ -5,6 +5,7 @@
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
 
 #include <cmath>
 #include <iostream>
@@ -15,10 +16,15 @@
 #include <nlohmann/json.hpp>
 
 #include "host/dynamics/multibody.h"
+#include "host/dynamics/simulate.h"
+#include "host/learning/ccn.h"
+#include "host/learning/contactnets_loss.h"
+#include "host/learning/contactnets_model.h"
 #include "host/learning/evaluate.h"
 #include "host/learning/trainer.h"
 #include "io/system_tosses.h"
 #include "io/toss_data.h"
+#include "host/batch/parallel.h"
 #include "solvers/error.h"
 
 namespace nb = nanobind;
@@ -181,9 +187,241 @@ std::string evaluate(const std::string& run, const std::string& data, const std:
   return m.dump();
 }
 
+template <class T>
+using In = nb::ndarray<const T, nb::c_contig, nb::device::cpu>;
+using Grad = nb::ndarray<double, nb::c_contig, nb::device::cpu>;
+
+void expect(size_t got, size_t want, const std::string& name) {
+  if (got != want)
+    throw impulse::Error(name + ": expected " + std::to_string(want) + " numbers, got " + std::to_string(got));
+}
+
+impulse::TossMeta meta_of(const nb::dict& d) {
+  impulse::TossMeta m;
+  auto num = [&](const char* k, double& v) {
+    if (d.contains(k)) v = nb::cast<double>(d[k]);
+  };
+  num("dt", m.dt);
+  num("mass", m.mass);
+  num("gravity", m.gravity);
+  num("half_width", m.half_width);
+  num("mu", m.mu);
+  num("restitution", m.restitution);
+  if (d.contains("inertia")) {
+    const nb::sequence in = nb::cast<nb::sequence>(d["inertia"]);
+    if (nb::len(in) != 3) throw impulse::Error("meta inertia: expected the 3 principal moments (kg m^2)");
+    for (size_t i = 0; i < 3; ++i) m.inertia[i] = nb::cast<double>(in[i]);
+  }
+  for (double v : {m.dt, m.mass, m.gravity, m.half_width, m.inertia[0], m.inertia[1], m.inertia[2]})
+    if (!(v > 0) || !std::isfinite(v))
+      throw impulse::Error("meta: dt, mass, gravity, half_width and the inertia must be positive and finite");
+  return m;
+}
+
+// ContactNets' loss (host/learning/contactnets_loss.h) of the Polytope model with
+// parameters θ (57, SI), per transition, and its gradient in θ per transition.
+class ContactNetsCore {
+ public:
+  ContactNetsCore(const nb::dict& meta, const std::string& friction, double eps, int threads)
+      : meta_(meta_of(meta)), model_(impulse::PolytopeParams::cube(meta_.half_width, meta_.mu)),
+        loss_(config(meta_, friction), settings(eps), options(threads)) {}
+
+  static std::vector<double> cube(const nb::dict& meta) { return impulse::true_polytope_parameters(meta_of(meta)); }
+
+  nb::dict evaluate(const In<double>& theta, const In<double>& x, const In<double>& xn, nb::object grad_out) {
+    expect(theta.size(), size_t(impulse::PolytopeParams::kSize), "theta (the Polytope's parameters)");
+    if (x.size() % 13 != 0 || x.size() != xn.size() || x.size() == 0)
+      throw impulse::Error("x, x_next: expected (B, 13) each, B >= 1, the same B");
+    const int B = int(x.size() / 13);
+    for (size_t i = 0; i < theta.size(); ++i)
+      if (!std::isfinite(theta.data()[i])) throw impulse::Error("theta: entry " + std::to_string(i) + " is not finite");
+    Grad grad;
+    if (!grad_out.is_none()) {
+      grad = nb::cast<Grad>(grad_out);
+      expect(grad.size(), size_t(B) * impulse::PolytopeParams::kSize, "the gradient's storage (B, 57)");
+    }
+    impulse::LossBatchResult r;
+    {
+      nb::gil_scoped_release release;
+      model_.set_parameters(std::vector<double>(theta.data(), theta.data() + theta.size()));
+      frames_.resize(B);
+      for (int i = 0; i < B; ++i) {
+        frames_[i].x = Eigen::Map<const impulse::State>(x.data() + size_t(i) * 13);
+        frames_[i].x_next = Eigen::Map<const impulse::State>(xn.data() + size_t(i) * 13);
+        if (!frames_[i].x.allFinite() || !frames_[i].x_next.allFinite())
+          throw impulse::Error("x, x_next: transition " + std::to_string(i) + " has a non-finite entry");
+      }
+      model_.frames(frames_, loss_.options().threads);
+      loss_.evaluate(frames_, grad.is_valid(), r);
+      if (grad.is_valid()) {
+        const int K = impulse::PolytopeParams::kSize;
+        std::fill(grad.data(), grad.data() + size_t(B) * K, 0.0);
+        for (int i = 0; i < B; ++i)
+          model_.backprop(frames_[i].x, frames_[i].x_next, r.grad[i], grad.data() + size_t(i) * K);
+      }
+    }
+    nb::dict d;
+    nb::list qp, reg;
+    for (int i = 0; i < B; ++i) qp.append(r.qp_loss[i]), reg.append(r.reg_loss[i]);
+    d["qp_loss"] = qp;
+    d["reg_loss"] = reg;
+    d["not_solved"] = r.not_solved;
+    d["iterations"] = r.iterations;
+    return d;
+  }
+
+ private:
+  static impulse::ContactNetsLossConfig config(const impulse::TossMeta& meta, const std::string& friction) {
+    if (friction != "cone" && friction != "octagon")
+      throw impulse::Error("friction: expected 'cone' or 'octagon', got '" + friction + "'");
+    impulse::ContactNetsLossConfig lc;  // as the trainer makes it (host/learning/trainer.cc)
+    lc.friction = friction == "octagon" ? impulse::FrictionModel::kOctagon : impulse::FrictionModel::kCone;
+    lc.length_unit = meta.half_width;
+    lc.dt = meta.dt;
+    lc.body = impulse::body_from_meta(meta);
+    return lc;
+  }
+  static impulse::QpSettings<double> settings(double eps) {
+    if (!(eps > 0)) throw impulse::Error("eps: expected a positive tolerance");
+    impulse::QpSettings<double> st;
+    st.eps_abs = st.eps_rel = eps;
+    st.check_psd = false;  // P is PSD by construction (as in training)
+    return st;
+  }
+  static impulse::BatchOptions options(int threads) {
+    impulse::resolve_threads(threads);  // (an Error naming a count out of range)
+    impulse::BatchOptions o;
+    o.threads = threads;
+    return o;
+  }
+  impulse::TossMeta meta_;
+  impulse::PolytopeContactModel model_;
+  impulse::ContactNetsLoss loss_;
+  std::vector<impulse::TransitionFrame> frames_;
+};
+
+// CCN's loss (host/learning/ccn.h) of a named system's model with parameters θ
+// (geometry, inertia, μ: net_offset() numbers) per transition, the residual δ
+// given (nv per transition) or none; gradients in θ and δ per transition.
+class CcnCore {
+ public:
+  CcnCore(const std::string& system, double dt, double eps, int threads, const nb::dict& weights)
+      : model_(impulse::system_by_name(system), false), loss_(config(dt, weights), settings(eps), options(threads)) {}
+
+  int parameter_count() const { return model_.parameter_count(); }
+  int nv() const { return model_.system().nv(); }
+  int width() const { return model_.system().width(); }
+  std::vector<double> nominal() const {
+    const Eigen::VectorXd t = impulse::CcnModel(model_.system(), false).parameters();
+    return std::vector<double>(t.data(), t.data() + t.size());
+  }
+  std::vector<double> random(uint64_t seed) const {
+    impulse::CcnModel m(model_.system(), false);
+    m.randomize(seed);
+    const Eigen::VectorXd t = m.parameters();
+    return std::vector<double>(t.data(), t.data() + t.size());
+  }
+
+  nb::dict evaluate(const In<double>& theta, const In<double>& x, const In<double>& xn, nb::object residual,
+                    nb::object grad_theta, nb::object grad_delta) {
+    const size_t K = size_t(model_.parameter_count()), W = size_t(width()), V = size_t(nv());
+    expect(theta.size(), K, "theta (the model's parameters)");
+    if (x.size() % W != 0 || x.size() != xn.size() || x.size() == 0)
+      throw impulse::Error("x, x_next: expected (B, " + std::to_string(W) + ") each (the system's state width), "
+                           "B >= 1, the same B");
+    const int B = int(x.size() / W);
+    In<double> res;
+    if (!residual.is_none()) {
+      res = nb::cast<In<double>>(residual);
+      expect(res.size(), size_t(B) * V, "residual (B, nv)");
+    }
+    Grad gt, gd;
+    if (!grad_theta.is_none()) {
+      gt = nb::cast<Grad>(grad_theta);
+      gd = nb::cast<Grad>(grad_delta);
+      expect(gt.size(), size_t(B) * K, "the gradient's storage (B, parameters)");
+      expect(gd.size(), size_t(B) * V, "the residual gradient's storage (B, nv)");
+    }
+    impulse::CcnLossEach each;
+    {
+      nb::gil_scoped_release release;
+      model_.set_parameters(Eigen::Map<const Eigen::VectorXd>(theta.data(), Eigen::Index(K)));
+      batch_.resize(B);
+      for (int i = 0; i < B; ++i) {
+        batch_[i].x = Eigen::Map<const Eigen::VectorXd>(x.data() + size_t(i) * W, Eigen::Index(W));
+        batch_[i].x_next = Eigen::Map<const Eigen::VectorXd>(xn.data() + size_t(i) * W, Eigen::Index(W));
+      }
+      Eigen::MatrixXd D;
+      if (res.is_valid()) D = Eigen::Map<const Eigen::MatrixXd>(res.data(), Eigen::Index(V), B);  // (B, nv) row-major
+      loss_.evaluate_each(model_, batch_, res.is_valid() ? &D : nullptr, each);
+      if (gt.is_valid()) {
+        std::copy(each.grad_theta.begin(), each.grad_theta.end(), gt.data());
+        Eigen::Map<Eigen::MatrixXd>(gd.data(), Eigen::Index(V), B) = each.grad_delta;
+      }
+    }
+    nb::dict d;
+    nb::list loss;
+    for (double v : each.loss) loss.append(v);
+    d["loss"] = loss;
+    d["not_solved"] = each.not_solved;
+    d["iterations"] = each.iterations;
+    return d;
+  }
+
+ private:
+  static impulse::CcnLossConfig config(double dt, const nb::dict& w) {
+    if (!(dt > 0)) throw impulse::Error("dt: expected a positive time step (s)");
+    impulse::CcnLossConfig c;
+    c.dt = dt;
+    for (auto kv : w) {
+      const std::string k = nb::cast<std::string>(kv.first);
+      const double v = nb::cast<double>(kv.second);
+      if (!(v >= 0) || !std::isfinite(v)) throw impulse::Error("weights: " + k + " must be finite and >= 0");
+      if (k == "comp") c.weights.comp = v;
+      else if (k == "diss") c.weights.diss = v;
+      else if (k == "pen") c.weights.pen = v;
+      else if (k == "res") c.weights.res = v;
+      else throw impulse::Error("weights: unknown weight '" + k + "' (comp, diss, pen, res)");
+    }
+    return c;
+  }
+  static impulse::QpSettings<double> settings(double eps) {
+    if (!(eps > 0)) throw impulse::Error("eps: expected a positive tolerance");
+    impulse::QpSettings<double> st;
+    st.eps_abs = st.eps_rel = eps;
+    return st;
+  }
+  static impulse::BatchOptions options(int threads) {
+    impulse::resolve_threads(threads);  // (an Error naming a count out of range)
+    impulse::BatchOptions o;
+    o.threads = threads;
+    return o;
+  }
+  impulse::CcnModel model_;
+  impulse::CcnLoss loss_;
+  std::vector<impulse::CcnTransition> batch_;
+};
+
 }  // namespace
 
 void bind_learning(nb::module_& m) {
+  nb::class_<ContactNetsCore>(m, "ContactNetsCore")
+      .def(nb::init<const nb::dict&, const std::string&, double, int>(), nb::arg("meta"), nb::arg("friction"),
+           nb::arg("eps"), nb::arg("threads"))
+      .def_static("cube", &ContactNetsCore::cube, nb::arg("meta"))
+      .def("evaluate", &ContactNetsCore::evaluate, nb::arg("theta").noconvert(), nb::arg("x").noconvert(),
+           nb::arg("x_next").noconvert(), nb::arg("grad").none());
+  nb::class_<CcnCore>(m, "CcnCore")
+      .def(nb::init<const std::string&, double, double, int, const nb::dict&>(), nb::arg("system"), nb::arg("dt"),
+           nb::arg("eps"), nb::arg("threads"), nb::arg("weights"))
+      .def_prop_ro("parameter_count", &CcnCore::parameter_count)
+      .def_prop_ro("nv", &CcnCore::nv)
+      .def_prop_ro("width", &CcnCore::width)
+      .def("nominal", &CcnCore::nominal)
+      .def("random", &CcnCore::random, nb::arg("seed"))
+      .def("evaluate", &CcnCore::evaluate, nb::arg("theta").noconvert(), nb::arg("x").noconvert(),
+           nb::arg("x_next").noconvert(), nb::arg("residual").none(), nb::arg("grad_theta").none(),
+           nb::arg("grad_delta").none());
   m.def("load_cube_tosses", &load_cube_tosses, nb::arg("path"));
   m.def("load_system_tosses", &load_system_tosses, nb::arg("path"), nb::arg("system"));
   m.def("train", &train, nb::arg("options_json"), nb::arg("verbose"));
