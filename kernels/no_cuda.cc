@@ -61,6 +61,24 @@ DeviceLayout DeviceQpBatch<T>::layout() const {
 }
 
 template <class T>
+DeviceArray<T>::DeviceArray(size_t) {
+  throw Error("CUDA not available: " + device_info().reason);
+}
+template <class T>
+DeviceArray<T>::~DeviceArray() = default;
+template <class T>
+void DeviceArray<T>::upload(const T*) {
+  throw Error("CUDA not available");
+}
+template <class T>
+void DeviceArray<T>::download(T*) const {
+  throw Error("CUDA not available");
+}
+template class DeviceArray<float>;
+template class DeviceArray<double>;
+template class DeviceArray<int>;
+
+template <class T>
 void solve_lcp_batch(HostLcpArrays<T>&, const LcpSettings<T>&) {
   throw Error("CUDA not available: " + device_info().reason);
 }

@@ -55,7 +55,51 @@ __global__ void qp_admm_kernel(int batch, QpShape shape, const T* __restrict__ P
   if (rho_out) rho_out[k] = info.rho;
 }
 
+// problem-contiguous (batch x len) <-> batch-fastest (len x batch) on the device:
+// element (k, e) of the one is element (e, k) of the other
+template <class T>
+__global__ void batch_transpose_kernel(const T* __restrict__ src, T* __restrict__ dst, int batch, int len,
+                                       bool to_batch_fastest) {
+  const size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= size_t(batch) * len) return;
+  const size_t k = i / len, e = i % len;  // i = k * len + e in the problem-contiguous array
+  if (to_batch_fastest)
+    dst[e * batch + k] = src[i];
+  else
+    dst[i] = src[e * batch + k];
+}
+
+template <class T>
+void batch_transpose(const T* src, T* dst, int batch, int len, bool to_bf, const char* what) {
+  const size_t count = size_t(batch) * len;
+  if (count == 0) return;
+  const int threads = 256;
+  batch_transpose_kernel<T><<<unsigned((count + threads - 1) / threads), threads>>>(src, dst, batch, len, to_bf);
+  check(cudaGetLastError(), what);
+}
+
 }  // namespace
+
+template <class T>
+DeviceArray<T>::DeviceArray(size_t count) : n_(count) {
+  if (!available()) throw Error("CUDA not available: " + device_info().reason);
+  check(cudaMalloc(&p_, (count > 0 ? count : 1) * sizeof(T)), "cudaMalloc");
+}
+template <class T>
+DeviceArray<T>::~DeviceArray() {
+  if (p_) cudaFree(p_);
+}
+template <class T>
+void DeviceArray<T>::upload(const T* host) {
+  check(cudaMemcpy(p_, host, n_ * sizeof(T), cudaMemcpyHostToDevice), "DeviceArray::upload");
+}
+template <class T>
+void DeviceArray<T>::download(T* host) const {
+  check(cudaMemcpy(host, p_, n_ * sizeof(T), cudaMemcpyDeviceToHost), "DeviceArray::download");
+}
+template class DeviceArray<float>;
+template class DeviceArray<double>;
+template class DeviceArray<int>;
 
 namespace detail {
 template <class T>
@@ -116,10 +160,17 @@ struct DeviceQpBatch<T>::Impl {
   bool keep = false;
   cudaEvent_t start = nullptr, stop = nullptr;
   std::vector<T> tmp;  // the host-side transposition (thread layout)
-  // host array src (problem-contiguous, batch × len) into buf, in the layout's order
-  void put(DevBuf<T>& buf, const T* src, int len, const char* what) {
+  // array src (problem-contiguous, batch × len; host memory, or device memory with
+  // on_device) into buf, in the layout's order
+  void put(DevBuf<T>& buf, const T* src, int len, const char* what, bool on_device = false) {
     if (layout == DeviceLayout::kWarp) {  // problem-contiguous, as given
-      check(cudaMemcpy(buf.p, src, sizeof(T) * size_t(batch) * len, cudaMemcpyHostToDevice), what);
+      check(cudaMemcpy(buf.p, src, sizeof(T) * size_t(batch) * len,
+                       on_device ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice),
+            what);
+      return;
+    }
+    if (on_device) {
+      batch_transpose(src, buf.p, batch, len, true, what);
       return;
     }
     to_batch_fastest(src, batch, len, tmp);
@@ -178,7 +229,7 @@ void DeviceQpBatch<T>::upload(const HostQpArrays<T>& h) {
   d.pat.upload(d.m, d.n, h.a_row_ptr, h.a_col, warp);
   auto put = [&](DevBuf<T>& buf, const T* src, int len) {
     buf.ensure(B * std::max(len, 1));
-    d.put(buf, src, len, "upload");
+    d.put(buf, src, len, "upload", h.on_device);
   };
   put(d.P, h.P, d.n * d.n);
   put(d.q, h.q, d.n);
@@ -205,9 +256,9 @@ void DeviceQpBatch<T>::upload(const HostQpArrays<T>& h) {
 template <class T>
 void DeviceQpBatch<T>::upload_warm_start(const HostQpResults<T>& r) {
   Impl& d = *impl_;
-  d.put(d.x, r.x, d.n, "upload x");
-  d.put(d.y, r.y, d.m, "upload y");
-  if (r.rho) d.put(d.rho, r.rho, 1, "upload rho");
+  d.put(d.x, r.x, d.n, "upload x", r.on_device);
+  d.put(d.y, r.y, d.m, "upload y", r.on_device);
+  if (r.rho) d.put(d.rho, r.rho, 1, "upload rho", r.on_device);
 }
 
 template <class T>
@@ -265,10 +316,15 @@ template <class T>
 void DeviceQpBatch<T>::download(HostQpResults<T>& r) const {
   const Impl& d = *impl_;
   std::vector<T> tmp;
+  const cudaMemcpyKind kind = r.on_device ? cudaMemcpyDeviceToDevice : cudaMemcpyDeviceToHost;
   auto get = [&](const DevBuf<T>& buf, int len, T* dst) {
     if (!dst) return;
-    if (d.layout == DeviceLayout::kWarp) {
-      check(cudaMemcpy(dst, buf.p, sizeof(T) * size_t(d.batch) * len, cudaMemcpyDeviceToHost), "download");
+    if (d.layout == DeviceLayout::kWarp || len == 1) {  // (one entry a problem: the same in both orders)
+      check(cudaMemcpy(dst, buf.p, sizeof(T) * size_t(d.batch) * len, kind), "download");
+      return;
+    }
+    if (r.on_device) {
+      batch_transpose(buf.p, dst, d.batch, len, false, "download");
       return;
     }
     tmp.resize(size_t(d.batch) * len);
@@ -284,7 +340,7 @@ void DeviceQpBatch<T>::download(HostQpResults<T>& r) const {
   get(d.dual_res, 1, r.dual_res);
   auto geti = [&](const DevBuf<int>& buf, int* dst) {
     if (!dst) return;
-    check(cudaMemcpy(dst, buf.p, sizeof(int) * d.batch, cudaMemcpyDeviceToHost), "download");
+    check(cudaMemcpy(dst, buf.p, sizeof(int) * d.batch, kind), "download");
   };
   geti(d.status, r.status);
   geti(d.fault, r.fault);

@@ -98,10 +98,14 @@ DeviceInfo device_info();
 // true when kernels were built and a device is present.
 bool available();
 
-// Host-side description of a batch (problem-contiguous arrays, as in
-// host/batch/qp_batch.h). Pointers are host memory.
+// A batch's description (problem-contiguous arrays, as in host/batch/qp_batch.h).
+// Pointers are host memory, or with on_device the data (P, q, A, b) are device
+// memory (a caller's own, e.g. PyTorch's CUDA tensors through DLPack): upload then
+// copies or transposes on the device, with no host round trip. The pattern
+// (a_row_ptr, a_col) is host memory either way.
 template <class T>
 struct HostQpArrays {
+  bool on_device = false;
   int batch = 0;
   int n = 0;
   ConeSpec cones;
@@ -114,8 +118,11 @@ struct HostQpArrays {
   const T* b = nullptr;            // batch * m
 };
 
+// Where results go (and a warm start comes from): host memory, or with on_device
+// device memory (every pointer), written on the device.
 template <class T>
 struct HostQpResults {
+  bool on_device = false;
   T* x = nullptr;           // batch * n (warm start in, answer out)
   T* y = nullptr;           // batch * m
   T* objective = nullptr;   // batch
@@ -129,6 +136,29 @@ struct HostQpResults {
   T* rho = nullptr;         // batch: each solve's final ρ (out); with warm_rho, the first ρ (in)
 };
 
+// Device memory of `count` elements for callers without the CUDA runtime's headers
+// (tests, bindings): allocated in the constructor (Error when CUDA is not available),
+// freed in the destructor; upload and download copy count elements from and to the host.
+template <class T>
+class DeviceArray {
+ public:
+  explicit DeviceArray(size_t count);
+  ~DeviceArray();
+  DeviceArray(const DeviceArray&) = delete;
+  DeviceArray& operator=(const DeviceArray&) = delete;
+  T* data() const { return p_; }
+  size_t size() const { return n_; }
+  void upload(const T* host);
+  void download(T* host) const;
+
+ private:
+  T* p_ = nullptr;
+  size_t n_ = 0;
+};
+extern template class DeviceArray<float>;
+extern template class DeviceArray<double>;
+extern template class DeviceArray<int>;
+
 // A batch kept resident on the device across solves (training re-solves the
 // same transitions every step; only changed data need uploading).
 template <class T>
@@ -139,13 +169,16 @@ class DeviceQpBatch {
   DeviceQpBatch(const DeviceQpBatch&) = delete;
   DeviceQpBatch& operator=(const DeviceQpBatch&) = delete;
 
-  // upload problem data (transposed to batch-fastest for the thread layout);
+  // upload problem data (transposed to batch-fastest for the thread layout; from
+  // host or, with h.on_device, device memory);
   // resolves the layout for its shape (resolve_layout: Error when warp was asked
   // for and does not fit); (re)allocates only when the shape or batch size grows.
   void upload(const HostQpArrays<T>& h);
   // the layout the uploaded batch runs in (the one asked for before any upload)
   DeviceLayout layout() const;
-  // upload a warm start (x, y, and ρ where r.rho is given) from host results.
+  // upload a warm start (x, y, and ρ where r.rho is given) from results (host or,
+  // with r.on_device, device memory). The values are not checked here: they must be
+  // finite (solve_batch checks host ones).
   void upload_warm_start(const HostQpResults<T>& r);
   // Re-solves that keep the factorization (OSQP's update of q and bounds; qp_admm_solve's
   // `reuse`). With keep_factors(true) every solve leaves each problem's factorization on
@@ -163,7 +196,8 @@ class DeviceQpBatch {
   // a NaN or out-of-range one before it gets here); a problem that starts from its kept
   // factorization (reuse) starts at that factorization's ρ. Returns kernel time in ms.
   double solve(const QpSettings<T>& st, bool warm, bool reuse = false, bool warm_rho = false);
-  // copy results back (transposed to problem-contiguous).
+  // copy results back (transposed to problem-contiguous), to host or, with
+  // r.on_device, device memory.
   void download(HostQpResults<T>& r) const;
   int batch() const;
 

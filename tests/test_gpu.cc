@@ -618,6 +618,81 @@ TEST_F(GpuQpWarp, KeptFactorizationReSolvesAsOnTheCpu) {
   EXPECT_GT(moved, 0) << "no re-solve moved ρ: storing a new factorization went unchecked";
 }
 
+// The device-pointer entry (HostQpArrays/HostQpResults::on_device: a caller's own device
+// memory, as PyTorch's CUDA tensors through DLPack): the same answers, bit for bit, as
+// the host path, in both layouts, a warm start from device memory included.
+template <class T>
+void device_pointers_as_host(const QpBatch<T>& bt, cuda::DeviceLayout layout) {
+  QpSettings<T> st;
+  st.eps_abs = st.eps_rel = T(1e-6);
+  const int B = bt.size, n = bt.n, m = bt.m();
+  auto solve = [&](bool device, const std::vector<T>* wx, const std::vector<T>* wy, std::vector<T>& x,
+                   std::vector<T>& y, std::vector<int>& status, std::vector<T>& rho) {
+    cuda::DeviceQpBatch<T> dev(layout);
+    cuda::HostQpArrays<T> h = bt.device_arrays();
+    x.assign(size_t(B) * n, T(0));
+    y.assign(size_t(B) * m, T(0));
+    status.assign(B, -1);
+    rho.assign(B, T(0));
+    std::vector<T> obj(B);
+    if (!device) {
+      dev.upload(h);
+      if (wx) x = *wx, y = *wy;
+      cuda::HostQpResults<T> r;
+      r.x = x.data(), r.y = y.data(), r.objective = obj.data(), r.status = status.data(), r.rho = rho.data();
+      if (wx) dev.upload_warm_start(r);
+      dev.solve(st, wx != nullptr);
+      dev.download(r);
+      return;
+    }
+    cuda::DeviceArray<T> P(bt.P.size()), q(bt.q.size()), A(bt.A.size()), b(bt.b.size());
+    P.upload(bt.P.data()), q.upload(bt.q.data()), A.upload(bt.A.data()), b.upload(bt.b.data());
+    h.on_device = true;
+    h.P = P.data(), h.q = q.data(), h.A = A.data(), h.b = b.data();
+    dev.upload(h);
+    cuda::DeviceArray<T> dx(x.size()), dy(y.size()), dobj(B), drho(B);
+    cuda::DeviceArray<int> dstatus(B);
+    cuda::HostQpResults<T> r;
+    r.on_device = true;
+    r.x = dx.data(), r.y = dy.data(), r.objective = dobj.data(), r.status = dstatus.data(), r.rho = drho.data();
+    if (wx) {
+      dx.upload(wx->data()), dy.upload(wy->data());
+      dev.upload_warm_start(cuda::HostQpResults<T>{true, dx.data(), dy.data()});
+    }
+    dev.solve(st, wx != nullptr);
+    dev.download(r);
+    dx.download(x.data()), dy.download(y.data()), dstatus.download(status.data()), drho.download(rho.data());
+  };
+  std::vector<T> hx, hy, dx, dy, hr, dr;
+  std::vector<int> hs, ds;
+  solve(false, nullptr, nullptr, hx, hy, hs, hr);
+  solve(true, nullptr, nullptr, dx, dy, ds, dr);
+  EXPECT_EQ(hx, dx);
+  EXPECT_EQ(hy, dy);
+  EXPECT_EQ(hs, ds);
+  EXPECT_EQ(hr, dr);
+  for (int k = 0; k < B; ++k) EXPECT_EQ(hs[k], int(SolveStatus::kSolved)) << "problem " << k;
+  // a warm start from the answer, perturbed
+  std::vector<T> wx = hx, wy = hy;
+  for (T& v : wx) v *= T(1.01);
+  solve(false, &wx, &wy, hx, hy, hs, hr);
+  solve(true, &wx, &wy, dx, dy, ds, dr);
+  EXPECT_EQ(hx, dx);
+  EXPECT_EQ(hy, dy);
+  EXPECT_EQ(hs, ds);
+}
+
+TEST_F(GpuQp, DevicePointersInAndOutEqualTheHostPath) {
+  SCOPED_TRACE("thread layout, double, every cone kind");
+  device_pointers_as_host(random_qp_batch(batch_size(64, 6), 8, mixed(), 17).batch, cuda::DeviceLayout::kThread);
+}
+
+TEST_F(GpuQpWarp, DevicePointersInAndOutEqualTheHostPath) {
+  SCOPED_TRACE("warp layout, float, the cube loss QP");
+  device_pointers_as_host(cube_loss_batch(batch_size(64, 3), FrictionModel::kCone, 19).batch.cast<float>(),
+                          cuda::DeviceLayout::kWarp);
+}
+
 // PGS, plain and with the friction-cone block: the same sweeps on both sides
 void expect_lcp_device_matches_cpu(const LcpBatch<double>& bt) {
   LcpSettings<double> st;

@@ -36,9 +36,10 @@ from __future__ import annotations
 import numpy as _np
 import torch as _torch
 
-from . import STATUS_NAMES, _impulse, solve_qp_batch
+from . import STATUS_NAMES, QpResult, _impulse, solve_qp_batch
 
-__all__ = ["ConicQP", "ConicQPLayer", "ContactNetsLoss", "CcnLoss", "soc_projection_derivative"]
+__all__ = ["ConicQP", "ConicQPLayer", "ContactNetsLoss", "CcnLoss", "soc_projection_derivative",
+           "cone_projection_derivative", "adjoint_torch"]
 
 _SOLVED = STATUS_NAMES.index("solved")
 
@@ -62,14 +63,81 @@ def soc_projection_derivative(u):
     return _torch.where(inside, eye, _torch.where(polar, _torch.zeros_like(D), D))
 
 
+def cone_projection_derivative(u, cones, tol=0.0):
+    """The derivative of the projection onto K = {0}^nz x R+^nn x SOC^ns at u (B, m): (B, m, m).
+
+    A nonnegative row is taken as inactive (derivative 1) where u > -tol: where the
+    multiplier y = -u is not above tol. At a degenerate solution (s = y = 0 on a row)
+    the projection has no derivative there; this picks the side on which the row stays
+    inactive, which keeps the backward system regular where more rows touch their bound
+    than there are variables (the contact QPs' unused contacts)."""
+    nz, nn, ns = cones
+    B, m = u.shape
+    D = _torch.zeros(B, m, m, dtype=u.dtype, device=u.device)
+    idx = _torch.arange(nz, nz + nn, device=u.device)
+    D[:, idx, idx] = (u[:, nz:nz + nn] > -tol).to(u.dtype)
+    for c in range(ns):
+        r0 = nz + nn + 3 * c
+        D[:, r0:r0 + 3, r0:r0 + 3] = soc_projection_derivative(u[:, r0:r0 + 3])
+    return D
+
+
+def _solve_transposed(J, rhs):
+    """J' lam = rhs per problem (J (B, k, k), rhs (B, k)); least squares where J is singular"""
+    Jt = J.transpose(1, 2)
+    lam, info = _torch.linalg.solve_ex(Jt, rhs)
+    bad = info != 0
+    if bool(bad.any()):
+        lam = lam.clone()
+        lam[bad] = _torch.linalg.lstsq(Jt[bad], rhs[bad][..., None], driver="gelsd").solution[..., 0]
+    return lam
+
+
+def adjoint_torch(P, A, b, x, y, gx, gy, gv, cones, eps):
+    """The backward pass in torch operations, on whatever device the tensors are (the
+    path of CUDA tensors): the same conditions as impulse's (host/diff/qp_adjoint.h),
+    as the full (n + m) system per problem. Returns the gradients of (P, q, A, b)."""
+    B, n = x.shape
+    m = y.shape[1]
+    gq = _torch.zeros_like(x)
+    gb = _torch.zeros_like(y)
+    gP = _torch.zeros_like(P)
+    gA = _torch.zeros_like(A)
+    if gv is not None:  # the envelope theorem
+        v = gv[:, None]
+        gq = gq + v * x
+        gb = gb - v * y
+        gP = gP + 0.5 * gv[:, None, None] * x[:, :, None] * x[:, None, :]
+        gA = gA + gv[:, None, None] * y[:, :, None] * x[:, None, :]
+    if gx is not None or gy is not None:
+        gx = _torch.zeros_like(x) if gx is None else gx
+        gy = _torch.zeros_like(y) if gy is None else gy
+        s = b - _torch.einsum("bmn,bn->bm", A, x)
+        u = s - y
+        # a multiplier within the solve's tolerance of zero marks a row inactive
+        tol = 10 * eps * _torch.clamp(y.abs().amax(dim=1, keepdim=True), min=1.0)
+        D = cone_projection_derivative(u, cones, tol)
+        DmI = D - _torch.eye(m, dtype=x.dtype, device=x.device)
+        J = _torch.zeros(B, n + m, n + m, dtype=x.dtype, device=x.device)
+        J[:, :n, :n] = P
+        J[:, :n, n:] = A.transpose(1, 2) @ DmI
+        J[:, n:, :n] = A
+        J[:, n:, n:] = D
+        rhs = _torch.cat([gx, _torch.einsum("bij,bi->bj", DmI, gy)], dim=1)
+        lam = _solve_transposed(J, rhs)
+        lx, lu = lam[:, :n], lam[:, n:]
+        gq = gq - lx
+        gb = gb + lu
+        gP = gP - lx[:, :, None] * x[:, None, :]
+        gA = gA - y[:, :, None] * lx[:, None, :] - lu[:, :, None] * x[:, None, :]
+    gP = 0.5 * (gP + gP.transpose(1, 2))
+    return gP, gq, gA, gb
+
+
 class _ConicQPFunction(_torch.autograd.Function):
     @staticmethod
     def forward(ctx, P, q, A, b, layer):
-        res = layer._solve(P, q, A, b)
-        dt, dev = P.dtype, P.device
-        x = _torch.from_numpy(res.x).to(dev, dt)
-        y = _torch.from_numpy(res.y).to(dev, dt)
-        value = _torch.from_numpy(_np.asarray(res.value)).to(dev, dt)
+        x, y, value = layer._solve(P, q, A, b)
         ctx.layer = layer
         ctx.save_for_backward(P, A, b, x, y)
         if layer.grad == "envelope":
@@ -82,6 +150,9 @@ class _ConicQPFunction(_torch.autograd.Function):
         layer = ctx.layer
         if layer.grad == "envelope":
             gx = gy = None
+        if P.is_cuda:  # on the device, in torch operations
+            gP, gq, gA, gb = adjoint_torch(P, A, b, x, y, gx, gy, gv, layer.cones, layer.eps)
+            return gP, gq, gA, gb, None
         # impulse's adjoint (host/diff/qp_adjoint.h): the gradients are written into
         # these tensors' storage, problem by problem on the CPU threads
         gP, gq, gA, gb = (_torch.empty_like(t, memory_format=_torch.contiguous_format) for t in (P, x, A, y))
@@ -131,42 +202,101 @@ class ConicQP:
         nz, nn, ns = self.cones
         return nz + nn + 3 * ns
 
+    def _kept_values(self, A, xp):
+        """A's values in the kept pattern (CSR form), refusing an entry outside it; xp is
+        numpy for CPU arrays, torch for device tensors"""
+        row_ptr, col, used = self.pattern
+        if tuple(A.shape[1:]) != used.shape:
+            raise ValueError(f"A: shape {tuple(A.shape)} differs from the kept pattern's {(None,) + used.shape}")
+        mask = used if xp is _np else _torch.from_numpy(used).to(A.device)
+        outside = A[:, ~mask]
+        if outside.numel() if xp is _torch else outside.size:
+            nonzero = outside != 0
+            if bool(nonzero.any()):
+                k, e = (int(v) for v in _np.argwhere(_np.asarray(nonzero.cpu() if xp is _torch else nonzero))[0])
+                i, j = (int(v) for v in _np.argwhere(~used)[e])
+                raise ValueError(f"A: entry ({i}, {j}) of problem {k} is nonzero outside the layer's kept pattern "
+                                 "(make a new layer, or call reset_pattern())")
+        values = A.reshape(A.shape[0], -1) if used.all() else A[:, mask]
+        return (values if xp is _np else values.contiguous()), row_ptr, col
+
     def _solve(self, P, q, A, b):
-        for name, t in (("P", P), ("q", q), ("A", A), ("b", b)):
-            if t.device.type != "cpu":
-                raise ValueError(f"{name}: impulse.torch solves CPU tensors; got one on {t.device}")
+        """the forward solve: (x, y, value) as tensors on P's device; self.last is its QpResult"""
+        for name, t in (("q", q), ("A", A), ("b", b)):
+            if t.device != P.device:
+                raise ValueError(f"{name}: on {t.device}, P on {P.device}: the batch must be on one device")
             if t.dtype != P.dtype:
                 raise ValueError(f"{name}: dtype {t.dtype} differs from P's {P.dtype}")
         if P.dtype not in (_torch.float64, _torch.float32):
             raise ValueError(f"P: expected float64 or float32, got {P.dtype}")
+        if P.device.type == "cuda":
+            return self._solve_cuda(P, q, A, b)
+        if P.device.type != "cpu":
+            raise ValueError(f"P: impulse.torch solves CPU and CUDA tensors; got one on {P.device}")
         precision = "double" if P.dtype == _torch.float64 else "float"
         arr = [t.detach().contiguous().numpy() for t in (P, q, A, b)]
-        if self.pattern is not None:  # A's values in the kept pattern (an entry outside it is refused)
-            row_ptr, col, used = self.pattern
-            if arr[2].shape[1:] != used.shape:
-                raise ValueError(f"A: shape {arr[2].shape} differs from the kept pattern's {(None,) + used.shape}")
-            outside = arr[2][:, ~used]
-            if outside.size and (outside != 0).any():
-                k, e = (int(v) for v in _np.argwhere(outside != 0)[0])
-                i, j = (int(v) for v in _np.argwhere(~used)[e])
-                raise ValueError(f"A: entry ({i}, {j}) of problem {k} is nonzero outside the layer's kept pattern "
-                                 "(make a new layer, or call reset_pattern())")
-            arr[2] = (arr[2].reshape(arr[2].shape[0], -1) if used.all() else _np.ascontiguousarray(arr[2][:, used]),
-                      row_ptr, col)
+        if self.pattern is not None:
+            arr[2] = self._kept_values(arr[2], _np)
         warm = None
-        if self.warm and self.last is not None and self.last.x.shape == (arr[0].shape[0], arr[0].shape[1]) \
+        if self.warm and self.last is not None and not self.last.on_cuda \
+                and self.last.x.shape == (arr[0].shape[0], arr[0].shape[1]) \
                 and self.last.y.shape == (arr[0].shape[0], self.m) and self.last.x.dtype == arr[0].dtype:
             warm = (self.last.x, self.last.y, self.last.rho)
         res = solve_qp_batch(*arr, cones=self.cones, eps=self.eps, max_iter=self.max_iter, precision=precision,
                              threads=self.threads, lanes=self.lanes, warm=warm)
+        res.on_cuda = False
+        self._take(res)
+        dt = P.dtype
+        return (_torch.from_numpy(res.x).to(dt), _torch.from_numpy(res.y).to(dt),
+                _torch.from_numpy(_np.asarray(res.value)).to(dt))
+
+    def _solve_cuda(self, P, q, A, b):
+        """the batch solved on the GPU, its tensors staying there: impulse reads P, q, A, b
+        and writes x, y, ... in the tensors' device memory (DLPack); only the per-problem
+        status codes come to the host (for check)"""
+        from . import cuda_available
+        if not cuda_available():
+            raise ValueError(f"P: a tensor on {P.device}, but impulse was built without CUDA kernels or sees no "
+                             "device (impulse.cuda_available() is False)")
+        dev, dt = P.device, P.dtype
+        B, n, m = P.shape[0], P.shape[1], self.m
+        Pd, qd, Ad, bd = (t.detach().contiguous() for t in (P, q, A, b))
+        if self.pattern is not None:
+            values, row_ptr, col = self._kept_values(Ad, _torch)
+        else:  # every entry of A: the dense pattern
+            values = Ad.reshape(B, m * n)
+            row_ptr = _np.arange(0, m * n + 1, n, dtype=_np.int32)
+            col = _np.tile(_np.arange(n, dtype=_np.int32), m)
+        out = {k: _torch.empty(B, w, dtype=dt, device=dev) for k, w in (("x", n), ("y", m))}
+        for k in ("objective", "value", "prim_res", "dual_res", "rho"):
+            out[k] = _torch.empty(B, dtype=dt, device=dev)
+        for k in ("status", "fault", "iterations"):
+            out[k] = _torch.empty(B, dtype=_torch.int32, device=dev)
+        wx = wy = wr = None
+        last = self.last
+        if self.warm and last is not None and last.on_cuda and tuple(last.x.shape) == (B, n) \
+                and last.x.dtype == dt and bool((last.status == _SOLVED).all()):
+            wx, wy, wr = last.x, last.y, last.rho
+        _torch.cuda.current_stream(dev).synchronize()  # impulse runs on the legacy default stream
+        fn = _impulse.solve_device_double if dt == _torch.float64 else _impulse.solve_device_float
+        fn(Pd, qd, values, row_ptr, col, bd, self.cones, self.eps, self.max_iter, "auto", wx, wy, wr,
+           *(out[k] for k in ("x", "y", "objective", "value", "prim_res", "dual_res", "rho", "status", "fault",
+                              "iterations")))
+        host = {k: out[k].cpu().numpy() for k in ("status", "fault", "iterations")}
+        res = QpResult({**out, **host, "fault_text": [""] * B})
+        res.on_cuda = True
+        self._take(res)
+        return out["x"], out["y"], out["value"]
+
+    def _take(self, res):
         self.last = res
         if self.check:
             bad = _np.flatnonzero(res.status != _SOLVED)
             if bad.size:
                 k = int(bad[0])
+                why = f" ({res.fault_text[k]})" if res.fault_text[k] else ""
                 raise RuntimeError(f"impulse.torch.ConicQP: {bad.size} of {len(res.status)} problems not solved; "
-                                   f"problem {k}: {STATUS_NAMES[res.status[k]]} ({res.fault_text[k]})")
-        return res
+                                   f"problem {k}: {STATUS_NAMES[res.status[k]]}{why}")
 
     def __call__(self, P, q, A, b):
         one = P.dim() == 2

@@ -197,6 +197,95 @@ nb::dict adjoint(const In<T>& P, const In<T>& A, const In<T>& b, const In<T>& x,
 
 }  // namespace
 
+// The batch solve on the device, on the caller's device arrays (DLPack: PyTorch's CUDA
+// tensors): P (B, n, n), q (B, n), A's values (B, nnz), b (B, m) read on the device
+// (kernels/qp_kernels.h, HostQpArrays::on_device: copied, or transposed for the thread
+// layout, device to device), the results written into the caller's device arrays. The
+// pattern (row_ptr, col) is host memory. Runs on the legacy default stream and waits
+// for it: the caller synchronizes its own stream first. Device 0 only.
+template <class T>
+using Dev = nb::ndarray<const T, nb::c_contig, nb::device::cuda>;
+template <class T>
+using DevOut = nb::ndarray<T, nb::c_contig, nb::device::cuda>;
+
+template <class T>
+void solve_device(const Dev<T>& P, const Dev<T>& q, const Dev<T>& A, const In<int>& row_ptr, const In<int>& col,
+                  const Dev<T>& b, std::tuple<int, int, int> cones, double eps, int max_iter,
+                  const std::string& layout, nb::object warm_x, nb::object warm_y, nb::object warm_rho,
+                  const DevOut<T>& x, const DevOut<T>& y, const DevOut<T>& objective, const DevOut<T>& value,
+                  const DevOut<T>& prim_res, const DevOut<T>& dual_res, const DevOut<T>& rho,
+                  const DevOut<int>& status, const DevOut<int>& fault, const DevOut<int>& iterations) {
+  if (P.ndim() != 3) throw nb::value_error("P: (B, n, n)");
+  for (int id : {P.device_id(), q.device_id(), A.device_id(), b.device_id(), x.device_id(), y.device_id()})
+    if (id != 0) throw nb::value_error("impulse solves on CUDA device 0; these tensors are on another device");
+  impulse::QpBatchView<T> v;
+  v.size = int(P.shape(0));
+  v.n = int(P.shape(1));
+  v.cones.n_zero = std::get<0>(cones);
+  v.cones.n_nonneg = std::get<1>(cones);
+  v.cones.n_soc = std::get<2>(cones);
+  const size_t B = size_t(v.size), n = size_t(v.n), m = size_t(v.m());
+  expect_size(row_ptr.size(), m + 1, "A's row pointers");
+  v.nnz_count = int(col.size());
+  expect_size(P.size(), B * n * n, "P");
+  expect_size(q.size(), B * n, "q");
+  expect_size(A.size(), B * size_t(v.nnz_count), "A");
+  expect_size(b.size(), B * m, "b");
+  const std::tuple<size_t, size_t, const char*> outs[] = {
+      {x.size(), B * n, "x"},         {y.size(), B * m, "y"},
+      {objective.size(), B, "objective"}, {value.size(), B, "value"},
+      {prim_res.size(), B, "prim_res"}, {dual_res.size(), B, "dual_res"},
+      {rho.size(), B, "rho"},         {status.size(), B, "status"},
+      {fault.size(), B, "fault"},     {iterations.size(), B, "iterations"}};
+  for (const auto& [got, want, name] : outs) expect_size(got, want, name);
+  v.a_row_ptr = row_ptr.data();
+  v.a_col = col.data();
+  v.P = P.data();
+  v.q = q.data();
+  v.A = A.data();
+  v.b = b.data();
+  v.check();
+  impulse::QpSettings<T> st;
+  st.eps_abs = st.eps_rel = T(eps);
+  st.max_iter = max_iter;
+  if (const char* bad = st.validate()) throw nb::value_error((std::string("invalid settings: ") + bad).c_str());
+  impulse::cuda::HostQpArrays<T> h = v.device_arrays();
+  h.on_device = true;
+  impulse::cuda::HostQpResults<T> r;
+  r.on_device = true;
+  r.x = x.data(), r.y = y.data(), r.objective = objective.data(), r.value = value.data();
+  r.prim_res = prim_res.data(), r.dual_res = dual_res.data(), r.rho = rho.data();
+  r.status = status.data(), r.fault = fault.data(), r.iterations = iterations.data();
+  const bool warm = !warm_x.is_none();
+  Dev<T> wx, wy, wr;
+  if (warm) {
+    wx = nb::cast<Dev<T>>(warm_x);
+    wy = nb::cast<Dev<T>>(warm_y);
+    expect_size(wx.size(), B * n, "warm x");
+    expect_size(wy.size(), B * m, "warm y");
+    if (!warm_rho.is_none()) {
+      wr = nb::cast<Dev<T>>(warm_rho);
+      expect_size(wr.size(), B, "warm rho");
+    }
+  }
+  {
+    nb::gil_scoped_release release;
+    impulse::cuda::DeviceQpBatch<T> dev(
+        impulse::cuda::resolve_layout(impulse::cuda::parse_device_layout(layout), v.n, v.m(), v.nnz_count, sizeof(T)));
+    dev.upload(h);
+    if (warm) {
+      impulse::cuda::HostQpResults<T> w;
+      w.on_device = true;
+      w.x = const_cast<T*>(wx.data());
+      w.y = const_cast<T*>(wy.data());
+      w.rho = wr.is_valid() ? const_cast<T*>(wr.data()) : nullptr;
+      dev.upload_warm_start(w);
+    }
+    dev.solve(st, warm, false, warm && wr.is_valid());
+    dev.download(r);
+  }
+}
+
 void bind_learning(nb::module_& m);  // python/src/learning.cc
 
 NB_MODULE(_impulse, m) {
@@ -228,6 +317,17 @@ NB_MODULE(_impulse, m) {
   m.def("adjoint_double", &adjoint<double>, IMPULSE_ADJOINT_ARGS);
   m.def("adjoint_float", &adjoint<float>, IMPULSE_ADJOINT_ARGS);
 #undef IMPULSE_ADJOINT_ARGS
+#define IMPULSE_DEVICE_ARGS                                                                                    \
+  nb::arg("P").noconvert(), nb::arg("q").noconvert(), nb::arg("A").noconvert(), nb::arg("row_ptr").noconvert(),  \
+      nb::arg("col").noconvert(), nb::arg("b").noconvert(), nb::arg("cones"), nb::arg("eps"), nb::arg("max_iter"), \
+      nb::arg("layout"), nb::arg("warm_x").none(), nb::arg("warm_y").none(), nb::arg("warm_rho").none(),         \
+      nb::arg("x").noconvert(), nb::arg("y").noconvert(), nb::arg("objective").noconvert(),                      \
+      nb::arg("value").noconvert(), nb::arg("prim_res").noconvert(), nb::arg("dual_res").noconvert(),            \
+      nb::arg("rho").noconvert(), nb::arg("status").noconvert(), nb::arg("fault").noconvert(),                   \
+      nb::arg("iterations").noconvert()
+  m.def("solve_device_double", &solve_device<double>, IMPULSE_DEVICE_ARGS);
+  m.def("solve_device_float", &solve_device<float>, IMPULSE_DEVICE_ARGS);
+#undef IMPULSE_DEVICE_ARGS
   m.def("status_names", [] {
     nb::list names;
     for (int s = 0; s <= int(impulse::SolveStatus::kInvalidInput); ++s)

@@ -293,3 +293,42 @@ def test_warm_rho_is_taken_and_checked():
         impulse.solve_qp_batch(P, q, A, b, cones, warm=(res.x, res.y, -res.rho))
     with pytest.raises(ValueError, match="warm rho"):
         impulse.solve_qp_batch(P, q, A, b, cones, warm=(res.x, res.y, res.rho[:2]))
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_the_torch_adjoint_of_device_tensors_equals_impulses(case):
+    """adjoint_torch (the backward pass of CUDA tensors, in torch operations) against
+    impulse's C++ adjoint, run here on CPU tensors: the same gradients"""
+    cones = CASES[case]
+    P, q, A, b, _, _ = known_solution(8, 7, cones, B=5)
+    T = [torch.from_numpy(a).clone().requires_grad_(True) for a in (P, q, A, b)]
+    layer = it.ConicQP(cones, eps=1e-10, max_iter=100000)
+    x, y, v = layer(*T)
+    w = weights(x.shape, y.shape)
+    ((w[0] * x).sum() + (w[1] * y).sum() + (w[2] * v).sum()).backward()
+    g = it.adjoint_torch(T[0].detach(), T[2].detach(), T[3].detach(), x.detach(), y.detach(), w[0], w[1], w[2],
+                         cones, 1e-10)
+    for t, gt in zip(T, g):
+        np.testing.assert_allclose(t.grad.numpy(), gt.numpy(), rtol=1e-8, atol=1e-9)
+
+
+def test_cuda_tensors_stay_on_the_device_and_agree_with_the_cpu():
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device for torch here: the CUDA tensor path runs where one is")
+    if not impulse.cuda_available():
+        pytest.skip("impulse was built without CUDA kernels (or sees no device)")
+    cones = CASES["all"]
+    P, q, A, b, X, _ = known_solution(12, 8, cones, B=64)
+    cpu = [torch.from_numpy(a).clone().requires_grad_(True) for a in (P, q, A, b)]
+    gpu = [torch.from_numpy(a).cuda().requires_grad_(True) for a in (P, q, A, b)]
+    lc, lg = it.ConicQP(cones, eps=1e-9, max_iter=100000), it.ConicQP(cones, eps=1e-9, max_iter=100000)
+    xc, yc, vc = lc(*cpu)
+    xg, yg, vg = lg(*gpu)
+    assert xg.device.type == "cuda" and yg.device.type == "cuda" and vg.device.type == "cuda"
+    np.testing.assert_allclose(xg.detach().cpu().numpy(), X, atol=1e-6)
+    np.testing.assert_allclose(xg.detach().cpu().numpy(), xc.detach().numpy(), atol=1e-6)
+    (xc.sum() + yc.sum() + vc.sum()).backward()
+    (xg.sum() + yg.sum() + vg.sum()).backward()
+    for c, g in zip(cpu, gpu):
+        assert g.grad.device.type == "cuda"
+        np.testing.assert_allclose(g.grad.cpu().numpy(), c.grad.numpy(), rtol=1e-4, atol=1e-5)
