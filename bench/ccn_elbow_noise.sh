@@ -57,7 +57,7 @@ run_one() {  # METHOD H SELECT N SEED
     --tosses "$n" --seed "$s" --epochs "$EPOCHS" --patience "$PATIENCE" --threads 1 --out "$d" >> "$d.log" 2>&1 || return 1
   local valid
   valid=$(python3 -c "import json,sys; print(','.join(map(str, json.load(open(sys.argv[1]))['split']['valid'])))" "$d/config.json") || return 1
-  "$IMPULSE" eval --run "$d" --tosses "$valid" --threads 1 --out "$d/valid.json" >> "$d.log" 2>&1 &&
+  "$IMPULSE" eval --run "$d" --subset "$valid" --threads 1 --out "$d/valid.json" >> "$d.log" 2>&1 &&
     "$IMPULSE" eval --run "$d" --threads 1 --out "$d/test.json" >> "$d.log" 2>&1
 }
 export -f run_one
@@ -89,7 +89,7 @@ if [ "$SYSTEM" = elbow ]; then
     for mu in 0.05 0.1 0.15 0.2 0.3 0.5; do
       python3 -c "import json,sys; p=json.load(open(sys.argv[1])); p['mu']=float(sys.argv[2]); json.dump(p, open(sys.argv[3], 'w'))" \
         "$P/params.json" "$mu" "$P/params_mu$mu.json" &&
-        "$IMPULSE" eval --run "$P" --params "params_mu$mu.json" --tosses "$train" --threads 1 \
+        "$IMPULSE" eval --run "$P" --params "params_mu$mu.json" --subset "$train" --threads 1 \
           --out "$P/train_mu$mu.json" | sed "s/^/mu $mu: /" || echo "mu $mu" >> "$FAILED"
     done
   else

@@ -41,7 +41,7 @@ JOBS=${JOBS:-1}
 export W IMPULSE
 for f in $FACTORS; do
   G=$W/data/gravity_f${f}_128_seed7.npz
-  [ -f "$G" ] || "$IMPULSE" generate-tosses --system elbow --gap gravity --gravity-factor "$f" \
+  [ -f "$G" ] || "$IMPULSE" generate-tosses --system elbow --model-gap gravity --gravity-factor "$f" \
     --count 128 --seed 7 --threads 2 --out "$G" > "$W/logs/gen_gravity_$f.log" 2>&1 ||
     { echo "generate-tosses failed for f = $f: $W/logs/gen_gravity_$f.log" >&2; exit 1; }
 done

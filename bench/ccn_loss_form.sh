@@ -46,11 +46,11 @@ run_one() {  # BIN TAG NAME SYSTEM METHOD DATA N EPOCHS PATIENCE SEED [extra tra
 }
 export -f run_one
 V=$W/data/vortex_512_seed7.npz
-[ -f "$V" ] || "$IMPULSE" generate-tosses --system asymmetric --gap vortex --count 512 --seed 7 \
+[ -f "$V" ] || "$IMPULSE" generate-tosses --system asymmetric --model-gap vortex --count 512 --seed 7 \
   --threads 2 --out "$V" > /dev/null
 for f in 0 1 2; do
   G=$W/data/gravity_f${f}_128_seed7.npz
-  [ -f "$G" ] || "$IMPULSE" generate-tosses --system elbow --gap gravity --gravity-factor "$f" \
+  [ -f "$G" ] || "$IMPULSE" generate-tosses --system elbow --model-gap gravity --gravity-factor "$f" \
     --count 128 --seed 7 --threads 2 --out "$G" > /dev/null
 done
 jobs_for() {  # BIN TAG: the comparison's runs

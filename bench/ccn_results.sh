@@ -84,13 +84,13 @@ fi
 # did not fit in the 75-minute budget of 2026-11-24.
 V=$W/data/vortex_512_seed7.npz
 if has vortex; then
-  [ -f "$V" ] || nice -n 5 "$IMPULSE" generate-tosses --system asymmetric --gap vortex \
+  [ -f "$V" ] || nice -n 5 "$IMPULSE" generate-tosses --system asymmetric --model-gap vortex \
     --count 512 --seed 7 --threads 2 --out "$V" > "$W/logs/gen_vortex.log" 2>&1
 fi
 if has gravity; then
   for f in $GRAV_F; do
     G=$W/data/gravity_f${f}_128_seed7.npz
-    [ -f "$G" ] || nice -n 5 "$IMPULSE" generate-tosses --system elbow --gap gravity \
+    [ -f "$G" ] || nice -n 5 "$IMPULSE" generate-tosses --system elbow --model-gap gravity \
       --gravity-factor "$f" --count 128 --seed 7 --threads 2 --out "$G" > "$W/logs/gen_gravity_$f.log" 2>&1
   done
 fi

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -37,8 +38,11 @@ inline std::string source_file(const std::string& relative) {
 }
 
 struct Command {
+  Command(CLI::App* a, std::function<int()> r, std::string codes = {})
+      : app(a), run(std::move(r)), exit_codes(std::move(codes)) {}
   CLI::App* app = nullptr;   // the subcommand
   std::function<int()> run;  // its action; returns the exit code, throws impulse::Error
+  std::string exit_codes;    // its own exit codes besides 0 and 2, for its help ("; 1 ...")
 };
 using Commands = std::vector<Command>;
 

@@ -135,7 +135,7 @@ void add_learn_commands(CLI::App& app, Commands& out) {
   auto* ev = app.add_subcommand("eval", "roll out tosses with a trained run and write the paper's metrics");
   ev->add_option("--run", ea->opt.run_dir, "run directory")->required();
   ev->add_option("--data", ea->opt.data, "data set (default: the run's)");
-  ev->add_option("--tosses", ea->opt.tosses, "test (the run's test split) | all | a list 3,17,42");
+  ev->add_option("--subset", ea->opt.tosses, "which tosses: test (the run's test split; the default for its own data) | all (the default for other data) | a list 3,17,42");
   ev->add_option("--params", ea->opt.params, "parameter file of the run (params.json, init_params.json)");
   ev->add_option("--threads", ea->opt.threads, "CPU threads (0 = all cores)");
   ev->add_option("--out", ea->out, "metrics file to write (JSON)");
@@ -175,7 +175,8 @@ void add_learn_commands(CLI::App& app, Commands& out) {
                                c.finished ? ("finished (" + c.finished_by + ")").c_str()
                                           : "not finished (the same train command resumes it)");
                    return c.ok() && c.finished ? 0 : 1;
-                 }});
+                 },
+                 "; 1 the run is not finished or not consistent (the problems are printed)"});
 
   struct RolloutArgs {
     EvalOptions opt;
@@ -214,9 +215,9 @@ void add_learn_commands(CLI::App& app, Commands& out) {
   gt->add_option("--system", ta->system,
                  "a multibody system (CCN's): cube | asymmetric | elbow; writes an impulse-multibody .npz")
       ->check(CLI::IsMember({"cube", "asymmetric", "elbow"}));
-  gt->add_option("--gap", ta->gap, "with --system: the model gap none | vortex | gravity (CCN's scenarios)")
+  gt->add_option("--model-gap", ta->gap, "with --system: the model gap none | vortex | gravity (CCN's scenarios)")
       ->check(CLI::IsMember({"none", "vortex", "gravity"}));
-  gt->add_option("--gravity-factor", ta->gravity_factor, "with --gap gravity: the simulated gravity is f * 9.81, f in [0, 2]");
+  gt->add_option("--gravity-factor", ta->gravity_factor, "with --model-gap gravity: the simulated gravity is f * 9.81, f in [0, 2]");
   gt->add_option("--states", ta->states, "with --system: rows per toss (121 as the real elbow files)");
   out.push_back({gt, [ta] {
                    if (!ta->system.empty()) {
@@ -235,7 +236,7 @@ void add_learn_commands(CLI::App& app, Commands& out) {
                                  ta->system.c_str(), o.states, ta->gap.c_str(), ta->out.c_str(), rep.seconds);
                      return 0;
                    }
-                   if (ta->gap != "none") throw Error("--gap needs --system");
+                   if (ta->gap != "none") throw Error("--model-gap needs --system");
                    const TossSet set = generate_synthetic_tosses(ta->config);
                    write_tosses(ta->out, set);
                    std::printf("wrote %zu tosses (%zu rows, mu %.3g, half-width %.4g m) to %s\n",

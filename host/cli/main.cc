@@ -38,11 +38,21 @@ std::string capabilities() {
   return s;
 }
 
+// Every (sub)command's help ends with its exit codes: the common ones and its own.
+void add_exit_codes(CLI::App* app, const std::string& own) {
+  app->footer("Exit codes: 0 done" + own +
+              "; 2 a usage error (one line naming the option) or an error of the input or the run (one line "
+              "'impulse: error: ...' naming the file, item or option)");
+  for (CLI::App* sub : app->get_subcommands({})) add_exit_codes(sub, "");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"impulse: batched conic-QP and LCP solvers for learning contact dynamics"};
   app.require_subcommand(0, 1);
+  // every option's help shows its default (the value it is bound to when the command is built)
+  app.option_defaults()->always_capture_default();
   bool version = false;
   app.add_flag("--version", version, "print the version and this build's capabilities");
 
@@ -54,7 +64,17 @@ int main(int argc, char** argv) {
   cli::add_impact_commands(app, commands);
   cli::add_plan_commands(app, commands);
 
-  CLI11_PARSE(app, argc, argv);
+  add_exit_codes(&app, "");
+  for (const cli::Command& c : commands)
+    if (!c.exit_codes.empty()) add_exit_codes(c.app, c.exit_codes);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help
+    // one line naming the option, exit code 2 (as impulse's own errors)
+    std::fprintf(stderr, "impulse: error: %s (see --help)\n", e.what());
+    return 2;
+  }
   try {
     if (version) {
       std::printf("impulse %s\n%s\n", IMPULSE_VERSION, capabilities().c_str());

@@ -163,8 +163,7 @@ void add_solve_commands(CLI::App& app, Commands& out) {
   auto sa = std::make_shared<SolveArgs>();
   auto* solve = app.add_subcommand(
       "solve-batch",
-      "solve a batch file (.npz) and write the solutions (.npz); exit code 0, 3 when any problem is "
-      "invalid_input (the others are solved and written), 2 on an error (bad file, settings)");
+      "solve a batch file (.npz) and write the solutions (.npz)");
   solve->add_option("--in", sa->in, "problem batch file")->required();
   solve->add_option("--out", sa->out, "solution file to write")->required();
   solve->add_option("--backend", sa->backend, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
@@ -187,7 +186,8 @@ void add_solve_commands(CLI::App& app, Commands& out) {
   solve->add_option("--lanes", sa->lanes,
                     "CPU: on = groups of problems in the lanes of one SIMD vector, off = one at a time")
       ->check(CLI::IsMember({"on", "off"}));
-  out.push_back({solve, [sa] { return sa->precision == "float" ? run_solve<float>(*sa) : run_solve<double>(*sa); }});
+  out.push_back({solve, [sa] { return sa->precision == "float" ? run_solve<float>(*sa) : run_solve<double>(*sa); },
+                 "; 3 a problem of the batch is invalid_input (listed; the others are solved and written)"});
 
   struct GenArgs {
     std::string kind = "cube-loss", out;

@@ -54,7 +54,8 @@ void add_sweep_commands(CLI::App& app, Commands& out) {
                    if (sa->opt.list_only) return 0;
                    if (r.interrupted) return 130;
                    return r.failed > 0 ? 4 : 0;
-                 }});
+                 },
+                 "; 4 a run of the grid failed (the others are done); 130 interrupted (the same command resumes)"});
 
   auto ra = std::make_shared<ReportOptions>();
   ra->figure_script = figure_script_path();
@@ -62,7 +63,7 @@ void add_sweep_commands(CLI::App& app, Commands& out) {
   rp->add_option("--sweep", ra->sweep_dir, "sweep directory");
   rp->add_option("--run", ra->run_dir, "one run directory");
   rp->add_option("--out", ra->out, "folder for the tables and figures")->required();
-  rp->add_option("--tosses", ra->tosses, "tosses to roll out (3,17; default: the first test toss)");
+  rp->add_option("--subset", ra->tosses, "the tosses to roll out, a list 3,17 (default: the first test toss)");
   rp->add_option("--threads", ra->threads, "CPU threads for the rollouts (0 = all cores)");
   rp->add_option("--python", ra->python, "python with matplotlib for the figures");
   out.push_back({rp, [ra] {

@@ -20,7 +20,7 @@ std::vector<int> select_tosses(const std::string& spec, int n, const TossSplit& 
   }
   if (s == "test") {
     if (!same_data)
-      throw Error("--tosses test names the run's test split, which belongs to its own data set; "
+      throw Error("--subset test names the run's test split, which belongs to its own data set; "
                   "use all or a list for other data");
     return split.test;
   }
@@ -36,10 +36,10 @@ std::vector<int> select_tosses(const std::string& spec, int n, const TossSplit& 
                     std::to_string(n) + " tosses)");
       out.push_back(k);
     } catch (const std::logic_error&) {
-      throw Error("--tosses: expected all, test or a comma-separated list of indices, got '" + s + "'");
+      throw Error("--subset: expected all, test or a comma-separated list of indices, got '" + s + "'");
     }
   }
-  if (out.empty()) throw Error("--tosses: no toss selected");
+  if (out.empty()) throw Error("--subset: no toss selected");
   return out;
 }
 

@@ -186,7 +186,7 @@ std::string table_markdown(const std::vector<TableCell>& cells, const std::vecto
 
 namespace {
 
-// "" = the run's first test toss; else a list as `impulse eval --tosses` takes it
+// "" = the run's first test toss; else a list as `impulse eval --subset` takes it
 // (rollout_run checks each index against the data)
 std::vector<int> chosen_tosses(const std::string& spec, const std::string& run_dir) {
   const nlohmann::json cfg = read_json_file((fs::path(run_dir) / "config.json").string());
@@ -197,7 +197,7 @@ std::vector<int> chosen_tosses(const std::string& spec, const std::string& run_d
     throw Error(run_dir + "/config.json: no test split (" + e.what() + ")");
   }
   if (spec.empty()) return split.test.empty() ? std::vector<int>{} : std::vector<int>{split.test.front()};
-  if (spec == "all") throw Error("report --tosses: give a list of tosses (3,17) or test, not all");
+  if (spec == "all") throw Error("report --subset: give a list of tosses (3,17) or test, not all");
   return select_tosses(spec, std::numeric_limits<int>::max(), split, true);
 }
 

@@ -860,7 +860,7 @@ SweepResult run_sweep_impl(const SweepOptions& opt, std::ostream& log, const Mpi
     } else {
       args = {"eval", "--run", dir, "--out", (fs::path(dir) / "metrics.json").string(), "--threads",
               std::to_string(threads)};
-      if (!spec.eval_tosses.empty()) args.insert(args.end(), {"--tosses", spec.eval_tosses});
+      if (!spec.eval_tosses.empty()) args.insert(args.end(), {"--subset", spec.eval_tosses});
     }
     const std::string lp = P.log(r.name).string();
     {

@@ -123,23 +123,23 @@ def train(*, data, out, verbose=True, **options) -> dict:
     return _json.loads(_impulse.train(_json.dumps(opts), bool(verbose)))
 
 
-def evaluate(run, data=None, *, tosses=None, params="params.json", threads=0) -> dict:
+def evaluate(run, data=None, *, subset=None, params="params.json", threads=0) -> dict:
     """Rolls out tosses with a trained run and returns the paper's metrics, as `impulse
     eval` writes them (position_error_m, rotation_error_deg, penetration_m, n_tosses,
     per-toss figures, ...).
 
-    data: the tosses (default: the run's own); tosses: "test" (the run's test split,
+    data: the tosses (default: the run's own); subset: "test" (the run's test split,
     the default for its own data), "all" (the default for other data) or a list of
     indices; params: which parameter file of the run (init_params.json: the start)."""
-    if tosses is None:
+    if subset is None:
         spec = ""
-    elif isinstance(tosses, str):
-        spec = tosses
+    elif isinstance(subset, str):
+        spec = subset
     else:
         try:
-            spec = ",".join(str(int(t)) for t in tosses)
+            spec = ",".join(str(int(t)) for t in subset)
         except (TypeError, ValueError):
-            raise ValueError(f"tosses: expected 'test', 'all' or a list of indices, got {tosses!r}") from None
+            raise ValueError(f"subset: expected 'test', 'all' or a list of indices, got {subset!r}") from None
     if int(threads) < 0:
         raise ValueError(f"threads: expected 0 (all cores) or more, got {threads!r}")
     return _json.loads(_impulse.evaluate(_os.fspath(run), "" if data is None else _os.fspath(data), spec,

@@ -27,8 +27,12 @@ pass is impulse's batch solver, impulse.solve_qp_batch). Gradients:
   learning losses use; x and y come back without gradients.
 
 P is read as given and its gradient is symmetrized (1/2 (G + G')), which is the
-gradient for a symmetric P. CPU tensors, float64 or float32 (solved in that
-precision). A problem that is not solved to eps raises RuntimeError naming it
+gradient for a symmetric P. Tensors float64 or float32 (solved in that
+precision), on the CPU (the lanes, the backward pass in impulse) or on CUDA device
+0 when impulse was built with CUDA (the batch stays on the device: impulse reads
+and writes the tensors' device memory through DLPack, on the legacy default stream
+after synchronizing the current one; the backward pass is adjoint_torch, torch
+operations on the device). A problem that is not solved to eps raises RuntimeError naming it
 and saying why (check=False returns its NaN or budget-limited answer instead).
 """
 from __future__ import annotations

@@ -92,7 +92,7 @@ def test_a_run_trained_here_is_the_clis_and_resumes(tmp_path):
                    check=True, capture_output=True)
     assert m == json.loads((tmp_path / "m.json").read_text())
     assert np.isfinite(m["position_error_m"]) and m["n_tosses"] > 0
-    some = impulse.evaluate(py, tosses=[0, 5], threads=1)
+    some = impulse.evaluate(py, subset=[0, 5], threads=1)
     assert some["n_tosses"] == 2
-    with pytest.raises(ValueError, match="tosses"):
-        impulse.evaluate(py, tosses=[0.5j])
+    with pytest.raises(ValueError, match="subset"):
+        impulse.evaluate(py, subset=[0.5j])

@@ -1,0 +1,92 @@
+#!/usr/bin/env python3
+"""The command line's conventions, checked on the built CLI (ctest `cli.conventions`):
+
+- every subcommand's --help exits 0, lists its exit codes, and shows its options' defaults;
+- every usage error (an unknown option, a malformed value, a missing required option, an
+  unknown subcommand) exits 2 with one line on stderr naming what is wrong;
+- one name, one meaning: generate-tosses' model gap is --model-gap (solve-batch's --gap is
+  on|off), eval's and report's toss selection is --subset (train's --tosses is a count).
+
+    python3 tests/check_cli.py build/impulse
+"""
+import re
+import subprocess
+import sys
+import tempfile
+
+
+def run(exe, *args):
+    p = subprocess.run([exe, *args], capture_output=True, text=True, timeout=120)
+    return p.returncode, p.stdout, p.stderr
+
+
+def subcommands(exe, *path):
+    rc, out, _ = run(exe, *path, "--help")
+    assert rc == 0, f"{' '.join(path) or 'impulse'} --help exited {rc}"
+    if "Subcommands:" not in out:
+        return []
+    block = out.split("Subcommands:", 1)[1]
+    return [m.group(1) for m in re.finditer(r"^\s{2}(\S+)\s", block, re.M)]
+
+
+def main():
+    exe = sys.argv[1]
+    failures = []
+
+    def check(ok, what):
+        if not ok:
+            failures.append(what)
+
+    # every subcommand (and the impact command's own): help with exit codes and defaults
+    paths = []
+    for sub in subcommands(exe):
+        paths.append((sub,))
+        paths += [(sub, s) for s in subcommands(exe, sub)]
+    check(len(paths) >= 15, f"found only {len(paths)} subcommands in --help")
+    for path in paths:
+        rc, out, _ = run(exe, *path, "--help")
+        name = " ".join(path)
+        check(rc == 0, f"{name} --help exited {rc}")
+        check("Exit codes: 0 done" in out and "2 a usage error" in out, f"{name} --help lists no exit codes")
+    rc, out, _ = run(exe, "train", "--help")
+    for opt, default in (("--epochs", "100"), ("--patience", "12"), ("--batch", "64"), ("--eps", "0.0001"),
+                         ("--friction", "cone"), ("--backend", "cpu")):
+        line = next((ln for ln in out.splitlines() if ln.strip().startswith(opt + " ")), "")
+        check(re.search(rf"[=\[]{re.escape(default)}\]?\s", line + " ") is not None,
+              f"train --help: {opt} does not show its default {default}: {line.strip()!r}")
+    rc, out, _ = run(exe, "solve-batch", "--help")
+    check("3 a problem of the batch is invalid_input" in out, "solve-batch --help does not list exit code 3")
+    rc, out, _ = run(exe, "check", "--help")
+    check("1 the run is not finished" in out, "check --help does not list exit code 1")
+    rc, out, _ = run(exe, "sweep", "--help")
+    check("130 interrupted" in out and "4 a run of the grid failed" in out, "sweep --help lacks codes 4 and 130")
+
+    # usage errors: exit 2, one line naming the option
+    with tempfile.TemporaryDirectory() as d:
+        for args, named in ((("train", "--out", d + "/r", "--bogus", "1"), "--bogus"),
+                            (("train", "--epochs", "many", "--out", d + "/r"), "--epochs"),
+                            (("eval",), "--run"),
+                            (("solve-batch", "--in", "x.npz", "--out", d + "/s.npz", "--lanes", "maybe"), "--lanes"),
+                            (("no-such-command",), "no-such-command"),
+                            (("generate-tosses", "--gap", "vortex", "--out", d + "/t.npz"), "--gap"),
+                            (("eval", "--run", d, "--tosses", "all"), "--tosses")):
+            rc, out, err = run(exe, *args)
+            lines = [ln for ln in err.splitlines() if ln.strip()]
+            what = "impulse " + " ".join(args)
+            check(rc == 2, f"{what}: exit code {rc}, expected 2")
+            check(len(lines) == 1 and named in lines[0], f"{what}: stderr is not one line naming {named}: {err!r}")
+        # the renamed options exist
+        rc, out, _ = run(exe, "generate-tosses", "--help")
+        check("--model-gap" in out, "generate-tosses has no --model-gap")
+        for sub in ("eval", "report"):
+            rc, out, _ = run(exe, sub, "--help")
+            check("--subset" in out, f"{sub} has no --subset")
+    if failures:
+        print("\n".join("FAILED: " + f for f in failures))
+        return 1
+    print(f"cli conventions: {len(paths)} subcommands checked")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
