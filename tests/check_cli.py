@@ -4,15 +4,19 @@
 - every subcommand's --help exits 0, lists its exit codes, and shows its options' defaults;
 - every usage error (an unknown option, a malformed value, a missing required option, an
   unknown subcommand) exits 2 with one line on stderr naming what is wrong;
+- docs/cli.md documents every subcommand and option, with the defaults the CLI shows;
 - one name, one meaning: generate-tosses' model gap is --model-gap (solve-batch's --gap is
   on|off), eval's and report's toss selection is --subset (train's --tosses is a count).
 
     python3 tests/check_cli.py build/impulse
 """
+import os
 import re
 import subprocess
 import sys
 import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def run(exe, *args):
@@ -27,6 +31,35 @@ def subcommands(exe, *path):
         return []
     block = out.split("Subcommands:", 1)[1]
     return [m.group(1) for m in re.finditer(r"^\s{2}(\S+)\s", block, re.M)]
+
+
+def help_options(out):
+    """{option: default} of a --help text ('required' for a required one, '' for none)"""
+    block = out.split("Options:", 1)[1].split("\n\n")[0]
+    opts = {}
+    for ln in block.splitlines():
+        m = re.match(r"^\s{2}(-\S+)(?:\s+(\S+(?: REQUIRED)?))?(?:\s{2,}.*)?$", ln)
+        if not m or ln.startswith("   "):
+            continue
+        name, typ = m.group(1), m.group(2) or ""
+        if name.startswith("-h,"):
+            continue
+        opts[name] = "required" if "REQUIRED" in typ else (typ.split("=", 1)[1] if "=" in typ else "")
+    return opts
+
+
+def doc_sections(path):
+    """{subcommand path: {option: default}} of docs/cli.md"""
+    text = open(path, encoding="utf-8").read()
+    sections = {}
+    for part in re.split(r"^## `impulse ", text, flags=re.M)[1:]:
+        name = part.split("`", 1)[0]
+        opts = {}
+        for m in re.finditer(r"^\| `(-[^`]+)`[^|]*\| ([^|]*)\|", part, re.M):
+            d = m.group(2).strip()
+            opts[m.group(1)] = d.strip("`") if d != "required" else "required"
+        sections[tuple(name.split())] = opts
+    return sections
 
 
 def main():
@@ -81,6 +114,25 @@ def main():
         for sub in ("eval", "report"):
             rc, out, _ = run(exe, sub, "--help")
             check("--subset" in out, f"{sub} has no --subset")
+    # docs/cli.md: every subcommand and option, with the defaults the CLI shows
+    docs = doc_sections(os.path.join(ROOT, "docs", "cli.md"))
+    for path in paths:
+        check(path in docs, f"docs/cli.md has no section for impulse {' '.join(path)}")
+    for path, opts in docs.items():
+        name = "impulse " + " ".join(path)
+        if path not in paths:
+            check(False, f"docs/cli.md documents {name}, which the CLI does not have")
+            continue
+        rc, out, _ = run(exe, *path, "--help")
+        real = help_options(out)
+        for opt, default in opts.items():
+            if opt not in real:
+                check(False, f"docs/cli.md: {name} {opt} does not exist")
+                continue
+            same = real[opt] == default or (default.startswith("data/") and real[opt].endswith("/" + default))
+            check(same, f"docs/cli.md: {name} {opt}: default {default!r}, the CLI's {real[opt]!r}")
+        for opt in real:
+            check(opt in opts, f"docs/cli.md: {name} {opt} is not documented")
     if failures:
         print("\n".join("FAILED: " + f for f in failures))
         return 1
