@@ -189,6 +189,21 @@ std::string evaluate(const std::string& run, const std::string& data, const std:
 
 template <class T>
 using In = nb::ndarray<const T, nb::c_contig, nb::device::cpu>;
+
+// the loss QPs' settings and the batch options of the losses below
+impulse::QpSettings<double> loss_settings(double eps, bool check_psd) {
+  if (!(eps > 0)) throw impulse::Error("eps: expected a positive tolerance");
+  impulse::QpSettings<double> st;
+  st.eps_abs = st.eps_rel = eps;
+  st.check_psd = check_psd;
+  return st;
+}
+impulse::BatchOptions loss_options(int threads) {
+  impulse::resolve_threads(threads);  // (an Error naming a count out of range)
+  impulse::BatchOptions o;
+  o.threads = threads;
+  return o;
+}
 using Grad = nb::ndarray<double, nb::c_contig, nb::device::cpu>;
 
 void expect(size_t got, size_t want, const std::string& name) {
@@ -224,7 +239,8 @@ class ContactNetsCore {
  public:
   ContactNetsCore(const nb::dict& meta, const std::string& friction, double eps, int threads)
       : meta_(meta_of(meta)), model_(impulse::PolytopeParams::cube(meta_.half_width, meta_.mu)),
-        loss_(config(meta_, friction), settings(eps), options(threads)) {}
+        // the loss QP's P is PSD by construction: no factorization to test it (as in training)
+        loss_(config(meta_, friction), loss_settings(eps, false), loss_options(threads)) {}
 
   static std::vector<double> cube(const nb::dict& meta) { return impulse::true_polytope_parameters(meta_of(meta)); }
 
@@ -281,19 +297,6 @@ class ContactNetsCore {
     lc.body = impulse::body_from_meta(meta);
     return lc;
   }
-  static impulse::QpSettings<double> settings(double eps) {
-    if (!(eps > 0)) throw impulse::Error("eps: expected a positive tolerance");
-    impulse::QpSettings<double> st;
-    st.eps_abs = st.eps_rel = eps;
-    st.check_psd = false;  // P is PSD by construction (as in training)
-    return st;
-  }
-  static impulse::BatchOptions options(int threads) {
-    impulse::resolve_threads(threads);  // (an Error naming a count out of range)
-    impulse::BatchOptions o;
-    o.threads = threads;
-    return o;
-  }
   impulse::TossMeta meta_;
   impulse::PolytopeContactModel model_;
   impulse::ContactNetsLoss loss_;
@@ -306,7 +309,8 @@ class ContactNetsCore {
 class CcnCore {
  public:
   CcnCore(const std::string& system, double dt, double eps, int threads, const nb::dict& weights)
-      : model_(impulse::system_by_name(system), false), loss_(config(dt, weights), settings(eps), options(threads)) {}
+      : model_(impulse::system_by_name(system), false),
+        loss_(config(dt, weights), loss_settings(eps, true), loss_options(threads)) {}
 
   int parameter_count() const { return model_.parameter_count(); }
   int nv() const { return model_.system().nv(); }
@@ -384,18 +388,6 @@ class CcnCore {
       else throw impulse::Error("weights: unknown weight '" + k + "' (comp, diss, pen, res)");
     }
     return c;
-  }
-  static impulse::QpSettings<double> settings(double eps) {
-    if (!(eps > 0)) throw impulse::Error("eps: expected a positive tolerance");
-    impulse::QpSettings<double> st;
-    st.eps_abs = st.eps_rel = eps;
-    return st;
-  }
-  static impulse::BatchOptions options(int threads) {
-    impulse::resolve_threads(threads);  // (an Error naming a count out of range)
-    impulse::BatchOptions o;
-    o.threads = threads;
-    return o;
   }
   impulse::CcnModel model_;
   impulse::CcnLoss loss_;

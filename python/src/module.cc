@@ -51,6 +51,42 @@ nb::ndarray<nb::numpy, T> out(std::vector<T>&& v, std::initializer_list<size_t> 
   return nb::ndarray<nb::numpy, T>(owned->data(), shape.size(), shape.begin(), owner);
 }
 
+// The batch the arrays make (host or device memory alike: read in place), its sizes
+// checked against P's (B, n) and the cones.
+template <class T, class Arr>
+impulse::QpBatchView<T> batch_view(const Arr& P, const Arr& q, const Arr& A, const In<int>& row_ptr,
+                                   const In<int>& col, const Arr& b, std::tuple<int, int, int> cones) {
+  if (P.ndim() != 3) throw nb::value_error("P: expected (B, n, n)");
+  impulse::QpBatchView<T> v;
+  v.size = int(P.shape(0));
+  v.n = int(P.shape(1));
+  v.cones.n_zero = std::get<0>(cones);
+  v.cones.n_nonneg = std::get<1>(cones);
+  v.cones.n_soc = std::get<2>(cones);
+  const size_t B = size_t(v.size), n = size_t(v.n), m = size_t(v.m());
+  expect_size(row_ptr.size(), m + 1, "A's row pointers");
+  v.nnz_count = int(col.size());
+  expect_size(P.size(), B * n * n, "P");
+  expect_size(q.size(), B * n, "q");
+  expect_size(A.size(), B * size_t(v.nnz_count), "A");
+  expect_size(b.size(), B * m, "b");
+  v.a_row_ptr = row_ptr.data();
+  v.a_col = col.data();
+  v.P = P.data();
+  v.q = q.data();
+  v.A = A.data();
+  v.b = b.data();
+  return v;
+}
+
+template <class T>
+impulse::QpSettings<T> settings_of(double eps, int max_iter) {
+  impulse::QpSettings<T> st;
+  st.eps_abs = st.eps_rel = T(eps);
+  st.max_iter = max_iter;
+  return st;
+}
+
 // The batch solve on the caller's arrays, read in place (QpBatchView): P (B, n, n),
 // q (B, n), b (B, m) and A's values (B, nnz) in the pattern (row_ptr, col); the
 // arguments are noconvert, so nanobind never copies them either (the package
@@ -62,28 +98,9 @@ nb::dict solve(const In<T>& P, const In<T>& q, const In<T>& A, const In<int>& ro
                int threads, bool lanes, nb::object warm_x, nb::object warm_y, nb::object warm_rho) {
   if (P.ndim() != 3 || q.ndim() != 2 || b.ndim() != 2)
     throw nb::value_error("P, q, b: (B, n, n), (B, n), (B, m)");
-  impulse::QpBatchView<T> v;
-  v.size = int(P.shape(0));
-  v.n = int(P.shape(1));
-  v.cones.n_zero = std::get<0>(cones);
-  v.cones.n_nonneg = std::get<1>(cones);
-  v.cones.n_soc = std::get<2>(cones);
+  const impulse::QpBatchView<T> v = batch_view<T>(P, q, A, row_ptr, col, b, cones);
   const int B = v.size, n = v.n, m = v.m();
-  expect_size(row_ptr.size(), size_t(m) + 1, "A's row pointers");
-  v.nnz_count = int(col.size());
-  expect_size(P.size(), size_t(B) * n * n, "P");
-  expect_size(q.size(), size_t(B) * n, "q");
-  expect_size(A.size(), size_t(B) * v.nnz_count, "A");
-  expect_size(b.size(), size_t(B) * m, "b");
-  v.a_row_ptr = row_ptr.data();
-  v.a_col = col.data();
-  v.P = P.data();
-  v.q = q.data();
-  v.A = A.data();
-  v.b = b.data();
-  impulse::QpSettings<T> st;
-  st.eps_abs = st.eps_rel = T(eps);
-  st.max_iter = max_iter;
+  const impulse::QpSettings<T> st = settings_of<T>(eps, max_iter);
   impulse::BatchOptions opt;
   opt.backend = impulse::parse_backend(backend);
   opt.threads = threads;
@@ -215,22 +232,10 @@ void solve_device(const Dev<T>& P, const Dev<T>& q, const Dev<T>& A, const In<in
                   const DevOut<T>& x, const DevOut<T>& y, const DevOut<T>& objective, const DevOut<T>& value,
                   const DevOut<T>& prim_res, const DevOut<T>& dual_res, const DevOut<T>& rho,
                   const DevOut<int>& status, const DevOut<int>& fault, const DevOut<int>& iterations) {
-  if (P.ndim() != 3) throw nb::value_error("P: (B, n, n)");
   for (int id : {P.device_id(), q.device_id(), A.device_id(), b.device_id(), x.device_id(), y.device_id()})
     if (id != 0) throw nb::value_error("impulse solves on CUDA device 0; these tensors are on another device");
-  impulse::QpBatchView<T> v;
-  v.size = int(P.shape(0));
-  v.n = int(P.shape(1));
-  v.cones.n_zero = std::get<0>(cones);
-  v.cones.n_nonneg = std::get<1>(cones);
-  v.cones.n_soc = std::get<2>(cones);
+  const impulse::QpBatchView<T> v = batch_view<T>(P, q, A, row_ptr, col, b, cones);
   const size_t B = size_t(v.size), n = size_t(v.n), m = size_t(v.m());
-  expect_size(row_ptr.size(), m + 1, "A's row pointers");
-  v.nnz_count = int(col.size());
-  expect_size(P.size(), B * n * n, "P");
-  expect_size(q.size(), B * n, "q");
-  expect_size(A.size(), B * size_t(v.nnz_count), "A");
-  expect_size(b.size(), B * m, "b");
   const std::tuple<size_t, size_t, const char*> outs[] = {
       {x.size(), B * n, "x"},         {y.size(), B * m, "y"},
       {objective.size(), B, "objective"}, {value.size(), B, "value"},
@@ -238,16 +243,8 @@ void solve_device(const Dev<T>& P, const Dev<T>& q, const Dev<T>& A, const In<in
       {rho.size(), B, "rho"},         {status.size(), B, "status"},
       {fault.size(), B, "fault"},     {iterations.size(), B, "iterations"}};
   for (const auto& [got, want, name] : outs) expect_size(got, want, name);
-  v.a_row_ptr = row_ptr.data();
-  v.a_col = col.data();
-  v.P = P.data();
-  v.q = q.data();
-  v.A = A.data();
-  v.b = b.data();
   v.check();
-  impulse::QpSettings<T> st;
-  st.eps_abs = st.eps_rel = T(eps);
-  st.max_iter = max_iter;
+  const impulse::QpSettings<T> st = settings_of<T>(eps, max_iter);
   if (const char* bad = st.validate()) throw nb::value_error((std::string("invalid settings: ") + bad).c_str());
   impulse::cuda::HostQpArrays<T> h = v.device_arrays();
   h.on_device = true;
