@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -89,6 +90,25 @@ TEST(Docs, SolverSettingsTableIsTheCodes) {
   for (auto it = std::sregex_iterator(body.begin(), body.end(), member); it != std::sregex_iterator(); ++it, ++members)
     EXPECT_TRUE(table.count((*it)[1])) << "QpSettings::" << (*it)[1] << " is not in docs/solver.md";
   EXPECT_EQ(members, int(d.size())) << "QpSettings has members this test does not know";
+}
+
+}  // namespace
+}  // namespace impulse
+
+namespace impulse {
+namespace {
+
+TEST(Docs, ResultsIndexListsEveryNote) {
+  const std::string index = read("docs/results.md");
+  ASSERT_FALSE(index.empty()) << "docs/results.md is missing";
+  int notes = 0;
+  for (const auto& e : std::filesystem::directory_iterator(std::string(IMPULSE_SOURCE_DIR) + "/bench/results")) {
+    if (e.path().extension() != ".md") continue;
+    ++notes;
+    EXPECT_NE(index.find("(../bench/results/" + e.path().filename().string() + ")"), std::string::npos)
+        << "docs/results.md does not list bench/results/" << e.path().filename().string();
+  }
+  EXPECT_GT(notes, 0);
 }
 
 }  // namespace
