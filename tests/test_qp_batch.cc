@@ -395,5 +395,69 @@ TEST(QpCli, SolveBatchSaysWhyEachProblemIsNotSolved) {
   EXPECT_EQ(listed, std::min(unsolved, 20)) << text;
 }
 
+// The solver benchmarks' random QPs (generate --kind random --n N): the known optimum is
+// one (KKT from the data, checked independently), the solver finds its objective, the
+// pattern has the density asked for, and sizes out of range are refused by name.
+TEST(RandomBenchmarkQps, KnownOptimumIsOneAndTheSolverFindsIt) {
+  for (const RandomQpShape sh : {RandomQpShape{8, 16, 0, 1.0}, RandomQpShape{24, 40, 4, 0.1}}) {
+    SCOPED_TRACE("n " + std::to_string(sh.n) + ", density " + std::to_string(sh.density));
+    const GeneratedQps g = random_benchmark_batch(20, sh, 3);
+    const QpBatch<double>& bt = g.batch;
+    const int n = bt.n, m = bt.m();
+    ASSERT_EQ(m, sh.inequalities + sh.equalities);
+    ASSERT_EQ(bt.cones.n_zero, sh.equalities);
+    const double share = double(bt.nnz()) / (double(m) * n);
+    if (sh.density < 1) {
+      EXPECT_GT(share, 0.5 * sh.density);
+      EXPECT_LT(share, 2.0 * sh.density);
+    } else {
+      EXPECT_EQ(bt.nnz(), m * n);
+    }
+    QpSettings<double> st;
+    st.eps_abs = st.eps_rel = 1e-9;
+    st.max_iter = 50000;
+    BatchOptions opt;
+    opt.threads = 1;
+    QpSolutions<double> sol;
+    solve_batch(bt, st, opt, sol);
+    for (int k = 0; k < bt.size; ++k) {
+      // KKT at the known optimum, from the data alone: Px + q + A'y = 0, s = b - Ax in K, y in K*, s'y = 0
+      const double* x = &g.x_opt[size_t(k) * n];
+      const double* y = &g.y_opt[size_t(k) * m];
+      std::vector<double> r(n, 0.0), ax(m, 0.0);
+      for (int i = 0; i < n; ++i) {
+        r[i] = bt.q[size_t(k) * n + i];
+        for (int j = 0; j < n; ++j) r[i] += bt.P[size_t(k) * n * n + i * n + j] * x[j];
+      }
+      for (int row = 0; row < m; ++row)
+        for (int e = bt.a_row_ptr[row]; e < bt.a_row_ptr[row + 1]; ++e) {
+          const double a = bt.A[size_t(k) * bt.nnz() + e];
+          r[bt.a_col[e]] += a * y[row];
+          ax[row] += a * x[bt.a_col[e]];
+        }
+      for (int i = 0; i < n; ++i) EXPECT_NEAR(r[i], 0.0, 1e-10) << "stationarity, problem " << k;
+      int active = 0;
+      for (int row = 0; row < m; ++row) {
+        const double sr = bt.b[size_t(k) * m + row] - ax[row];
+        if (row < sh.equalities) {
+          EXPECT_NEAR(sr, 0.0, 1e-10);
+          continue;
+        }
+        EXPECT_GE(sr, -1e-10);
+        EXPECT_GE(y[row], 0.0);
+        EXPECT_NEAR(sr * y[row], 0.0, 1e-10);
+        active += y[row] > 0;
+      }
+      EXPECT_EQ(active, (sh.inequalities + 1) / 2);
+      ASSERT_EQ(sol.status[k], SolveStatus::kSolved) << "problem " << k;
+      EXPECT_NEAR(sol.objective[k], g.obj_opt[k], 1e-6 * std::max(1.0, std::abs(g.obj_opt[k]))) << "problem " << k;
+    }
+  }
+  EXPECT_THROW(random_benchmark_batch(4, RandomQpShape{0, 4, 0, 1.0}, 1), Error);
+  EXPECT_THROW(random_benchmark_batch(4, RandomQpShape{4, 4, 0, 0.0}, 1), Error);
+  EXPECT_THROW(random_benchmark_batch(4, RandomQpShape{4, -1, 0, 1.0}, 1), Error);
+  EXPECT_THROW(random_benchmark_batch(4, RandomQpShape{4, 4, 5, 1.0}, 1), Error);
+}
+
 }  // namespace
 }  // namespace impulse

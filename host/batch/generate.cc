@@ -1,6 +1,8 @@
 #include "host/batch/generate.h"
 
 #include <Eigen/Dense>
+#include <algorithm>
+#include <string>
 #include <cmath>
 #include <random>
 
@@ -149,6 +151,67 @@ GeneratedQps random_qp_batch(int size, int n, ConeSpec cones, uint64_t seed) {
     std::copy(x.data(), x.data() + n, g.x_opt.begin() + size_t(k) * n);
     std::copy(y.data(), y.data() + m, g.y_opt.begin() + size_t(k) * m);
     g.obj_opt[k] = 0.5 * x.dot(P * x) + q.dot(x);
+  }
+  return g;
+}
+
+GeneratedQps random_benchmark_batch(int size, const RandomQpShape& sh, uint64_t seed) {
+  if (size < 1) throw Error("random QPs: the count must be at least 1, got " + std::to_string(size));
+  if (sh.n < 1) throw Error("random QPs: n must be at least 1, got " + std::to_string(sh.n));
+  if (sh.inequalities < 0 || sh.equalities < 0)
+    throw Error("random QPs: the row counts must be >= 0, got " + std::to_string(sh.inequalities) + " and " +
+                std::to_string(sh.equalities));
+  if (sh.equalities > sh.n)
+    throw Error("random QPs: " + std::to_string(sh.equalities) + " equality rows are more than n = " +
+                std::to_string(sh.n) + " (they would rarely be consistent)");
+  if (!(sh.density > 0 && sh.density <= 1))
+    throw Error("random QPs: the density must be in (0, 1], got " + std::to_string(sh.density));
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> nd(0.0, 1.0);
+  std::uniform_real_distribution<double> ud(0.0, 1.0);
+  const int n = sh.n, k = std::max(1, n / 2);
+  ConeSpec cones;
+  cones.n_zero = sh.equalities;
+  cones.n_nonneg = sh.inequalities;
+  const int m = cones.rows();
+  // the pattern, shared by the batch: each entry with probability density, one per row at least
+  std::vector<int> row_ptr(m + 1, 0), col;
+  for (int r = 0; r < m; ++r) {
+    const size_t first = col.size();
+    for (int j = 0; j < n; ++j)
+      if (sh.density >= 1 || ud(rng) < sh.density) col.push_back(j);
+    if (col.size() == first) col.push_back(static_cast<int>(ud(rng) * n) % n);
+    row_ptr[r + 1] = static_cast<int>(col.size());
+  }
+  GeneratedQps g;
+  g.batch = QpBatch<double>::with_pattern(size, n, cones, row_ptr, col);
+  g.x_opt.resize(size_t(size) * n);
+  g.y_opt.resize(size_t(size) * m);
+  g.obj_opt.resize(size);
+  for (int p = 0; p < size; ++p) {
+    Mat M = Mat::Zero(n, k), A = Mat::Zero(m, n);
+    for (int i = 0; i < n; ++i)
+      for (int j = 0; j < k; ++j)
+        if (sh.density >= 1 || ud(rng) < sh.density) M(i, j) = nd(rng);
+    for (int r = 0; r < m; ++r)
+      for (int e = row_ptr[r]; e < row_ptr[r + 1]; ++e) A(r, col[e]) = nd(rng);
+    Mat P = M * M.transpose() / double(n) + 0.1 * Mat::Identity(n, n);
+    P = 0.5 * (P + P.transpose());
+    Vec x(n), s = Vec::Zero(m), y = Vec::Zero(m);
+    for (int j = 0; j < n; ++j) x(j) = nd(rng);
+    for (int i = 0; i < cones.n_zero; ++i) y(i) = nd(rng);
+    for (int i = cones.n_zero; i < m; ++i) {
+      if ((i - cones.n_zero) % 2 == 0)
+        y(i) = ud(rng) + 0.1;  // active: s = 0
+      else
+        s(i) = ud(rng) + 0.1;  // inactive: y = 0
+    }
+    const Vec b = A * x + s;
+    const Vec q = -P * x - A.transpose() * y;
+    put_problem(g.batch, p, P, q, A, b);
+    std::copy(x.data(), x.data() + n, g.x_opt.begin() + size_t(p) * n);
+    std::copy(y.data(), y.data() + m, g.y_opt.begin() + size_t(p) * m);
+    g.obj_opt[p] = 0.5 * x.dot(P * x) + q.dot(x);
   }
   return g;
 }

@@ -20,6 +20,22 @@ struct GeneratedQps {
 // q = −Px* − Aᵀy*, so (x*, y*) is optimal and obj_opt its value.
 GeneratedQps random_qp_batch(int size, int n, ConeSpec cones, uint64_t seed);
 
+// The solver benchmarks' random QPs (issue 46's class, the shape OSQP's and ProxQP's
+// benchmarks use): P = M Mᵀ/n + 0.1 I with M of n × max(1, n/2) (entries nonzero with
+// probability `density`), A of `equalities` zero-cone rows then `inequalities`
+// nonnegative rows, Gaussian entries in a pattern drawn once for the batch (each entry
+// with probability `density`, at least one per row), half the inequality rows active at
+// the known optimum (x*, y*) (b = Ax* + s*, q = −Px* − Aᵀy*; P is positive definite, so
+// x* is the only minimizer and obj_opt its value). Throws Error naming a size or
+// density out of range.
+struct RandomQpShape {
+  int n = 16;
+  int inequalities = 32;
+  int equalities = 0;
+  double density = 1.0;  // (0, 1]
+};
+GeneratedQps random_benchmark_batch(int size, const RandomQpShape& shape, uint64_t seed);
+
 enum class FrictionModel { kCone, kOctagon };
 
 // The cube's ContactNets loss QP (8 corner contacts, 32 variables

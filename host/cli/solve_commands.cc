@@ -193,6 +193,7 @@ void add_solve_commands(CLI::App& app, Commands& out) {
     std::string kind = "cube-loss", out;
     int count = 1000;
     uint64_t seed = 0;
+    RandomQpShape shape{0, -1, 0, 1.0};  // n 0: not the benchmark class
   };
   auto ga = std::make_shared<GenArgs>();
   auto* gen = app.add_subcommand("generate", "write a generated batch file");
@@ -200,8 +201,23 @@ void add_solve_commands(CLI::App& app, Commands& out) {
   gen->add_option("--count", ga->count, "problems");
   gen->add_option("--seed", ga->seed, "random seed");
   gen->add_option("--out", ga->out, "file to write")->required();
-  out.push_back({gen, [ga] {
-                   const GeneratedQps g = generate(ga->kind, ga->count, ga->seed);
+  auto* gn = gen->add_option("--n", ga->shape.n,
+                             "random: N variables, the solver benchmarks' class (P = MM'/n + 0.1 I, Gaussian A, half "
+                             "the inequality rows active at a known optimum); 0: a mixed-cone test batch (n 12)");
+  auto* gm = gen->add_option("--m", ga->shape.inequalities, "random with --n: inequality rows (-1: 2n)");
+  auto* gd = gen->add_option("--density", ga->shape.density,
+                             "random with --n: the share of nonzero entries in A (one pattern for the batch) and M");
+  auto* ge = gen->add_option("--equalities", ga->shape.equalities,
+                             "random with --n: equality rows, before the inequality rows");
+  out.push_back({gen, [ga, gn, gm, gd, ge] {
+                   const bool shaped = ga->shape.n > 0;
+                   for (const CLI::Option* o : {gn, gm, gd, ge})
+                     if (o->count() > 0 && (ga->kind != "random" || (!shaped && o != gn)))
+                       throw Error(o->get_name() + " goes with --kind random" +
+                                   std::string(ga->kind == "random" ? " --n N" : ""));
+                   if (shaped && ga->shape.inequalities < 0) ga->shape.inequalities = 2 * ga->shape.n;
+                   const GeneratedQps g = shaped ? random_benchmark_batch(ga->count, ga->shape, ga->seed)
+                                                 : generate(ga->kind, ga->count, ga->seed);
                    write_qp_file(ga->out, g.batch);
                    std::printf("wrote %d %s problems (n=%d, m=%d) to %s\n", ga->count, ga->kind.c_str(),
                                g.batch.n, g.batch.m(), ga->out.c_str());
