@@ -35,8 +35,9 @@ class QpResult:
 
     x (B, n), y (B, m), objective (B,), value (B,), prim_res, dual_res, rho (B,),
     status (B,) int (codes of STATUS_NAMES; ``status_names`` gives them as strings),
-    fault (B,) int, iterations (B,) int, fault_text (list of B strings: why each
-    problem that is not solved is not; empty for solved ones).
+    fault (B,) int, iterations (B,) int, ipm_iterations (B,) int (of iterations, those of
+    the interior-point finish after an ADMM stall: 0 for most problems), fault_text (list
+    of B strings: why each problem that is not solved is not; empty for solved ones).
     """
 
     def __init__(self, d):

@@ -140,6 +140,7 @@ nb::dict solve(const In<T>& P, const In<T>& q, const In<T>& A, const In<int>& ro
   r["status"] = out(std::move(status), {Bs});
   r["fault"] = out(std::move(fault), {Bs});
   r["iterations"] = out(std::move(sol.iterations), {Bs});
+  r["ipm_iterations"] = out(std::move(sol.ipm_iterations), {Bs});
   r["fault_text"] = fault_text;
   nb::dict read;
   read["P"] = reinterpret_cast<uintptr_t>(v.P);

@@ -104,6 +104,7 @@ def test_solutions_equal_the_clis_bit_for_bit(tmp_path):
     np.testing.assert_array_equal(res.y, sol["y"])
     np.testing.assert_array_equal(res.status, sol["status"])
     np.testing.assert_array_equal(res.iterations, sol["iterations"])
+    np.testing.assert_array_equal(res.ipm_iterations, sol["ipm_iterations"])
 
 
 def test_bad_input_is_refused_by_name():
