@@ -23,6 +23,19 @@ void put_problem(QpBatch<double>& bt, int k, const Mat& P, const Vec& q, const M
   std::copy(b.data(), b.data() + m, bt.b.begin() + size_t(k) * m);
 }
 
+// problem k of g built around the optimum (x, y) with slack s: b = Ax + s and
+// q = -Px - A'y make it optimal (s in K, y in K*, s'y = 0 are the caller's)
+void put_known_optimum(GeneratedQps& g, int k, const Mat& P, const Mat& A, const Vec& x, const Vec& s,
+                       const Vec& y) {
+  const int n = g.batch.n, m = g.batch.m();
+  const Vec b = A * x + s;
+  const Vec q = -P * x - A.transpose() * y;
+  put_problem(g.batch, k, P, q, A, b);
+  std::copy(x.data(), x.data() + n, g.x_opt.begin() + size_t(k) * n);
+  std::copy(y.data(), y.data() + m, g.y_opt.begin() + size_t(k) * m);
+  g.obj_opt[k] = 0.5 * x.dot(P * x) + q.dot(x);
+}
+
 // dense pattern from the union of a few sample matrices' nonzeros
 QpBatch<double> batch_with_union_pattern(int size, int n, ConeSpec cones,
                                          const std::vector<Mat>& samples) {
@@ -145,12 +158,7 @@ GeneratedQps random_qp_batch(int size, int n, ConeSpec cones, uint64_t seed) {
         y(r) = bb + 0.5, y(r + 1) = bb * std::cos(th), y(r + 2) = bb * std::sin(th);
       }
     }
-    const Vec b = A * x + s;
-    const Vec q = -P * x - A.transpose() * y;
-    put_problem(g.batch, k, P, q, A, b);
-    std::copy(x.data(), x.data() + n, g.x_opt.begin() + size_t(k) * n);
-    std::copy(y.data(), y.data() + m, g.y_opt.begin() + size_t(k) * m);
-    g.obj_opt[k] = 0.5 * x.dot(P * x) + q.dot(x);
+    put_known_optimum(g, k, P, A, x, s, y);
   }
   return g;
 }
@@ -206,12 +214,7 @@ GeneratedQps random_benchmark_batch(int size, const RandomQpShape& sh, uint64_t 
       else
         s(i) = ud(rng) + 0.1;  // inactive: y = 0
     }
-    const Vec b = A * x + s;
-    const Vec q = -P * x - A.transpose() * y;
-    put_problem(g.batch, p, P, q, A, b);
-    std::copy(x.data(), x.data() + n, g.x_opt.begin() + size_t(p) * n);
-    std::copy(y.data(), y.data() + m, g.y_opt.begin() + size_t(p) * m);
-    g.obj_opt[p] = 0.5 * x.dot(P * x) + q.dot(x);
+    put_known_optimum(g, p, P, A, x, s, y);
   }
   return g;
 }
