@@ -275,16 +275,18 @@ void qp_lanes_scan_P(int n, View<const Lanes<T>, LaneStride> Pv, LaneMask<T>& no
 template <class T>
 IMPULSE_HD_PHASE void qp_lanes_check_input(const QpShape& sh, const QpData<Lanes<T>, LaneStride>& d,
                           QpWork<Lanes<T>, LaneStride>& w, const QpSettings<T>& st, int live,
-                          LaneMask<T>& active, QpLaneOut<T>& out) {
+                          LaneMask<T>& active, QpLaneOut<T>& out, bool kept = false) {
   using L = Lanes<T>;
   using Mask = LaneMask<T>;
   const int n = sh.n, m = sh.m();
   const L one(T(1));
-  Mask bad_p;
-  L scale, asym;
-  qp_lanes_scan_P(n, d.P, bad_p, scale, asym);
+  // kept (a re-solve on a kept factorization): P and A are the last solve's,
+  // checked then; only q and b are new (and w.L holds the factor, not scratch)
+  Mask bad_p = Mask::none();
+  L scale = one, asym(T(0));
+  if (!kept) qp_lanes_scan_P(n, d.P, bad_p, scale, asym);
   const Mask bad_q = qp_lanes_nonfinite(n, d.q);
-  const Mask bad_a = qp_lanes_nonfinite(sh.a.nnz, d.A);
+  const Mask bad_a = kept ? Mask::none() : qp_lanes_nonfinite(sh.a.nnz, d.A);
   Mask bad_b = qp_lanes_nonfinite(m, d.b);
   if (bad_b.any()) {  // +inf is allowed on nonnegative rows (qp_b_usable)
     bad_b = Mask::none();
@@ -301,7 +303,7 @@ IMPULSE_HD_PHASE void qp_lanes_check_input(const QpShape& sh, const QpData<Lanes
   for (int i = 0; i < n; ++i) diag = max_of(diag, abs_of(d.P[i * n + i]));
   const L shift = L(st.psd_tol) * diag;
   Mask bad_psd = Mask::none();
-  if (st.check_psd) {
+  if (st.check_psd && !kept) {
     for (int i = 0; i < n; ++i) {
       for (int j = 0; j <= i; ++j) w.L[i * n + j] = d.P[i * n + j];
       w.L[i * n + i] += shift;
@@ -334,11 +336,13 @@ IMPULSE_HD_PHASE LaneMask<T> qp_lanes_factor(const QpShape& sh, const QpColumns&
 }
 
 // Set-up, part two: the initial iterate (z = Ax for a warm start, zero
-// otherwise), equilibration and ρ (the caller factors).
+// otherwise), equilibration and ρ (the caller factors). kept: the equilibration,
+// the per-row ρ and the factorization are the last solve's (they stay).
 template <class T>
 IMPULSE_HD_PHASE void qp_lanes_start(const QpShape& sh, const QpData<Lanes<T>, LaneStride>& d,
                     QpWork<Lanes<T>, LaneStride>& w, View<Lanes<T>, LaneStride> x,
-                    View<Lanes<T>, LaneStride> y, const QpSettings<T>& st, bool warm, Lanes<T> rho) {
+                    View<Lanes<T>, LaneStride> y, const QpSettings<T>& st, bool warm, Lanes<T> rho,
+                    bool kept = false) {
   using L = Lanes<T>;
   const int n = sh.n, m = sh.m();
   const L zero(T(0));
@@ -350,8 +354,36 @@ IMPULSE_HD_PHASE void qp_lanes_start(const QpShape& sh, const QpData<Lanes<T>, L
     for (int i = 0; i < n; ++i) x[i] = zero;
     for (int i = 0; i < m; ++i) y[i] = zero, w.z[i] = zero;
   }
+  if (kept) return;
   qp_equilibrate(sh, d, w, st.scaling_iters, L(st.sigma));
   qp_set_rho(sh, w, rho, L(st.rho_eq_scale));
+}
+
+// The group's kept factorization (qp_admm_solve_lanes' `reuse`), in its cscale
+// slice as qp_admm_solve keeps one (kQpKeptRho, kQpKeptValid, kQpKeptSettings),
+// per lane; the form entry is 4 (the lanes' Cholesky factor). Usable when every
+// live lane's is: the group is factored as one.
+template <class T>
+IMPULSE_HD_PHASE bool qp_lanes_factor_kept(const QpWork<Lanes<T>, LaneStride>& w, const QpSettings<T>& st,
+                                           int live) {
+  for (int l = 0; l < live; ++l)
+    if (!(w.cscale[kQpKeptValid][l] == T(1) && w.cscale[kQpKeptSettings][l] == st.sigma &&
+          w.cscale[kQpKeptSettings + 1][l] == st.rho_eq_scale &&
+          w.cscale[kQpKeptSettings + 2][l] == T(st.scaling_iters) && w.cscale[kQpKeptSettings + 3][l] == T(4)))
+      return false;
+  return true;
+}
+// after a factorization: each lane's ρ, and `valid` where it succeeded
+template <class T>
+IMPULSE_HD_PHASE void qp_lanes_keep_factor(QpWork<Lanes<T>, LaneStride>& w, LaneMask<T> valid, Lanes<T> rho,
+                                           const QpSettings<T>& st) {
+  using L = Lanes<T>;
+  w.cscale[kQpKeptRho] = rho;
+  w.cscale[kQpKeptValid] = select_of(valid, L(T(1)), L(T(0)));
+  w.cscale[kQpKeptSettings] = L(st.sigma);
+  w.cscale[kQpKeptSettings + 1] = L(st.rho_eq_scale);
+  w.cscale[kQpKeptSettings + 2] = L(T(st.scaling_iters));
+  w.cscale[kQpKeptSettings + 3] = L(T(4));
 }
 
 // The check, per lane: the residuals and their tolerances into c (as
@@ -575,7 +607,8 @@ void qp_admm_solve_lanes(const QpShape& sh, const QpColumns& at,
                          const QpData<Lanes<T>, LaneStride>& d, int live,
                          View<Lanes<T>, LaneStride> x, View<Lanes<T>, LaneStride> y,
                          QpWork<Lanes<T>, LaneStride> w, const QpSettings<T>& st, bool warm,
-                         QpLaneOut<T>& out, int handoff = 0, const T* rho0 = nullptr) {
+                         QpLaneOut<T>& out, int handoff = 0, const T* rho0 = nullptr,
+                         bool reuse = false) {
   using L = Lanes<T>;
   using Mask = LaneMask<T>;
   constexpr int W = L::W;
@@ -583,14 +616,20 @@ void qp_admm_solve_lanes(const QpShape& sh, const QpColumns& at,
   Mask active = Mask::first(live);
   for (int l = 0; l < W; ++l) out.info[l] = QpInfo<T>{}, out.stalled[l] = false;
 
-  // set-up
-  if (st.check_input) detail::qp_lanes_check_input(sh, d, w, st, live, active, out);
+  // set-up; reuse: on the factorization the group's last solve left in w
+  // (qp_admm_solve's `reuse`: P and A are that solve's, the caller promises)
+  const bool kept = reuse && detail::qp_lanes_factor_kept(w, st, live);
+  if (!kept) w.cscale[kQpKeptValid] = L(T(0));  // none until this set-up factors
+  if (st.check_input) detail::qp_lanes_check_input(sh, d, w, st, live, active, out, kept);
   if (!active.any()) return;
-  // each lane's first ρ: rho0's (a warm start's, BatchOptions::warm_rho) or the settings'
+  // each lane's first ρ: the kept factorization's, rho0's (a warm start's,
+  // BatchOptions::warm_rho) or the settings'
   L rho(st.rho);
-  if (rho0)
+  if (kept)
+    rho = w.cscale[kQpKeptRho];
+  else if (rho0)
     for (int l = 0; l < W; ++l) rho.v[l] = rho0[l];
-  detail::qp_lanes_start(sh, d, w, x, y, st, warm, rho);
+  detail::qp_lanes_start(sh, d, w, x, y, st, warm, rho, kept);
   detail::QpCheck<L> c;
   int it = 0;
   auto stop = [&](Mask which, SolveStatus status, bool px) {
@@ -599,7 +638,15 @@ void qp_admm_solve_lanes(const QpShape& sh, const QpColumns& at,
         detail::qp_lane_stop(sh, d, w, x, y, l, status, it, px, c, rho, out);
     active &= !which;
   };
-  stop(active & detail::qp_lanes_factor(sh, at, d, w), SolveStatus::kNumericalError, false);
+  // (every factorization is recorded for a re-solve: each lane's ρ, and which
+  // lanes factored; a lane whose input was refused has none)
+  Mask factored = kept ? Mask::first(live) : active;
+  if (!kept) {
+    const Mask failed = detail::qp_lanes_factor(sh, at, d, w);
+    factored &= !failed;
+    detail::qp_lanes_keep_factor(w, factored, rho, st);
+    stop(active & failed, SolveStatus::kNumericalError, false);
+  }
 
   // iterate, checking at the scheduled iterations; Anderson acceleration
   // (QpSettings::anderson) per lane when the workspace holds its history,
@@ -688,7 +735,10 @@ void qp_admm_solve_lanes(const QpShape& sh, const QpColumns& at,
     const Mask changed = detail::qp_lanes_adapt_rho(st, it, c, active, sc, rho, out);
     if (changed.any()) {
       detail::qp_set_rho(sh, w, rho, L(st.rho_eq_scale));
-      stop(active & detail::qp_lanes_factor(sh, at, d, w), SolveStatus::kNumericalError, false);
+      const Mask failed = detail::qp_lanes_factor(sh, at, d, w);
+      factored &= !failed;
+      detail::qp_lanes_keep_factor(w, factored, rho, st);
+      stop(active & failed, SolveStatus::kNumericalError, false);
     }
     if (aa_budget && it == aa_end) {
       hand_over(active, true);

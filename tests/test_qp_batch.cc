@@ -398,6 +398,139 @@ TEST(QpCli, SolveBatchSaysWhyEachProblemIsNotSolved) {
 // The solver benchmarks' random QPs (generate --kind random --n N): the known optimum is
 // one (KKT from the data, checked independently), the solver finds its objective, the
 // pattern has the density asked for, and sizes out of range are refused by name.
+// Re-solves on kept factorizations (QpFactorStore): only q and b change between
+// calls, as in OSQP's update of q and bounds and a layer trained on q and b.
+std::vector<double> perturbed(const std::vector<double>& v, double scale, uint64_t seed) {
+  std::vector<double> out = v;
+  uint64_t s = seed;
+  for (double& e : out) {
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    e += scale * (double((s >> 11) & 0xffff) / 65535.0 - 0.5);
+  }
+  return out;
+}
+
+TEST(QpFactorStore, ResolvesWhenOnlyQAndBChange) {
+  // 19 problems: full lane groups and a tail solved one at a time, with every set's width
+  const GeneratedQps dense = random_benchmark_batch(19, RandomQpShape{12, 20, 2, 1.0}, 5);
+  const GeneratedQps cones = random_qp_batch(19, 8, ConeSpec{1, 6, 2}, 7);
+  for (const QpBatch<double>* bt : {&dense.batch, &cones.batch})
+    for (bool lanes : {true, false}) {
+      SCOPED_TRACE(std::string(bt == &dense.batch ? "random benchmark QPs" : "QPs with cones") +
+                   (lanes ? ", lanes" : ", one at a time"));
+      QpSettings<double> st;
+      st.eps_abs = st.eps_rel = 1e-7;
+      BatchOptions opt;
+      opt.threads = 1;
+      opt.lanes = lanes;
+      QpBatch<double> next = *bt;  // the same P and A, new q and b
+      next.q = perturbed(bt->q, 0.2, 11);
+      next.b = perturbed(bt->b, 0.02, 12);
+      QpSolutions<double> fresh;
+      solve_batch(next, st, opt, fresh);
+
+      QpFactorStore store;
+      BatchOptions keep = opt;
+      keep.factors = &store;
+      QpSolutions<double> first, kept;
+      solve_batch(*bt, st, keep, first);
+      EXPECT_GT(store.bytes(), 0u);
+      keep.reuse_factors = true;
+      solve_batch(next, st, keep, kept);
+      for (int k = 0; k < bt->size; ++k) {
+        ASSERT_EQ(fresh.status[k], SolveStatus::kSolved) << "problem " << k;
+        ASSERT_EQ(kept.status[k], SolveStatus::kSolved) << "problem " << k;
+        EXPECT_NEAR(kept.objective[k], fresh.objective[k], 1e-5 * (1 + std::abs(fresh.objective[k])))
+            << "problem " << k;
+        for (int i = 0; i < bt->n; ++i)
+          EXPECT_NEAR(kept.x[size_t(k) * bt->n + i], fresh.x[size_t(k) * bt->n + i], 1e-4) << "problem " << k;
+      }
+
+      // the factorization really is the kept one: told P is unchanged when it
+      // doubled, the re-solve iterates with the old K (no ρ update refactors it)
+      // and ends at the old P's optimum, not the new one's
+      QpBatch<double> lie = next;
+      for (double& p : lie.P) p *= 2;
+      QpSettings<double> strict = st;
+      strict.adaptive_rho = false;
+      strict.fallback = false;
+      strict.max_iter = 400;
+      QpSolutions<double> honest, lied;
+      solve_batch(lie, strict, opt, honest);
+      solve_batch(lie, strict, keep, lied);  // (the store now holds `next`'s factorizations)
+      int differ = 0;
+      for (int k = 0; k < bt->size; ++k) {
+        double gap = lied.status[k] == honest.status[k] ? 0 : 1;
+        for (int i = 0; i < bt->n; ++i)
+          gap = std::max(gap, std::abs(lied.x[size_t(k) * bt->n + i] - honest.x[size_t(k) * bt->n + i]));
+        differ += gap > 1e-3;
+      }
+      // (without the kept factorization the two solves are the same solve, bitwise;
+      // in lanes fewer differ: a lane left far behind goes on alone, set up in full)
+      EXPECT_GE(differ, lanes ? 1 : bt->size / 2);
+
+      // after clear(), a re-solve sets up in full: bitwise the solve without a store
+      store.clear();
+      QpSolutions<double> cleared;
+      solve_batch(next, st, keep, cleared);
+      EXPECT_EQ(cleared.x, fresh.x);
+      EXPECT_EQ(cleared.y, fresh.y);
+      // another batch size is another layout: set up in full
+      QpBatch<double> fewer = next;
+      fewer.size = next.size - 1;
+      fewer.P.resize(size_t(fewer.size) * fewer.n * fewer.n);
+      fewer.q.resize(size_t(fewer.size) * fewer.n);
+      fewer.A.resize(size_t(fewer.size) * fewer.nnz());
+      fewer.b.resize(size_t(fewer.size) * fewer.m());
+      QpSolutions<double> fewer_fresh, fewer_kept;
+      solve_batch(fewer, st, opt, fewer_fresh);
+      solve_batch(fewer, st, keep, fewer_kept);
+      EXPECT_EQ(fewer_kept.x, fewer_fresh.x);
+
+      // a NaN in q under reuse: that problem is refused by name, the rest solve on
+      QpSolutions<double> warmup, bad;
+      solve_batch(next, st, keep, warmup);  // (the store holds `next`'s again)
+      QpBatch<double> nan_q = next;
+      nan_q.q[size_t(3) * next.n + 1] = std::numeric_limits<double>::quiet_NaN();
+      solve_batch(nan_q, st, keep, bad);
+      for (int k = 0; k < bt->size; ++k) {
+        EXPECT_EQ(bad.status[k], k == 3 ? SolveStatus::kInvalidInput : SolveStatus::kSolved) << "problem " << k;
+        if (k == 3) EXPECT_EQ(bad.fault[k], InputFault::kNonFiniteQ);
+      }
+    }
+}
+
+TEST(QpFactorStore, SameAnswersOnAnyThreadCount) {
+  const GeneratedQps g = random_benchmark_batch(37, RandomQpShape{10, 16, 0, 1.0}, 9);
+  QpBatch<double> next = g.batch;
+  next.q = perturbed(g.batch.q, 0.2, 3);
+  QpSettings<double> st;
+  std::vector<double> x[2];
+  for (int t = 0; t < 2; ++t) {
+    QpFactorStore store;
+    BatchOptions opt;
+    opt.threads = t + 1;
+    opt.factors = &store;
+    QpSolutions<double> a, b;
+    solve_batch(g.batch, st, opt, a);
+    opt.reuse_factors = true;
+    solve_batch(next, st, opt, b);
+    x[t] = b.x;
+  }
+  EXPECT_EQ(x[0], x[1]);
+}
+
+TEST(QpFactorStore, RefusedOnTheDevice) {
+  const GeneratedQps g = random_benchmark_batch(4, RandomQpShape{6, 8, 0, 1.0}, 1);
+  QpFactorStore store;
+  BatchOptions opt;
+  opt.backend = Backend::kCuda;
+  opt.factors = &store;
+  QpSolutions<double> sol;
+  EXPECT_NE(error_of([&] { solve_batch(g.batch, QpSettings<double>{}, opt, sol); }).find("keep_factors"),
+            std::string::npos);
+}
+
 TEST(RandomBenchmarkQps, KnownOptimumIsOneAndTheSolverFindsIt) {
   for (const RandomQpShape sh : {RandomQpShape{8, 16, 0, 1.0}, RandomQpShape{24, 40, 4, 0.1}}) {
     SCOPED_TRACE("n " + std::to_string(sh.n) + ", density " + std::to_string(sh.density));

@@ -1,6 +1,7 @@
 // Picks the lane solvers' instruction set (host/batch/lane_kernels.h).
 #include "host/batch/lane_kernels.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <mutex>
@@ -139,5 +140,14 @@ const Kernels& kernels() {
 
 LaneIsa lane_isa() { return lanes::kernels().isa; }
 int lane_bytes() { return lanes::kernels().bytes; }
+
+size_t lanes::kept_region_bytes(int n, int m, size_t elem, int lane_bytes, bool in_lanes) {
+  auto round64 = [](size_t b) { return (b + 63) & ~size_t(63); };
+  const size_t one = round64(size_t(qp_work_host_size(n, m)) * elem);
+  if (!in_lanes) return one;
+  const size_t group =
+      round64(size_t(qp_work_size(n, m) + qp_anderson_size(n, m, kQpAndersonMax)) * size_t(lane_bytes));
+  return std::max(group, one * (size_t(lane_bytes) / elem));
+}
 
 }  // namespace impulse

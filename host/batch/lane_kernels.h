@@ -67,7 +67,21 @@ struct QpJob {
   // kernel restarts ADMM with the fallback settings. `used`: the iterations
   // spent so far, the interior point's included.
   bool (*ipm)(void* ctx, int k, const void* so_far, T* x, T* y, void* info, int* used) = nullptr;
+  // kept factorizations (BatchOptions::factors): a region of kept_stride bytes
+  // (kept_region_bytes) per lane group (in lanes) or per problem (one at a
+  // time), 64-byte aligned, zeroed when new; each solve leaves its
+  // factorization there, and with `reuse` starts from the one it finds
+  // (qp_admm_solve's and qp_admm_solve_lanes' `reuse`: P and A unchanged)
+  unsigned char* kept = nullptr;
+  size_t kept_stride = 0;
+  bool reuse = false;
 };
+
+// bytes of one kept region (QpJob::kept) for problems of n variables and m
+// rows, elements of `elem` bytes, the set's lane vectors of `lane_bytes`: a
+// lane group's workspace, or (lanes false, or a group solved one problem at a
+// time) one problem's
+size_t kept_region_bytes(int n, int m, size_t elem, int lane_bytes, bool lanes);
 
 // B planar impacts by AP Newton (poisson false) or AP Poisson
 // (solvers/impact_lcp.h's planar_ap_impulse): `fields` holds 7 × B values,

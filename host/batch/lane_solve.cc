@@ -87,17 +87,27 @@ struct Job {
   }
 };
 
-// problem k alone (qp_admm_solve), as qp_batch.cc's solve_one; `work` holds qp_work_host_size
+// problem k alone (qp_admm_solve), as qp_batch.cc's solve_one; `work` holds
+// qp_work_host_size. kept: the problem's kept region (QpJob::kept), its
+// workspace instead of `work`, which the fallback after a stall still uses
 template <class T>
-QpInfo<T> solve_one(const Job<T>& job, int k, std::vector<T, LaneAllocator<T>>& work) {
+QpInfo<T> solve_one(const Job<T>& job, int k, std::vector<T, LaneAllocator<T>>& work,
+                    unsigned char* kept = nullptr) {
   const int n = job.j.n, m = job.j.m;
-  auto w = QpWork<T, UnitStride>::carve(unit_view(qp_work_align(work.data())), n, m, true);
+  T* base = kept ? reinterpret_cast<T*>(kept) : qp_work_align(work.data());
+  auto w = QpWork<T, UnitStride>::carve(unit_view(base), n, m, true);
   QpSettings<T> st = job.st;
   st.stall_return = job.st.fallback;  // finished by the caller
   st.rho = job.first_rho(k);
   QpInfo<T> info = qp_admm_solve(job.shape, job.problem(k), unit_view(job.x(k)), unit_view(job.y(k)), w, st,
-                                 job.j.warm_start);
+                                 job.j.warm_start, kept && job.j.reuse);
   return info.stalled ? job.stalled(k, info, work) : info;
+}
+
+// the kept region of lane group or problem i, or nullptr
+template <class T>
+unsigned char* kept_region(const lanes::QpJob<T>& j, int i) {
+  return j.kept ? j.kept + size_t(i) * j.kept_stride : nullptr;
 }
 
 // lanes [0, live) of dst[0 .. len) from problems k0 .. k0 + live − 1 of a
@@ -151,14 +161,18 @@ void solve_qp(const lanes::QpJob<T>& j) {
     L* b = A + nnz;
     const QpData<L, LaneStride> d{View<const L, LaneStride>{P, {}}, View<const L, LaneStride>{q, {}},
                                   View<const L, LaneStride>{A, {}}, View<const L, LaneStride>{b, {}}};
-    const auto w = QpWork<L, LaneStride>::carve(lane_view(bf.work.data()), n, m, false, true);
     QpLaneOut<T> lo;
     for (int g = g0; g < g1; ++g) {
       const int k0 = g * W, live = std::min(W, B - k0);
+      // the group's workspace: the worker's, or the group's kept region
+      unsigned char* kept = kept_region(j, g);
+      L* work = kept ? reinterpret_cast<L*>(kept) : bf.work.data();
+      const auto w = QpWork<L, LaneStride>::carve(lane_view(work), n, m, false, true);
       if (2 * live <= W) {  // a group at most half full costs more than its problems alone
         for (int k = k0; k < k0 + live; ++k) {
           const auto t0 = std::chrono::steady_clock::now();
-          const QpInfo<T> info = solve_one(job, k, bf.one);
+          const size_t one = kept ? (j.kept_stride / W) & ~size_t(63) : 0;  // (kept_region_bytes: room for W)
+          const QpInfo<T> info = solve_one(job, k, bf.one, kept ? kept + size_t(k - k0) * one : nullptr);
           if (j.solve_us)
             j.solve_us[k] = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
           j.done(j.ctx, k, &info);
@@ -181,7 +195,7 @@ void solve_qp(const lanes::QpJob<T>& j) {
         lo.y[l] = job.y(k0 + l);
       }
       qp_admm_solve_lanes(job.shape, columns, d, live, lane_view(bf.x.data()), lane_view(bf.y.data()), w,
-                          settings, j.warm_start, lo, std::max(1, W / 4), rho0);
+                          settings, j.warm_start, lo, std::max(1, W / 4), rho0, kept && j.reuse);
       for (int l = 0; l < live; ++l) {  // lanes handed off: finished one at a time
         QpInfo<T>& info = lo.info[l];
         if (info.status != SolveStatus::kNotRun) continue;
@@ -242,7 +256,7 @@ void solve_qp_each(const lanes::QpJob<T>& j) {
   parallel_for(B, threads, [&](int worker, int begin, int end) {
     for (int k = begin; k < end; ++k) {
       const auto t0 = std::chrono::steady_clock::now();
-      const QpInfo<T> info = solve_one(job, k, work[size_t(worker)]);
+      const QpInfo<T> info = solve_one(job, k, work[size_t(worker)], kept_region(j, k));
       if (j.solve_us)
         j.solve_us[k] = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
       j.done(j.ctx, k, &info);

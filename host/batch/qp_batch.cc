@@ -565,6 +565,18 @@ void solve_cpu(const QpBatchView<T>& batch, const QpSettings<T>& settings,
   j.done = &lane_done<T>;
   j.ipm = &lane_ipm<T>;
   const lanes::Kernels& k = lanes::kernels();
+  if (options.factors) {
+    QpFactorStore::Layout layout;
+    layout.size = batch.size, layout.n = batch.n, layout.m = batch.m(), layout.nnz = batch.nnz();
+    layout.lane_bytes = k.bytes, layout.elem = sizeof(T), layout.lanes = options.lanes;
+    layout.stride = lanes::kept_region_bytes(batch.n, batch.m(), sizeof(T), k.bytes, options.lanes);
+    const size_t W = size_t(k.bytes) / sizeof(T);
+    layout.regions = options.lanes ? (size_t(batch.size) + W - 1) / W : size_t(batch.size);
+    bool usable = false;
+    j.kept = options.factors->regions(layout, usable);
+    j.kept_stride = layout.stride;
+    j.reuse = options.reuse_factors && usable;
+  }
   if constexpr (std::is_same<T, float>::value)
     (options.lanes ? k.qp_float : k.each_float)(j);
   else
@@ -614,6 +626,8 @@ void solve_batch_paths(const QpBatchView<T>& batch, const QpSettings<T>& setting
   out.resize(B, n, m);
 
   if (options.backend == Backend::kCuda) {
+    if (options.factors)
+      throw Error("BatchOptions::factors keeps the CPU's factorizations; on the device, DeviceQpBatch::keep_factors");
     std::vector<int> codes;
     cuda::HostQpResults<T> r = out.device_results(codes);
     cuda::DeviceQpBatch<T> dev(cuda::resolve_layout(options.device_layout, batch.n, batch.m(), batch.nnz(), sizeof(T)));
@@ -646,6 +660,21 @@ void solve_batch_paths(const QpBatchView<T>& batch, const QpSettings<T>& setting
 }
 
 }  // namespace
+
+void QpFactorStore::clear() { filled_ = false; }
+
+unsigned char* QpFactorStore::regions(const Layout& layout, bool& usable) {
+  const size_t want = layout.regions * layout.stride + 64;
+  usable = filled_ && layout == layout_;
+  if (!usable) {
+    // zeroed: no region holds a usable factorization (its kQpKeptValid is 0)
+    if (mem_.size() < want) mem_.resize(want);
+    std::fill(mem_.begin(), mem_.end(), static_cast<unsigned char>(0));
+    layout_ = layout;
+  }
+  filled_ = true;
+  return qp_work_align(mem_.data());
+}
 
 template <class T>
 void solve_batch(const QpBatchView<T>& batch, const QpSettings<T>& settings,

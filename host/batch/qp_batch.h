@@ -130,6 +130,42 @@ struct QpSolutions {
   int count(SolveStatus s) const;
 };
 
+// The factorizations a batch's CPU solves keep for re-solves in which only q and
+// b change (OSQP's update of q and bounds; on the device, DeviceQpBatch::keep_factors):
+// BatchOptions::factors. A solve with a store leaves each problem's factorization
+// there, with its equilibration and ρ; a solve with BatchOptions::reuse_factors
+// starts each problem from the one it finds, skipping P's and A's input checks,
+// the equilibration and the factorization (the first ρ is then that
+// factorization's: warm_rho gives way). The caller promises P and A are those of
+// the store's last solve, and calls clear() when they change. A problem whose
+// last solve left no usable factorization (an input fault, a numerical error,
+// other σ, ρ_eq scale or Ruiz passes) sets up in full; in lanes a group sets up
+// in full unless all its problems' are usable. A solve of another batch size,
+// shape (n, m, nnz), precision, `lanes` or instruction set sets up in full and
+// the store takes its layout. Memory is taken at the first solve of a layout.
+class QpFactorStore {
+ public:
+  void clear();  // forget every factorization (keeps the memory)
+  size_t bytes() const { return mem_.size(); }
+  // (solve_batch's) the store's regions for this layout, zeroed when the layout
+  // is new or after clear(); `usable`: whether they hold the last solve's
+  struct Layout {
+    int size = 0, n = 0, m = 0, nnz = 0, lane_bytes = 0;
+    size_t elem = 0, stride = 0, regions = 0;
+    bool lanes = false;
+    bool operator==(const Layout& o) const {
+      return size == o.size && n == o.n && m == o.m && nnz == o.nnz && lane_bytes == o.lane_bytes &&
+             elem == o.elem && stride == o.stride && regions == o.regions && lanes == o.lanes;
+    }
+  };
+  unsigned char* regions(const Layout& layout, bool& usable);
+
+ private:
+  std::vector<unsigned char> mem_;
+  Layout layout_;
+  bool filled_ = false;
+};
+
 struct BatchOptions {
   Backend backend = Backend::kCpu;
   int threads = 0;          // CPU threads; 0 = all cores
@@ -147,6 +183,10 @@ struct BatchOptions {
   bool lanes = true;
   // CUDA: one thread or one warp per problem (kernels/qp_kernels.h); kAuto picks by n
   cuda::DeviceLayout device_layout = cuda::DeviceLayout::kAuto;
+  // CPU: keep each problem's factorization in `factors` (QpFactorStore); with
+  // reuse_factors, start from the ones kept there (only q and b changed)
+  QpFactorStore* factors = nullptr;
+  bool reuse_factors = false;
 };
 
 // Solves every problem; per-problem outcomes are in `out.status` (one bad

@@ -18,7 +18,7 @@ import numpy as _np
 from . import _impulse
 
 __version__ = _impulse.version()
-__all__ = ["solve_qp_batch", "solve_qp_batch_osqp", "QpResult", "cuda_available", "STATUS_NAMES", "__version__",
+__all__ = ["solve_qp_batch", "FactorStore", "solve_qp_batch_osqp", "QpResult", "cuda_available", "STATUS_NAMES", "__version__",
            "Tosses", "load_tosses", "train", "evaluate", "TRAIN_OPTIONS"]
 
 #: the status codes' names, as in the CLI's batch files (0 not_run ... 7 invalid_input)
@@ -59,6 +59,23 @@ class QpResult:
         return f"QpResult({len(self.status)} problems: " + ", ".join(f"{v} {k}" for k, v in counts.items()) + ")"
 
 
+class FactorStore(_impulse.FactorStore):
+    """The factorizations of a batch's CPU solves, kept for re-solves in which only q
+    and b change (OSQP's update of q and bounds):
+
+        store = impulse.FactorStore()
+        res = impulse.solve_qp_batch(P, q, A, b, cones, factors=store)
+        res2 = impulse.solve_qp_batch(P, q2, A, b2, cones, factors=store, reuse_factors=True)
+
+    Every solve given the store leaves each problem's factorization there (with its
+    equilibration and step size); one with reuse_factors=True starts each problem from
+    the one it finds and skips P's and A's checks, the equilibration and the
+    factorization. P and A must be those of the store's last solve: call clear() when
+    they change. A solve of another batch size, shape, precision or ``lanes`` sets up
+    in full. ``bytes``: the memory held.
+    """
+
+
 def _array(name, a, dtype, ndim, shape):
     """a C-contiguous array of dtype: the caller's own when it already is one, else converted once"""
     if not isinstance(a, _np.ndarray):
@@ -73,7 +90,7 @@ def _array(name, a, dtype, ndim, shape):
 
 
 def solve_qp_batch(P, q, A, b, cones, *, eps=1e-5, max_iter=4000, precision="double", backend="cpu",
-                   threads=0, lanes=True, warm=None) -> QpResult:
+                   threads=0, lanes=True, warm=None, factors=None, reuse_factors=False) -> QpResult:
     """Solve B conic QPs of one shape.
 
     P (B, n, n) symmetric positive semidefinite, q (B, n), A (B, m, n), b (B, m);
@@ -91,7 +108,9 @@ def solve_qp_batch(P, q, A, b, cones, *, eps=1e-5, max_iter=4000, precision="dou
     (0 = all cores); lanes: CPU problems side by side in SIMD lanes (False: one at a
     time). warm: (x, y) or (x, y, rho) of a previous solve to start from (rho: each
     problem's final step size, QpResult.rho; without it every problem starts at the
-    default).
+    default). factors: a FactorStore that keeps each problem's factorization (CPU);
+    reuse_factors: start from the ones it holds (P and A unchanged since its last
+    solve: only q and b changed).
 
     Each problem keeps its own status (one bad problem never spoils the others);
     wrong shapes, dtypes or options raise ValueError naming the array or option.
@@ -163,9 +182,15 @@ def solve_qp_batch(P, q, A, b, cones, *, eps=1e-5, max_iter=4000, precision="dou
         wy = _array("warm y", wy, dtype, 2, "(B, m)")
         if wx.shape != (B, n) or wy.shape != (B, m):
             raise ValueError(f"warm: expected x {(B, n)} and y {(B, m)}, got {wx.shape} and {wy.shape}")
+    if factors is not None and not isinstance(factors, _impulse.FactorStore):
+        raise ValueError(f"factors: expected an impulse.FactorStore, got {type(factors).__name__}")
+    if reuse_factors and factors is None:
+        raise ValueError("reuse_factors: needs factors=FactorStore (the store whose factorizations to reuse)")
+    if factors is not None and backend != "cpu":
+        raise ValueError("factors: the CPU backend's (the device keeps its own)")
     solve = _impulse.solve_double if precision == "double" else _impulse.solve_float
     d = solve(P, q, values, row_ptr, col, b, (nz, nn, ns), float(eps), int(max_iter), backend, int(threads),
-              bool(lanes), wx, wy, wr)
+              bool(lanes), wx, wy, wr, factors, bool(reuse_factors))
     return QpResult(d)
 
 

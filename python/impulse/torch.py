@@ -200,6 +200,10 @@ class ConicQP:
         self.last = None
         self.last_backward = None  # the last backward pass's counts (least_squares, not_finite, largest_system)
         self.pattern = None  # A's kept CSR pattern (row_ptr, col, the (m, n) mask), or None: found per call
+        # ConicQPLayer's kept factorizations (CPU): the store, and the P and A it holds them for
+        self.factors = None
+        self._factored = None
+        self.reused = False  # whether the last call started from kept factorizations
 
     @property
     def m(self):
@@ -246,8 +250,22 @@ class ConicQP:
                 and self.last.x.shape == (arr[0].shape[0], arr[0].shape[1]) \
                 and self.last.y.shape == (arr[0].shape[0], self.m) and self.last.x.dtype == arr[0].dtype:
             warm = (self.last.x, self.last.y, self.last.rho)
+        reuse = False
+        if self.factors is not None:
+            # only q and b changed since the store's last solve: start from its factorizations
+            values = arr[2][0] if isinstance(arr[2], tuple) else arr[2]
+            kept = self._factored
+            reuse = kept is not None and kept[0].shape == arr[0].shape and kept[1].shape == values.shape \
+                and kept[0].dtype == arr[0].dtype and _np.array_equal(kept[0], arr[0]) \
+                and _np.array_equal(kept[1], values)
+            if not reuse:
+                self._factored = None
         res = solve_qp_batch(*arr, cones=self.cones, eps=self.eps, max_iter=self.max_iter, precision=precision,
-                             threads=self.threads, lanes=self.lanes, warm=warm)
+                             threads=self.threads, lanes=self.lanes, warm=warm, factors=self.factors,
+                             reuse_factors=reuse)
+        self.reused = reuse
+        if self.factors is not None and self._factored is None:
+            self._factored = (arr[0].copy(), values.copy())
         res.on_cuda = False
         self._take(res)
         dt = P.dtype
@@ -325,27 +343,40 @@ class ConicQPLayer(_torch.nn.Module):
     refused with a ValueError naming the entry: make a new layer or call
     reset_pattern()), and the warm start: each problem starts from the previous call's
     x, y and final step size rho while the batch's shape stays the same (a training
-    loop's QPs change little from step to step). The factorization is not kept
-    between calls: each call factors again.
-    Options as ConicQP's. `last` is the last call's impulse.QpResult.
+    loop's QPs change little from step to step). With keep_factors (the default, CPU
+    tensors), each problem's factorization too: a call whose P and A equal the
+    previous call's (only q and b changed) starts from it, skipping P's and A's checks,
+    the equilibration and the factorization (impulse.FactorStore); `reused` says
+    whether the last call did. Options as ConicQP's. `last` is the last call's
+    impulse.QpResult.
     """
 
     def __init__(self, cones, eps=1e-8, grad="implicit", *, pattern=None, max_iter=20000, threads=0, lanes=True,
-                 check=True):
+                 check=True, keep_factors=True):
         super().__init__()
         self.qp = ConicQP(cones, eps, grad, max_iter=max_iter, threads=threads, lanes=lanes, warm=True, check=check)
+        self.keep_factors = bool(keep_factors)
         self._given = pattern
         self.reset_pattern()
 
     def reset_pattern(self):
-        """Forget the kept pattern (the next call finds it again) and the warm start."""
+        """Forget the kept pattern (the next call finds it again), the warm start and the
+        kept factorizations."""
+        from . import FactorStore
         self.qp.pattern = None
         self.qp.last = None
+        self.qp.factors = FactorStore() if self.keep_factors else None
+        self.qp._factored = None
         self._found = False
 
     @property
     def last(self):
         return self.qp.last
+
+    @property
+    def reused(self):
+        """whether the last call started from the kept factorizations"""
+        return self.qp.reused
 
     def _keep_pattern(self, A):
         nz, nn, ns = self.qp.cones

@@ -95,7 +95,8 @@ impulse::QpSettings<T> settings_of(double eps, int max_iter) {
 template <class T>
 nb::dict solve(const In<T>& P, const In<T>& q, const In<T>& A, const In<int>& row_ptr, const In<int>& col,
                const In<T>& b, std::tuple<int, int, int> cones, double eps, int max_iter, const std::string& backend,
-               int threads, bool lanes, nb::object warm_x, nb::object warm_y, nb::object warm_rho) {
+               int threads, bool lanes, nb::object warm_x, nb::object warm_y, nb::object warm_rho,
+               impulse::QpFactorStore* factors, bool reuse_factors) {
   if (P.ndim() != 3 || q.ndim() != 2 || b.ndim() != 2)
     throw nb::value_error("P, q, b: (B, n, n), (B, n), (B, m)");
   const impulse::QpBatchView<T> v = batch_view<T>(P, q, A, row_ptr, col, b, cones);
@@ -105,6 +106,8 @@ nb::dict solve(const In<T>& P, const In<T>& q, const In<T>& A, const In<int>& ro
   opt.backend = impulse::parse_backend(backend);
   opt.threads = threads;
   opt.lanes = lanes;
+  opt.factors = factors;
+  opt.reuse_factors = factors && reuse_factors;
   impulse::QpSolutions<T> sol;
   if (!warm_x.is_none()) {
     const In<T> wx = nb::cast<In<T>>(warm_x), wy = nb::cast<In<T>>(warm_y);
@@ -298,12 +301,18 @@ NB_MODULE(_impulse, m) {
   m.def("version", [] { return std::string(IMPULSE_VERSION); });
   bind_learning(m);
   m.def("cuda_available", [] { return impulse::cuda::available(); });
+  nb::class_<impulse::QpFactorStore>(m, "FactorStore",
+                                     "The factorizations of a batch's CPU solves, kept for re-solves in which "
+                                     "only q and b change (host/batch/qp_batch.h's QpFactorStore)")
+      .def(nb::init<>())
+      .def("clear", &impulse::QpFactorStore::clear, "forget every factorization (P or A changed)")
+      .def_prop_ro("bytes", &impulse::QpFactorStore::bytes, "the memory it holds");
   // the warm start's x and y may be None (a cold start): nanobind refuses None unless told
 #define IMPULSE_SOLVE_ARGS                                                                                    \
   nb::arg("P").noconvert(), nb::arg("q").noconvert(), nb::arg("A").noconvert(), nb::arg("row_ptr").noconvert(), \
       nb::arg("col").noconvert(), nb::arg("b").noconvert(), nb::arg("cones"), nb::arg("eps"), nb::arg("max_iter"), \
       nb::arg("backend"), nb::arg("threads"), nb::arg("lanes"), nb::arg("warm_x").none(), nb::arg("warm_y").none(), \
-      nb::arg("warm_rho").none()
+      nb::arg("warm_rho").none(), nb::arg("factors").none(), nb::arg("reuse_factors")
   m.def("solve_double", &solve<double>, IMPULSE_SOLVE_ARGS);
   m.def("solve_float", &solve<float>, IMPULSE_SOLVE_ARGS);
 #undef IMPULSE_SOLVE_ARGS

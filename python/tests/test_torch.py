@@ -241,6 +241,7 @@ def test_layer_keeps_its_pattern_and_warm_start_and_its_gradients_equal_fresh_on
     assert isinstance(layer, torch.nn.Module)
     T = [torch.from_numpy(a) for a in (P, q, A, b)]
     layer(*T)
+    assert not layer.reused  # (nothing kept yet)
     cold_iters = layer.last.iterations.copy()
     row_ptr, col, used = layer.qp.pattern
     assert not used[:, 0].any() and used[:, 1:].all() and col.shape[0] == A.shape[1] * 5
@@ -250,6 +251,7 @@ def test_layer_keeps_its_pattern_and_warm_start_and_its_gradients_equal_fresh_on
     b2 = b + 1e-3 * rng.standard_normal(b.shape)
     T2 = [torch.from_numpy(a).clone().requires_grad_(True) for a in (P, q2, A, b2)]
     x, y, v = layer(*T2)
+    assert layer.reused  # the same P and A: it started from the kept factorizations
     assert layer.last.iterations.sum() < cold_iters.sum()
     (x.sum() + 2 * y.sum() + v.sum()).backward()
     F2 = [torch.from_numpy(a).clone().requires_grad_(True) for a in (P, q2, A, b2)]
@@ -265,7 +267,45 @@ def test_layer_keeps_its_pattern_and_warm_start_and_its_gradients_equal_fresh_on
         layer(*(torch.from_numpy(a) for a in (P, q, A3, b)))
     layer.reset_pattern()
     layer(*(torch.from_numpy(a) for a in (P, q, A3, b)))
-    assert layer.qp.pattern[2][1, 0]
+    assert layer.qp.pattern[2][1, 0] and not layer.reused  # (a new A: factored again)
+    # without kept factorizations: the same gradients (to the tolerance), nothing reused
+    plain = it.ConicQPLayer(cones, eps=1e-9, max_iter=100000, keep_factors=False)
+    plain(*T)
+    N2 = [torch.from_numpy(a).clone().requires_grad_(True) for a in (P, q2, A, b2)]
+    xn, yn, vn = plain(*N2)
+    assert not plain.reused
+    (xn.sum() + 2 * yn.sum() + vn.sum()).backward()
+    for a, f in zip(T2, N2):
+        np.testing.assert_allclose(a.grad.numpy(), f.grad.numpy(), atol=1e-5)
+
+
+def test_solve_qp_batch_keeps_factors_for_new_q_and_b():
+    cones = CASES["all"]
+    P, q, A, b, _, _ = known_solution(21, 6, cones, B=13)
+    rng = np.random.default_rng(5)
+    q2 = q + 0.05 * rng.standard_normal(q.shape)
+    b2 = b + 0.01 * rng.standard_normal(b.shape)
+    for lanes in (True, False):
+        store = impulse.FactorStore()
+        first = impulse.solve_qp_batch(P, q, A, b, cones, eps=1e-9, max_iter=100000, lanes=lanes, factors=store)
+        assert first.solved.all() and store.bytes > 0
+        fresh = impulse.solve_qp_batch(P, q2, A, b2, cones, eps=1e-9, max_iter=100000, lanes=lanes)
+        kept = impulse.solve_qp_batch(P, q2, A, b2, cones, eps=1e-9, max_iter=100000, lanes=lanes, factors=store,
+                                      reuse_factors=True)
+        assert kept.solved.all()
+        np.testing.assert_allclose(kept.x, fresh.x, atol=1e-6)
+        np.testing.assert_allclose(kept.objective, fresh.objective, rtol=1e-7, atol=1e-7)
+        # cleared, a re-solve is the full one, bit for bit
+        store.clear()
+        again = impulse.solve_qp_batch(P, q2, A, b2, cones, eps=1e-9, max_iter=100000, lanes=lanes, factors=store,
+                                       reuse_factors=True)
+        assert np.array_equal(again.x, fresh.x)
+    with pytest.raises(ValueError, match="reuse_factors"):
+        impulse.solve_qp_batch(P, q, A, b, cones, reuse_factors=True)
+    with pytest.raises(ValueError, match="factors"):
+        impulse.solve_qp_batch(P, q, A, b, cones, factors="a store")
+    with pytest.raises(ValueError, match="factors"):
+        impulse.solve_qp_batch(P, q, A, b, cones, factors=impulse.FactorStore(), backend="cuda")
 
 
 def test_layer_takes_a_given_pattern_and_refuses_a_wrong_one():
