@@ -206,7 +206,7 @@ def _pattern_of(A):
         return A.reshape(B, m * n), row_ptr, col
     row_ptr = _np.concatenate([[0], _np.cumsum(used.sum(axis=1))]).astype(_np.int32)
     col = _np.nonzero(used)[1].astype(_np.int32)
-    return _np.ascontiguousarray(A[:, used]), row_ptr, col
+    return _np.take(A.reshape(B, m * n), _np.flatnonzero(used), axis=1), row_ptr, col
 
 
 def solve_qp_batch_osqp(P, q, A, l, u, **options) -> QpResult:

@@ -216,7 +216,19 @@ class ConicQP:
         row_ptr, col, used = self.pattern
         if tuple(A.shape[1:]) != used.shape:
             raise ValueError(f"A: shape {tuple(A.shape)} differs from the kept pattern's {(None,) + used.shape}")
-        mask = used if xp is _np else _torch.from_numpy(used).to(A.device)
+        if xp is _np:
+            # (the entries nonzero anywhere in the batch, then the pattern's values by index:
+            # a boolean gather of the entries outside the pattern cost 6 ms at B = 1,000)
+            flat = A.reshape(A.shape[0], -1)
+            stray = (flat != 0).any(axis=0).reshape(used.shape) & ~used
+            if stray.any():
+                k = int(_np.flatnonzero((A[:, stray] != 0).any(axis=1))[0])
+                i, j = (int(v) for v in _np.argwhere(stray & (A[k] != 0))[0])
+                raise ValueError(f"A: entry ({i}, {j}) of problem {k} is nonzero outside the layer's kept pattern "
+                                 "(make a new layer, or call reset_pattern())")
+            values = flat if used.all() else _np.take(flat, _np.flatnonzero(used), axis=1)
+            return values, row_ptr, col
+        mask = _torch.from_numpy(used).to(A.device)
         outside = A[:, ~mask]
         if outside.numel() if xp is _torch else outside.size:
             nonzero = outside != 0
