@@ -4,7 +4,7 @@
 // system has not yet scheduled: a late worker finds the loop over and leaves. On a machine shared with other jobs a spinning worker takes the time
 // slice the thread it waits for needs (OpenMP's default wait policy: a training
 // epoch 10x slower with --threads 2 than with 1 beside one other process,
-// bench/results/threads_busy_2026-11-28.md); a blocked one costs nothing.
+// bench/results/archive/threads_busy_2026-11-28.md); a blocked one costs nothing.
 //
 // The calling thread is worker 0 and takes chunks too; pool threads 1..t-1 are
 // started on first use and kept. Chunks are handed out in order from a shared
