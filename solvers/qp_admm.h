@@ -130,6 +130,16 @@ struct QpSettings {
   // problem (host/batch/qp_ipm.h's interior point, then the restart above if
   // that fails). The device and the real-time path keep the restart.
   bool stall_return = false;
+  // host batch path, with fallback, where the interior point applies (no
+  // second-order cones): a solve whose residuals, extrapolated from its last
+  // two checks, need more than ipm_switch further iterations to meet the
+  // tolerance, checked from iteration ipm_switch/4 on, returns as at a stall,
+  // and the interior point solves it (0 = off). One interior-point solve costs
+  // what 190-280 ADMM iterations in lanes do at n = 8 to 128 (random QPs with
+  // half their rows active, where ADMM needs 180-510 iterations and the
+  // interior point 8-13; bench/solver_sizes.py). The contact QPs converge long
+  // before.
+  int ipm_switch = sizeof(T) == 8 ? 250 : 0;
   // duality gap (on by default): `solved` also needs
   //   |xᵀPx + qᵀx + bᵀy| <= eps_abs + eps_rel·max(|xᵀPx|, |qᵀx|, |bᵀy|)
   // (the primal objective minus the dual one, −½xᵀPx − bᵀy, in the original
@@ -172,6 +182,7 @@ struct QpSettings {
     if (!(rho_min > T(0) && rho_max >= rho_min)) return "need 0 < rho_min <= rho_max";
     if (!(psd_tol >= T(0))) return "psd_tol must be >= 0";
     if (scaling_iters < 0) return "scaling_iters must be >= 0";
+    if (ipm_switch < 0) return "ipm_switch must be >= 0";
     return nullptr;
   }
 };
@@ -206,6 +217,9 @@ struct QpInfo {
   // Iterations count from the start of the problem's solve.
   int stall_iteration = 0, stall_best_iteration = 0, restart_iteration = 0;
   T stall_best_ratio = T(0);
+  // a hand-over at stall_iteration that was no stall but QpSettings::ipm_switch:
+  // the further iterations ADMM's residuals extrapolated to (0: a stall)
+  T switch_remaining = T(0);
 };
 
 // Shape of every problem in a batch.
@@ -874,6 +888,17 @@ struct QpResume {
 
 namespace detail {
 
+// QpSettings::ipm_switch: at a check at iteration `it` (from the problem's
+// start), with `remaining` the extrapolated iterations still to go
+// (qp_schedule_next; the budget itself when the residuals did not fall, which
+// says nothing: the stall rule judges that), the interior point would finish
+// sooner. What is done is spent: only what remains counts.
+template <class T>
+IMPULSE_HD bool qp_ipm_sooner(const QpSettings<T>& st, int it, T remaining) {
+  return st.ipm_switch > 0 && it >= st.ipm_switch / 4 && remaining < T(st.max_iter) &&
+         remaining > T(st.ipm_switch);
+}
+
 // The settings of a stalled solve's restart (QpSettings::fallback), with `budget` iterations.
 template <class T>
 IMPULSE_HD QpSettings<T> qp_fallback_settings(const QpSettings<T>& st, int budget) {
@@ -1335,6 +1360,11 @@ IMPULSE_HD_NOINLINE QpInfo<T> qp_admm_solve(const QpShape& sh, const QpData<T, S
         }
         if (phase == 0 && cur.fallback && stagnation.stalled(sc.last_ratio, start + it, total)) {
           stalled = true;
+          break;
+        }
+        if (phase == 0 && cur.fallback && cur.stall_return && detail::qp_ipm_sooner(cur, start + it, sc.remaining)) {
+          stalled = true;
+          info.switch_remaining = sc.remaining;
           break;
         }
         new_rho = rho != rho_was;

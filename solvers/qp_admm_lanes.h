@@ -448,6 +448,7 @@ struct QpLaneSchedule {
   T remaining[Lanes<T>::W] = {};
   QpStagnation<T> stagnation[Lanes<T>::W];  // the stall rule, per lane
   bool stalled[Lanes<T>::W] = {};            // as of the last check
+  T sooner[Lanes<T>::W] = {};  // stalled for QpSettings::ipm_switch: the extrapolated iterations (else 0)
 };
 
 template <class T>
@@ -470,7 +471,11 @@ IMPULSE_HD_PHASE void qp_lanes_schedule_next(const QpSettings<T>& st, int it, co
     }
     sc.last_check[l] = it;
     sc.last_ratio[l] = r;
+    // a stall, or (QpSettings::ipm_switch) the interior point would finish sooner
     sc.stalled[l] = sc.stagnation[l].stalled(r, it, st.max_iter);
+    sc.sooner[l] = T(0);
+    if (!sc.stalled[l] && st.fallback && qp_ipm_sooner(st, it, sc.remaining[l]))
+      sc.stalled[l] = true, sc.sooner[l] = sc.remaining[l];
     next = next > it + gap ? next : it + gap;
   }
   sc.next_check = next;
@@ -672,6 +677,7 @@ void qp_admm_solve_lanes(const QpShape& sh, const QpColumns& at,
         out.info[l].stall_iteration = it;
         out.info[l].stall_best_iteration = sc.stagnation[l].best_it;
         out.info[l].stall_best_ratio = sc.stagnation[l].best_ratio;
+        out.info[l].switch_remaining = sc.sooner[l];
       }
     }
     stop(which, SolveStatus::kNotRun, false);
@@ -689,6 +695,7 @@ void qp_admm_solve_lanes(const QpShape& sh, const QpColumns& at,
     detail::qp_lanes_step(sh, at, d, w, x, y, alpha);
     if (!check) {
       if (aa_budget && it == aa_end) {
+        for (int l = 0; l < W; ++l) sc.sooner[l] = T(0);  // (acceleration's budget: a stall)
         hand_over(active, true);
         return;
       }
@@ -741,6 +748,7 @@ void qp_admm_solve_lanes(const QpShape& sh, const QpColumns& at,
       stop(active & failed, SolveStatus::kNumericalError, false);
     }
     if (aa_budget && it == aa_end) {
+      for (int l = 0; l < W; ++l) sc.sooner[l] = T(0);  // (acceleration's budget: a stall)
       hand_over(active, true);
       return;
     }

@@ -54,6 +54,7 @@ std::map<std::string, double> defaults() {
           {"scaling_iters", s.scaling_iters},
           {"fallback", s.fallback},
           {"stall_return", s.stall_return},
+          {"ipm_switch", s.ipm_switch},
           {"check_gap", s.check_gap},
           {"anderson", s.anderson}};
 }

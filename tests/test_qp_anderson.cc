@@ -27,6 +27,7 @@ QpSolutions<double> solve(const QpBatch<double>& b, int anderson, bool lanes, do
   QpSettings<double> st;
   st.eps_abs = st.eps_rel = eps;
   st.anderson = anderson;
+  st.ipm_switch = 0;  // (acceleration's own effect, without the early switch to the interior point)
   QpSolutions<double> sol;
   solve_batch(b, st, testing::cpu_path(lanes), sol);
   return sol;

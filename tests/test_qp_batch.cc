@@ -495,7 +495,9 @@ TEST(QpFactorStore, ResolvesWhenOnlyQAndBChange) {
       solve_batch(nan_q, st, keep, bad);
       for (int k = 0; k < bt->size; ++k) {
         EXPECT_EQ(bad.status[k], k == 3 ? SolveStatus::kInvalidInput : SolveStatus::kSolved) << "problem " << k;
-        if (k == 3) EXPECT_EQ(bad.fault[k], InputFault::kNonFiniteQ);
+        if (k == 3) {
+          EXPECT_EQ(bad.fault[k], InputFault::kNonFiniteQ);
+        }
       }
     }
 }
@@ -529,6 +531,60 @@ TEST(QpFactorStore, RefusedOnTheDevice) {
   QpSolutions<double> sol;
   EXPECT_NE(error_of([&] { solve_batch(g.batch, QpSettings<double>{}, opt, sol); }).find("keep_factors"),
             std::string::npos);
+}
+
+// QpSettings::ipm_switch: problems whose residuals extrapolate far go to the
+// interior point early; the others stay with ADMM; answers are the same optimum
+TEST(QpBatch, SlowProblemsSwitchToTheInteriorPoint) {
+  const GeneratedQps g = random_benchmark_batch(40, RandomQpShape{32, 64, 0, 1.0}, 2);
+  const int n = g.batch.n;
+  for (bool lanes : {true, false}) {
+    SCOPED_TRACE(lanes ? "lanes" : "one at a time");
+    QpSettings<double> st;
+    st.eps_abs = st.eps_rel = 1e-6;
+    ASSERT_GT(st.ipm_switch, 0);
+    QpSettings<double> off = st;
+    off.ipm_switch = 0;
+    BatchOptions opt;
+    opt.threads = 1;
+    opt.lanes = lanes;
+    QpSolutions<double> on, admm;
+    solve_batch(g.batch, st, opt, on);
+    solve_batch(g.batch, off, opt, admm);
+    int switched = 0, total_on = 0, total_off = 0;
+    for (int k = 0; k < g.batch.size; ++k) {
+      ASSERT_EQ(on.status[k], SolveStatus::kSolved) << "problem " << k;
+      ASSERT_EQ(admm.status[k], SolveStatus::kSolved) << "problem " << k;
+      switched += on.ipm_iterations[k] > 0 && admm.ipm_iterations[k] == 0;
+      // the switch comes at a check from ipm_switch/4 on, never before
+      if (on.ipm_iterations[k] > 0) {
+        EXPECT_GE(on.iterations[k] - on.ipm_iterations[k], st.ipm_switch / 4);
+      }
+      total_on += on.iterations[k];
+      total_off += admm.iterations[k];
+      const double ref = g.obj_opt[k];
+      EXPECT_NEAR(on.objective[k], ref, 1e-5 * (1 + std::abs(ref))) << "problem " << k;
+      for (int i = 0; i < n; ++i)
+        EXPECT_NEAR(on.x[size_t(k) * n + i], g.x_opt[size_t(k) * n + i], 1e-4) << "problem " << k;
+    }
+    // these QPs (half their rows active) take ADMM hundreds of iterations: some switch,
+    // and the batch's iterations (the interior point's counted) fall
+    EXPECT_GE(switched, 4);
+    EXPECT_LT(total_on, total_off);
+  }
+  // not where the interior point does not apply (second-order cones), nor in float
+  const GeneratedQps c = random_qp_batch(24, 16, ConeSpec{0, 8, 4}, 3);
+  QpSettings<double> st;
+  st.eps_abs = st.eps_rel = 1e-7;
+  st.ipm_switch = 1;  // (every check from iteration 0 would switch, were it to apply)
+  BatchOptions opt;
+  QpSolutions<double> sol;
+  solve_batch(c.batch, st, opt, sol);
+  for (int k = 0; k < c.batch.size; ++k) EXPECT_EQ(sol.ipm_iterations[k], 0) << "problem " << k;
+  EXPECT_EQ(QpSettings<float>{}.ipm_switch, 0);
+  QpSettings<double> bad;
+  bad.ipm_switch = -1;
+  EXPECT_NE(bad.validate(), nullptr);
 }
 
 TEST(RandomBenchmarkQps, KnownOptimumIsOneAndTheSolverFindsIt) {

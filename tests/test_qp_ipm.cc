@@ -377,6 +377,7 @@ TEST(QpIpm, StalledBatchSolveEndsInTheInteriorPoint) {
   const QpBatch<double> bt = read_qp_file(path).batch;
   QpSettings<double> st;
   st.eps_abs = st.eps_rel = 1e-6;
+  st.ipm_switch = 0;  // the stall rule's hand-over (the early switch: QpBatch.SlowProblemsSwitchToTheInteriorPoint)
   QpSolutions<double> one, lanes;
   solve_batch(bt, st, testing::cpu_path(false), one);
   // a full lane group of copies (a group at most half full is solved one at a time)

@@ -347,6 +347,7 @@ TEST(QpLanes, AcceleratedGroupStopsWhereTheOneProblemSolverStops) {
   std::copy(g.batch.b.begin() + size_t(k) * m, g.batch.b.begin() + size_t(k + 1) * m, one.b.begin());
   QpSettings<double> st;
   st.eps_abs = st.eps_rel = 1e-6;
+  st.ipm_switch = 0;  // (acceleration in lanes, not the early switch to the interior point)
   ASSERT_GT(st.anderson, 0);
   QpSolutions<double> alone, grp;
   solve_batch(one, st, testing::cpu_path(false), alone);
@@ -456,6 +457,19 @@ TEST(QpLanes, EveryUnsolvedProblemSaysWhy) {
       QpSettings<double> st;
       st.eps_abs = st.eps_rel = 1e-14;
       st.max_iter = 800;
+      {  // with the early switch (the default), it is what handed the problem over
+        QpSolutions<double> sw;
+        solve_batch(g.batch, st, opt, sw);
+        ASSERT_EQ(sw.status[5], SolveStatus::kMaxIterations);
+        ASSERT_GT(sw.ipm_iterations[5], 0);
+        const std::string& t = sw.fault_text[5];
+        EXPECT_NE(t.find("ADMM's residuals extrapolated to"), std::string::npos) << t;
+        EXPECT_NE(t.find("(ipm_switch " + std::to_string(st.ipm_switch) + "), the interior point did not solve it in " +
+                         std::to_string(sw.ipm_iterations[5]) + " iterations"),
+                  std::string::npos)
+            << t;
+      }
+      st.ipm_switch = 0;
       QpSolutions<double> sol;
       solve_batch(g.batch, st, opt, sol);
       ASSERT_EQ(sol.status[5], SolveStatus::kMaxIterations);

@@ -82,6 +82,7 @@ struct Job {
     more.stall_iteration = so_far.stall_iteration;
     more.stall_best_iteration = so_far.stall_best_iteration;
     more.stall_best_ratio = so_far.stall_best_ratio;
+    more.switch_remaining = so_far.switch_remaining;
     more.restart_iteration = used;
     return more;
   }

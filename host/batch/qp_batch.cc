@@ -405,8 +405,13 @@ std::string fault_text_of(const QpInfo<T>& info, int ipm_iterations, bool ipm_el
   t = buf + residuals_text(info);
   if (info.stall_iteration > 0) {
     const int aa_end = st.max_iter / 8;
-    if (st.anderson > 0 && info.stall_iteration == aa_end &&
-        info.stall_iteration - info.stall_best_iteration < st.max_iter / 8)
+    if (info.switch_remaining > 0)
+      std::snprintf(buf, sizeof buf,
+                    "; at iteration %d ADMM's residuals extrapolated to %.0f further iterations, more "
+                    "than an interior-point solve costs (ipm_switch %d)",
+                    info.stall_iteration, double(info.switch_remaining), st.ipm_switch);
+    else if (st.anderson > 0 && info.stall_iteration == aa_end &&
+             info.stall_iteration - info.stall_best_iteration < st.max_iter / 8)
       std::snprintf(buf, sizeof buf,
                     "; Anderson acceleration's budget (max_iter/8, %d iterations) ran out unsolved",
                     aa_end);
@@ -473,18 +478,20 @@ bool ipm_finish(const QpBatchView<T>& batch, const QpShape& shape, int k, const 
   used = so_far.iterations;
   if (!qp_ipm_eligible(shape) || settings.max_iter - used <= 1) return false;
   std::vector<T> xi(n), yi(m);
-  // to a tenth of the tolerance: near the end the interior point converges
-  // fast, and the answer then has the accuracy an ADMM solve reaches by
-  // overshooting its last check (on the recorded train QPs at eps 1e-6, the
-  // value of a problem finished at eps itself was 2e-6 off, relative); at
-  // the tolerance itself if that fails
+  // to a hundredth of the tolerance (not below 1e-11 unless the tolerance
+  // is): near the end the interior point converges fast, and the answer then
+  // has the accuracy an ADMM solve reaches by overshooting its last check (on
+  // the recorded ContactNets QPs at eps 1e-6, the value of a problem finished
+  // at eps itself was 2e-6 off, relative, and at a tenth of it 6e-6 on the
+  // ones QpSettings::ipm_switch hands over); at the tolerance itself if that fails
   const auto ipm_solve = [&](const QpSettings<T>& st, int cap) {
     return qp_ipm_solve(shape, batch.P + size_t(k) * n * n, batch.q + size_t(k) * n, batch.A + size_t(k) * nnz,
                         batch.b + size_t(k) * m, xi.data(), yi.data(), st, std::min(kIpmMaxIterations, cap));
   };
   QpSettings<T> tight = settings;
-  tight.eps_abs *= T(0.1);
-  tight.eps_rel *= T(0.1);
+  const auto tighter = [](T eps) { return std::max(T(0.001) * eps, std::min(eps, T(1e-11))); };
+  tight.eps_abs = tighter(settings.eps_abs);
+  tight.eps_rel = tighter(settings.eps_rel);
   QpInfo<T> ipm = ipm_solve(tight, settings.max_iter - used - 1);
   if (ipm.status != SolveStatus::kSolved && settings.max_iter - used - ipm.iterations > 1) {
     const int spent = ipm.iterations;
@@ -540,6 +547,9 @@ void solve_cpu(const QpBatchView<T>& batch, const QpSettings<T>& settings,
                 "the lane kernels take settings and give results as bytes");
   const QpShape shape = batch.shape();
   LaneCtx<T> ctx{&batch, &shape, &settings, qp_ipm_eligible(shape), &out};
+  // the switch to the interior point only where it applies (QpSettings::ipm_switch)
+  QpSettings<T> run = settings;
+  if (!ctx.ipm_eligible) run.ipm_switch = 0;
   lanes::QpJob<T> j;
   j.size = batch.size;
   j.n = batch.n;
@@ -554,7 +564,7 @@ void solve_cpu(const QpBatchView<T>& batch, const QpSettings<T>& settings,
   j.q = batch.q;
   j.A = batch.A;
   j.b = batch.b;
-  j.settings = &settings;
+  j.settings = &run;
   j.warm_start = options.warm_start;
   j.warm_rho = options.warm_start && options.warm_rho ? out.rho.data() : nullptr;
   j.x = out.x.data();

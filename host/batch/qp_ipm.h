@@ -9,9 +9,10 @@
 // has no bound and is left out (its y is 0).
 //
 // Where it is used: solve_batch's CPU paths in double. ADMM runs first; when
-// it stagnates (QpSettings::fallback's rule, from a quarter of the budget on)
-// it returns (QpSettings::stall_return) and the problem is solved again from
-// scratch here. On the Maros-Meszaros problems ADMM does not finish (QISRAEL,
+// it stagnates (QpSettings::fallback's rule, from a quarter of the budget on),
+// or when its residuals extrapolate to more further iterations than one solve
+// here costs (QpSettings::ipm_switch), it returns (QpSettings::stall_return)
+// and the problem is solved again from scratch here. On the Maros-Meszaros problems ADMM does not finish (QISRAEL,
 // QSCAGR7, QSHARE2B: also OSQP's failures) this converges in a few dozen
 // iterations. If it does not, the caller restarts ADMM as before.
 //
