@@ -75,6 +75,7 @@ template <class T>
 QpSettings<T> as_on_device(QpSettings<T> st, bool warp = false) {
   if (!warp) st.predict_checks = false;  // the warp kernel predicts its checks (device_settings)
   st.dense_iteration = false;
+  st.ipm_switch = 0;  // (the device has no interior point: ADMM to the end)
   return st;
 }
 BatchOptions cpu_reference() { return testing::cpu_path(false); }
