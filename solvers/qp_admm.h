@@ -134,12 +134,17 @@ struct QpSettings {
   // second-order cones): a solve whose residuals, extrapolated from its last
   // two checks, need more than ipm_switch further iterations to meet the
   // tolerance, checked from iteration ipm_switch/4 on, returns as at a stall,
-  // and the interior point solves it (0 = off). One interior-point solve costs
-  // what 190-280 ADMM iterations in lanes do at n = 8 to 128 (random QPs with
-  // half their rows active, where ADMM needs 180-510 iterations and the
-  // interior point 8-13; bench/solver_sizes.py). The contact QPs converge long
-  // before.
-  int ipm_switch = sizeof(T) == 8 ? 250 : 0;
+  // and the interior point solves it (0 = off, the default). On dense random
+  // QPs with half their rows active (ADMM 180-510 iterations at eps 1e-6, the
+  // interior point 8-13) one interior-point solve costs what 190-280 ADMM
+  // iterations in lanes do at n = 8 to 128, and 250 takes a batch's time per
+  // problem at n = 8, 16, 32, 64 from 40, 209, 1,014, 5,810 us to 39, 195,
+  // 719, 4,733 (lanes, one thread, 2-core Xeon); but on the recorded
+  // ContactNets QPs (sparse rows: an ADMM iteration is cheap, the dense
+  // interior point is not) it hands over 37 of the 500 "gt" ones at eps 1e-6
+  // and their time goes from 103 to 123 us, so it is off unless asked for
+  // (solve-batch --ipm-switch, solve_qp_batch(ipm_switch=)).
+  int ipm_switch = 0;
   // duality gap (on by default): `solved` also needs
   //   |xᵀPx + qᵀx + bᵀy| <= eps_abs + eps_rel·max(|xᵀPx|, |qᵀx|, |bᵀy|)
   // (the primal objective minus the dual one, −½xᵀPx − bᵀy, in the original

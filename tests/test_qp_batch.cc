@@ -542,7 +542,8 @@ TEST(QpBatch, SlowProblemsSwitchToTheInteriorPoint) {
     SCOPED_TRACE(lanes ? "lanes" : "one at a time");
     QpSettings<double> st;
     st.eps_abs = st.eps_rel = 1e-6;
-    ASSERT_GT(st.ipm_switch, 0);
+    EXPECT_EQ(st.ipm_switch, 0);  // (off unless asked for)
+    st.ipm_switch = 250;
     QpSettings<double> off = st;
     off.ipm_switch = 0;
     BatchOptions opt;
@@ -581,7 +582,11 @@ TEST(QpBatch, SlowProblemsSwitchToTheInteriorPoint) {
   QpSolutions<double> sol;
   solve_batch(c.batch, st, opt, sol);
   for (int k = 0; k < c.batch.size; ++k) EXPECT_EQ(sol.ipm_iterations[k], 0) << "problem " << k;
-  EXPECT_EQ(QpSettings<float>{}.ipm_switch, 0);
+  QpSettings<float> fl;
+  fl.ipm_switch = 1;  // float: fallback is off, so is the switch
+  QpSolutions<float> fs;
+  solve_batch(g.batch.cast<float>(), fl, opt, fs);
+  for (int k = 0; k < g.batch.size; ++k) EXPECT_EQ(fs.ipm_iterations[k], 0) << "problem " << k;
   QpSettings<double> bad;
   bad.ipm_switch = -1;
   EXPECT_NE(bad.validate(), nullptr);

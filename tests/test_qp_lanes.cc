@@ -457,14 +457,16 @@ TEST(QpLanes, EveryUnsolvedProblemSaysWhy) {
       QpSettings<double> st;
       st.eps_abs = st.eps_rel = 1e-14;
       st.max_iter = 800;
-      {  // with the early switch (the default), it is what handed the problem over
+      {  // with the early switch, it is what handed the problem over
+        QpSettings<double> early = st;
+        early.ipm_switch = 250;
         QpSolutions<double> sw;
-        solve_batch(g.batch, st, opt, sw);
+        solve_batch(g.batch, early, opt, sw);
         ASSERT_EQ(sw.status[5], SolveStatus::kMaxIterations);
         ASSERT_GT(sw.ipm_iterations[5], 0);
         const std::string& t = sw.fault_text[5];
         EXPECT_NE(t.find("ADMM's residuals extrapolated to"), std::string::npos) << t;
-        EXPECT_NE(t.find("(ipm_switch " + std::to_string(st.ipm_switch) + "), the interior point did not solve it in " +
+        EXPECT_NE(t.find("(ipm_switch 250), the interior point did not solve it in " +
                          std::to_string(sw.ipm_iterations[5]) + " iterations"),
                   std::string::npos)
             << t;

@@ -23,6 +23,7 @@ constexpr int kExitInvalidProblems = 3;
 struct SolveArgs {
   std::string in, out, backend = "cpu", precision = "double", lanes = "on", gap = "on", layout = "auto";
   int threads = 0, max_iter = 4000, anderson = -1;  // anderson < 0: the precision's default
+  int ipm_switch = 0;
   double eps = 1e-5;
   bool time_each = false;
 };
@@ -37,6 +38,7 @@ int run_solve(const SolveArgs& a) {
   st.max_iter = a.max_iter;
   st.check_gap = a.gap == "on";
   if (a.anderson >= 0) st.anderson = a.anderson;
+  st.ipm_switch = a.ipm_switch;
   BatchOptions opt;
   opt.backend = parse_backend(a.backend);
   opt.threads = a.threads;
@@ -179,6 +181,10 @@ void add_solve_commands(CLI::App& app, Commands& out) {
   solve->add_option("--anderson", sa->anderson,
                     "CPU: Anderson acceleration's memory, 0 = off, at most 8 (default: 3 in double, off in "
                     "float; problems without second-order cones; the GPU runs without it)");
+  solve->add_option("--ipm-switch", sa->ipm_switch,
+                    "CPU, double: hand a problem to the interior point once ADMM's residuals extrapolate to more "
+                    "than this many further iterations (0 = off; problems without second-order cones)")
+      ->check(CLI::NonNegativeNumber);
   solve->add_option("--layout", sa->layout,
                     "CUDA: thread = a thread per problem, warp = a warp per problem (n <= 32, its shared memory "
                     "within 48 KB), auto (default) = warp for 16 <= n <= 32 where it fits")

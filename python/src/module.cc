@@ -96,12 +96,13 @@ template <class T>
 nb::dict solve(const In<T>& P, const In<T>& q, const In<T>& A, const In<int>& row_ptr, const In<int>& col,
                const In<T>& b, std::tuple<int, int, int> cones, double eps, int max_iter, const std::string& backend,
                int threads, bool lanes, nb::object warm_x, nb::object warm_y, nb::object warm_rho,
-               impulse::QpFactorStore* factors, bool reuse_factors) {
+               impulse::QpFactorStore* factors, bool reuse_factors, int ipm_switch) {
   if (P.ndim() != 3 || q.ndim() != 2 || b.ndim() != 2)
     throw nb::value_error("P, q, b: (B, n, n), (B, n), (B, m)");
   const impulse::QpBatchView<T> v = batch_view<T>(P, q, A, row_ptr, col, b, cones);
   const int B = v.size, n = v.n, m = v.m();
-  const impulse::QpSettings<T> st = settings_of<T>(eps, max_iter);
+  impulse::QpSettings<T> st = settings_of<T>(eps, max_iter);
+  st.ipm_switch = ipm_switch;
   impulse::BatchOptions opt;
   opt.backend = impulse::parse_backend(backend);
   opt.threads = threads;
@@ -312,7 +313,8 @@ NB_MODULE(_impulse, m) {
   nb::arg("P").noconvert(), nb::arg("q").noconvert(), nb::arg("A").noconvert(), nb::arg("row_ptr").noconvert(), \
       nb::arg("col").noconvert(), nb::arg("b").noconvert(), nb::arg("cones"), nb::arg("eps"), nb::arg("max_iter"), \
       nb::arg("backend"), nb::arg("threads"), nb::arg("lanes"), nb::arg("warm_x").none(), nb::arg("warm_y").none(), \
-      nb::arg("warm_rho").none(), nb::arg("factors").none(), nb::arg("reuse_factors")
+      nb::arg("warm_rho").none(), nb::arg("factors").none(), nb::arg("reuse_factors"), \
+      nb::arg("ipm_switch")
   m.def("solve_double", &solve<double>, IMPULSE_SOLVE_ARGS);
   m.def("solve_float", &solve<float>, IMPULSE_SOLVE_ARGS);
 #undef IMPULSE_SOLVE_ARGS

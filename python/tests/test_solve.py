@@ -107,6 +107,34 @@ def test_solutions_equal_the_clis_bit_for_bit(tmp_path):
     np.testing.assert_array_equal(res.ipm_iterations, sol["ipm_iterations"])
 
 
+def test_the_switch_to_the_interior_point_is_the_clis(tmp_path):
+    exe = cli()
+    if exe is None:
+        pytest.skip("no impulse CLI built (build/impulse; or set IMPULSE_CLI)")
+    f = tmp_path / "random.npz"
+    subprocess.run([exe, "generate", "--kind", "random", "--n", "24", "--count", "24", "--seed", "4", "--out", str(f)],
+                   check=True, capture_output=True)
+    z = np.load(f)
+    P, q, A, b, cones = z["P"], z["q"], z["A"], z["b"], tuple(int(c) for c in z["cones"])
+    subprocess.run([exe, "solve-batch", "--in", str(f), "--out", str(tmp_path / "sol.npz"), "--eps", "1e-6",
+                    "--ipm-switch", "250"], check=True, capture_output=True)
+    sol = np.load(tmp_path / "sol.npz")
+    res = impulse.solve_qp_batch(P, q, A, b, cones, eps=1e-6, ipm_switch=250)
+    assert res.solved.all() and (res.ipm_iterations > 0).sum() >= 2  # half their rows active: ADMM is slow
+    np.testing.assert_array_equal(res.x, sol["x"])
+    np.testing.assert_array_equal(res.ipm_iterations, sol["ipm_iterations"])
+    # without it these go to the interior point too, but only at a stall (Anderson's budget
+    # of max_iter / 8 spent): later, and fewer of them
+    off = impulse.solve_qp_batch(P, q, A, b, cones, eps=1e-6)
+    assert off.iterations.sum() > res.iterations.sum()
+    assert (off.ipm_iterations > 0).sum() <= (res.ipm_iterations > 0).sum()
+    admm_on = (res.iterations - res.ipm_iterations)[res.ipm_iterations > 0]
+    admm_off = (off.iterations - off.ipm_iterations)[off.ipm_iterations > 0]
+    assert admm_on.max() < admm_off.min()
+    with pytest.raises(ValueError, match="ipm_switch"):
+        impulse.solve_qp_batch(P, q, A, b, cones, ipm_switch=-1)
+
+
 def test_bad_input_is_refused_by_name():
     cones = (0, 4, 1)
     P, q, A, b = random_batch(8, 5, cones)
