@@ -6,10 +6,13 @@
   unknown subcommand) exits 2 with one line on stderr naming what is wrong;
 - docs/cli.md documents every subcommand and option, with the defaults the CLI shows;
 - one name, one meaning: generate-tosses' model gap is --model-gap (solve-batch's --gap is
-  on|off), eval's and report's toss selection is --subset (train's --tosses is a count).
+  on|off), eval's and report's toss selection is --subset (train's --tosses is a count);
+- --json on solve-batch, bench-solvers, eval and check: one JSON object on stdout, with the
+  figures the text gives (a tiny batch, a one-epoch run).
 
     python3 tests/check_cli.py build/impulse
 """
+import json
 import os
 import re
 import subprocess
@@ -114,6 +117,44 @@ def main():
         for sub in ("eval", "report"):
             rc, out, _ = run(exe, sub, "--help")
             check("--subset" in out, f"{sub} has no --subset")
+    # --json: one object on stdout
+    with tempfile.TemporaryDirectory() as d:
+        def one_object(what, out):
+            lines = [ln for ln in out.splitlines() if ln.strip()]
+            check(len(lines) == 1, f"{what} --json: {len(lines)} lines on stdout, expected one object")
+            try:
+                return json.loads(lines[0]) if lines else {}
+            except ValueError:
+                check(False, f"{what} --json: not JSON: {lines[0]!r}")
+                return {}
+        run(exe, "generate", "--kind", "random", "--n", "6", "--count", "10", "--out", d + "/b.npz")
+        rc, out, _ = run(exe, "solve-batch", "--in", d + "/b.npz", "--out", d + "/s.npz", "--json")
+        j = one_object("solve-batch", out)
+        check(rc == 0 and j.get("problems") == 10 and j.get("status", {}).get("solved") == 10
+              and j.get("exit_code") == 0 and j.get("out") == d + "/s.npz",
+              f"solve-batch --json: exit {rc}, {j}")
+        rc, out, _ = run(exe, "bench-solvers", "--count", "64", "--threads", "1", "--json")
+        j = one_object("bench-solvers", out)
+        rows = j.get("rows", [])
+        check(rc == 0 and len(rows) >= 6 and all(r.get("problems_per_second", 0) > 0 for r in rows),
+              f"bench-solvers --json: exit {rc}, {len(rows)} rows")
+        rc, out, _ = run(exe, "check", "--run", d, "--json")
+        j = one_object("check (not a run)", out)
+        check(rc == 1 and j.get("finished") is False and j.get("exit_code") == 1,
+              f"check --json of a folder with no run: exit {rc}, {j}")
+        rc, _, err = run(exe, "train", "--out", d + "/r", "--epochs", "1", "--tosses", "4", "--threads", "1")
+        check(rc == 0, f"train (one epoch) exited {rc}: {err[-300:]}")
+        rc, out, _ = run(exe, "check", "--run", d + "/r", "--json")
+        j = one_object("check", out)
+        check(rc == 0 and j.get("consistent") is True and j.get("finished") is True and j.get("epochs_done") == 1,
+              f"check --json of a finished run: exit {rc}, {j}")
+        rc, out, _ = run(exe, "eval", "--run", d + "/r", "--out", d + "/m.json", "--threads", "1", "--json")
+        j = one_object("eval", out)
+        with open(d + "/m.json") as f:
+            written = json.load(f)
+        check(rc == 0 and j.get("out") == d + "/m.json" and j.get("position_error_m") == written.get("position_error_m"),
+              f"eval --json: exit {rc}, keys {sorted(j)[:8]}")
+
     # docs/cli.md: every subcommand and option, with the defaults the CLI shows
     docs = doc_sections(os.path.join(ROOT, "docs", "cli.md"))
     for path in paths:

@@ -460,6 +460,7 @@ TEST(QpLanes, EveryUnsolvedProblemSaysWhy) {
       {  // with the early switch, it is what handed the problem over
         QpSettings<double> early = st;
         early.ipm_switch = 250;
+        early.anderson = 0;  // (acceleration's budget, max_iter/8 = 100, could come first)
         QpSolutions<double> sw;
         solve_batch(g.batch, early, opt, sw);
         ASSERT_EQ(sw.status[5], SolveStatus::kMaxIterations);

@@ -130,6 +130,7 @@ void add_learn_commands(CLI::App& app, Commands& out) {
   struct EvalArgs {
     EvalOptions opt;
     std::string out = "metrics.json";
+    bool json = false;
   };
   auto ea = std::make_shared<EvalArgs>();
   auto* ev = app.add_subcommand("eval", "roll out tosses with a trained run and write the paper's metrics");
@@ -139,9 +140,16 @@ void add_learn_commands(CLI::App& app, Commands& out) {
   ev->add_option("--params", ea->opt.params, "parameter file of the run (params.json, init_params.json)");
   ev->add_option("--threads", ea->opt.threads, "CPU threads (0 = all cores)");
   ev->add_option("--out", ea->out, "metrics file to write (JSON)");
+  ev->add_flag("--json", ea->json, "print the metrics as one JSON object on stdout instead of the summary line");
   out.push_back({ev, [ea] {
                    const nlohmann::json m = evaluate_run(ea->opt);
                    write_text_atomic(ea->out, m.dump(2) + "\n");
+                   if (ea->json) {
+                     nlohmann::json j = m;
+                     j["out"] = ea->out;
+                     std::printf("%s\n", j.dump().c_str());
+                     return 0;
+                   }
                    if (m.contains("system")) {
                      std::printf("%s (%s) on %d tosses: position error %.4f m, rotation error %.2f deg, penetration %.5f m",
                                  m["method"].get<std::string>().c_str(), m["system"].get<std::string>().c_str(),
@@ -164,17 +172,33 @@ void add_learn_commands(CLI::App& app, Commands& out) {
                  }});
 
   auto check_dir = std::make_shared<std::string>();
+  auto check_json = std::make_shared<bool>(false);
   auto* ck = app.add_subcommand("check", "verify a run directory (exit 0: finished and consistent; 1: not)");
   ck->add_option("--run", *check_dir, "run directory")->required();
-  out.push_back({ck, [check_dir] {
+  ck->add_flag("--json", *check_json, "print one JSON object on stdout instead of the lines");
+  out.push_back({ck, [check_dir, check_json] {
                    const RunCheck c = check_run(*check_dir);
+                   const int code = c.ok() && c.finished ? 0 : 1;
+                   if (*check_json) {
+                     nlohmann::ordered_json j;
+                     j["run"] = *check_dir;
+                     j["consistent"] = c.ok();
+                     j["finished"] = c.finished;
+                     j["finished_by"] = c.finished_by;
+                     j["epochs_done"] = c.epochs_done;
+                     j["problems"] = c.problems;
+                     j["notes"] = c.notes;
+                     j["exit_code"] = code;
+                     std::printf("%s\n", j.dump().c_str());
+                     return code;
+                   }
                    for (const std::string& p : c.problems) std::printf("problem: %s\n", p.c_str());
                    for (const std::string& n : c.notes) std::printf("note: %s\n", n.c_str());
                    std::printf("%s: %s, %d epoch(s) done, %s\n", check_dir->c_str(),
                                c.ok() ? "consistent" : "NOT consistent", c.epochs_done,
                                c.finished ? ("finished (" + c.finished_by + ")").c_str()
                                           : "not finished (the same train command resumes it)");
-                   return c.ok() && c.finished ? 0 : 1;
+                   return code;
                  },
                  "; 1 the run is not finished or not consistent (the problems are printed)"});
 

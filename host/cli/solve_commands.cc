@@ -5,6 +5,8 @@
 #include <memory>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "host/batch/generate.h"
 #include "host/batch/qp_batch.h"
 #include "host/batch/qp_file.h"
@@ -25,7 +27,7 @@ struct SolveArgs {
   int threads = 0, max_iter = 4000, anderson = -1;  // anderson < 0: the precision's default
   int ipm_switch = 0;
   double eps = 1e-5;
-  bool time_each = false;
+  bool time_each = false, json = false;
 };
 
 template <class T>
@@ -63,6 +65,34 @@ int run_solve(const SolveArgs& a) {
       opt.backend == Backend::kCuda
           ? a.backend + " (a " + cuda::to_string(device_layout_for(batch, opt)) + " per problem)"
           : a.backend;
+  int finished_ipm = 0;
+  for (int k : sol.ipm_iterations) finished_ipm += k > 0;
+  const auto bad = sol.problems_not_solved();
+  for (size_t i = 0; i < bad.size() && i < 20; ++i) std::fprintf(stderr, "%s\n", bad[i].c_str());
+  if (bad.size() > 20) std::fprintf(stderr, "... and %zu more\n", bad.size() - 20);
+  const int code = invalid > 0 ? kExitInvalidProblems : 0;
+  if (a.json) {  // one summary object on stdout
+    nlohmann::ordered_json j;
+    j["command"] = "solve-batch";
+    j["problems"] = batch.size;
+    j["n"] = batch.n;
+    j["m"] = batch.m();
+    j["backend"] = where;
+    j["precision"] = a.precision;
+    j["seconds"] = s;
+    j["problems_per_second"] = batch.size / s;
+    j["mean_iterations"] = double(iters) / batch.size;
+    nlohmann::ordered_json counts;
+    for (int c = 0; c <= int(SolveStatus::kInvalidInput); ++c)
+      counts[to_string(SolveStatus(c))] = sol.count(SolveStatus(c));
+    j["status"] = counts;
+    j["interior_point"] = finished_ipm;
+    j["not_solved"] = bad.size();
+    j["out"] = a.out;
+    j["exit_code"] = code;
+    std::printf("%s\n", j.dump().c_str());
+    return code;
+  }
   std::printf("finished %d problems (n=%d, m=%d) on %s in %.3f s: %.0f problems/s, mean %.1f iterations\n",
               batch.size, batch.n, batch.m(), where.c_str(), s, batch.size / s,
               double(iters) / batch.size);
@@ -72,21 +102,14 @@ int run_solve(const SolveArgs& a) {
               sol.count(SolveStatus::kMaxIterations), sol.count(SolveStatus::kPrimalInfeasible),
               sol.count(SolveStatus::kDualInfeasible), invalid,
               sol.count(SolveStatus::kNumericalError));
-  int finished_ipm = 0;
-  for (int k : sol.ipm_iterations) finished_ipm += k > 0;
   if (finished_ipm > 0)
-    std::printf("%d problems stalled in ADMM and went to the interior-point finish "
-                "(ipm_iterations in the output)\n", finished_ipm);
-  const auto bad = sol.problems_not_solved();
-  for (size_t i = 0; i < bad.size() && i < 20; ++i) std::fprintf(stderr, "%s\n", bad[i].c_str());
-  if (bad.size() > 20) std::fprintf(stderr, "... and %zu more\n", bad.size() - 20);
+    std::printf("%d problems went from ADMM to the interior point (a stall, or --ipm-switch; "
+                "ipm_iterations in the output)\n", finished_ipm);
   std::printf("wrote %s\n", a.out.c_str());
-  if (invalid > 0) {
+  if (invalid > 0)
     std::fprintf(stderr, "impulse: %d of %d problems are invalid_input (listed above); exit code %d\n",
                  invalid, batch.size, kExitInvalidProblems);
-    return kExitInvalidProblems;
-  }
-  return 0;
+  return code;
 }
 
 GeneratedQps generate(const std::string& kind, int count, uint64_t seed) {
@@ -104,9 +127,11 @@ GeneratedQps generate(const std::string& kind, int count, uint64_t seed) {
 }
 
 // solve generated batches of each shape and print throughput
-int run_bench(int count, int threads, const std::string& backend, uint64_t seed) {
-  std::printf("%-20s %6s %8s %12s %14s %10s %8s\n", "problem", "prec", "batch", "backend",
-              "problems/s", "us/problem", "iters");
+int run_bench(int count, int threads, const std::string& backend, uint64_t seed, bool json) {
+  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+  if (!json)
+    std::printf("%-20s %6s %8s %12s %14s %10s %8s\n", "problem", "prec", "batch", "backend",
+                "problems/s", "us/problem", "iters");
   for (const std::string kind : {"cube-loss", "cube-loss-octagon", "anitescu"}) {
     const GeneratedQps g = generate(kind, count, seed);
     auto one = [&](auto tag, bool lanes, cuda::DeviceLayout layout) {
@@ -129,10 +154,15 @@ int run_bench(int count, int threads, const std::string& backend, uint64_t seed)
           opt.backend == Backend::kCpu
               ? (lanes ? "cpu-lanes" : "cpu-one")
               : backend + "-" + cuda::to_string(device_layout_for(b, opt));
+      const double us = 1e6 * s / count * (opt.backend == Backend::kCpu ? resolve_threads(threads) : 1);
+      if (json) {
+        rows.push_back({{"problem", kind}, {"precision", sizeof(T) == 4 ? "float" : "double"}, {"batch", count},
+                        {"backend", path}, {"problems_per_second", count / s}, {"us_per_problem", us},
+                        {"mean_iterations", double(it) / count}});
+        return;
+      }
       std::printf("%-20s %6s %8d %12s %14.0f %10.2f %8.1f\n", kind.c_str(),
-                  sizeof(T) == 4 ? "float" : "double", count, path.c_str(), count / s,
-                  1e6 * s / count * (opt.backend == Backend::kCpu ? resolve_threads(threads) : 1),
-                  double(it) / count);
+                  sizeof(T) == 4 ? "float" : "double", count, path.c_str(), count / s, us, double(it) / count);
     };
     if (parse_backend(backend) == Backend::kCpu) {
       for (bool lanes : {true, false}) {
@@ -152,6 +182,15 @@ int run_bench(int count, int threads, const std::string& backend, uint64_t seed)
         one(float{}, true, layout);
       }
     }
+  }
+  if (json) {
+    nlohmann::ordered_json j;
+    j["command"] = "bench-solvers";
+    j["threads"] = resolve_threads(threads);
+    j["lanes"] = {{"double", lane_bytes() / 8}, {"float", lane_bytes() / 4}};
+    j["rows"] = rows;
+    std::printf("%s\n", j.dump().c_str());
+    return 0;
   }
   std::printf("(us/problem is per thread: wall time x threads / batch; cpu-lanes: groups of\n"
               " %d doubles or %d floats in the lanes of one vector, cpu-one: one problem at a time)\n",
@@ -173,6 +212,9 @@ void add_solve_commands(CLI::App& app, Commands& out) {
   solve->add_option("--precision", sa->precision, "double or float")->check(CLI::IsMember({"double", "float"}));
   solve->add_option("--eps", sa->eps, "absolute and relative tolerance");
   solve->add_option("--max-iter", sa->max_iter, "iteration budget per problem");
+  solve->add_flag("--json", sa->json,
+                  "print one JSON summary object on stdout instead of the text (the problems not solved still "
+                  "go to stderr)");
   solve->add_flag("--time-each", sa->time_each,
                   "record per-problem solve time (CPU; with lanes, each problem's share of its group's)");
   solve->add_option("--gap", sa->gap,
@@ -234,6 +276,7 @@ void add_solve_commands(CLI::App& app, Commands& out) {
     int count = 20000, threads = 0;
     std::string backend = "cpu";
     uint64_t seed = 0;
+    bool json = false;
   };
   auto ba = std::make_shared<BenchArgs>();
   auto* bench = app.add_subcommand("bench-solvers", "throughput on generated batches of each problem shape");
@@ -241,7 +284,8 @@ void add_solve_commands(CLI::App& app, Commands& out) {
   bench->add_option("--threads", ba->threads, "CPU threads (0 = all cores)");
   bench->add_option("--backend", ba->backend, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
   bench->add_option("--seed", ba->seed, "random seed");
-  out.push_back({bench, [ba] { return run_bench(ba->count, ba->threads, ba->backend, ba->seed); }});
+  bench->add_flag("--json", ba->json, "print one JSON object (the rows) on stdout instead of the table");
+  out.push_back({bench, [ba] { return run_bench(ba->count, ba->threads, ba->backend, ba->seed, ba->json); }});
 }
 
 }  // namespace impulse::cli
