@@ -361,15 +361,17 @@ IMPULSE_HD_PHASE void qp_lanes_start(const QpShape& sh, const QpData<Lanes<T>, L
 
 // The group's kept factorization (qp_admm_solve_lanes' `reuse`), in its cscale
 // slice as qp_admm_solve keeps one (kQpKeptRho, kQpKeptValid, kQpKeptSettings),
-// per lane; the form entry is 4 (the lanes' Cholesky factor). Usable when every
-// live lane's is: the group is factored as one.
+// per lane; the form entry is kQpKeptFormLanes (the lanes' Cholesky factor, never
+// one of qp_kept_form's 0-3). Usable when every live lane's is: the group is
+// factored as one.
+constexpr int kQpKeptFormLanes = 4;
 template <class T>
 IMPULSE_HD_PHASE bool qp_lanes_factor_kept(const QpWork<Lanes<T>, LaneStride>& w, const QpSettings<T>& st,
                                            int live) {
   for (int l = 0; l < live; ++l)
     if (!(w.cscale[kQpKeptValid][l] == T(1) && w.cscale[kQpKeptSettings][l] == st.sigma &&
           w.cscale[kQpKeptSettings + 1][l] == st.rho_eq_scale &&
-          w.cscale[kQpKeptSettings + 2][l] == T(st.scaling_iters) && w.cscale[kQpKeptSettings + 3][l] == T(4)))
+          w.cscale[kQpKeptSettings + 2][l] == T(st.scaling_iters) && w.cscale[kQpKeptSettings + 3][l] == T(kQpKeptFormLanes)))
       return false;
   return true;
 }
@@ -383,7 +385,7 @@ IMPULSE_HD_PHASE void qp_lanes_keep_factor(QpWork<Lanes<T>, LaneStride>& w, Lane
   w.cscale[kQpKeptSettings] = L(st.sigma);
   w.cscale[kQpKeptSettings + 1] = L(st.rho_eq_scale);
   w.cscale[kQpKeptSettings + 2] = L(T(st.scaling_iters));
-  w.cscale[kQpKeptSettings + 3] = L(T(4));
+  w.cscale[kQpKeptSettings + 3] = L(T(kQpKeptFormLanes));
 }
 
 // The check, per lane: the residuals and their tolerances into c (as
