@@ -1,6 +1,10 @@
 #include "host/batch/qp_file.h"
 
+#include <cmath>
+#include <filesystem>
+
 #include "io/npz.h"
+#include "io/qps.h"
 
 namespace impulse {
 
@@ -76,6 +80,11 @@ void write_qp_file(const std::string& path, const QpBatch<double>& bt) {
 
 template <class T>
 void write_solution_file(const std::string& path, const QpSolutions<T>& s) {
+  write_npz(path, solution_arrays(s));
+}
+
+template <class T>
+NpzArchive solution_arrays(const QpSolutions<T>& s) {
   const int64_t B = s.size;
   auto d = [](const std::vector<T>& v) { return std::vector<double>(v.begin(), v.end()); };
   std::vector<int32_t> status(B), fault(B), iters(s.iterations.begin(), s.iterations.end()),
@@ -97,7 +106,7 @@ void write_solution_file(const std::string& path, const QpSolutions<T>& s) {
   ar["ipm_iterations"] = make_npy(dims({B}), ipm);
   ar["rho"] = make_npy(dims({B}), d(s.rho));  // the final ρ (QpInfo::rho)
   ar["solve_us"] = make_npy(dims({B}), s.solve_us);
-  write_npz(path, ar);
+  return ar;
 }
 
 QpSolutions<double> read_solution_file(const std::string& path) {
@@ -123,7 +132,84 @@ QpSolutions<double> read_solution_file(const std::string& path) {
   return s;
 }
 
+BoundedQps read_bounded_file(const std::string& path) {
+  NpzArchive ar;
+  namespace fs = std::filesystem;
+  if (fs::is_directory(path)) {
+    for (const char* key : {"P", "q", "A", "l", "u"}) {
+      const fs::path f = fs::path(path) / (std::string(key) + ".npy");
+      if (!fs::exists(f)) throw Error(path + ": no " + std::string(key) + ".npy (a folder holds P, q, A, l and u)");
+      ar[key] = read_npy(f.string());
+    }
+  } else {
+    ar = read_npz(path);
+  }
+  const NpyArray& P = npz_get(ar, "P", path);
+  const bool batch = P.shape.size() == 3;
+  if (!(batch || P.shape.size() == 2) || P.shape[P.shape.size() - 1] != P.shape[P.shape.size() - 2])
+    throw Error(path + ": array 'P': expected shape (n, n) or (B, n, n), got " + shape_string(P.shape));
+  const int64_t B = batch ? P.shape[0] : 1, n = P.shape.back();
+  const NpyArray& A = npz_get(ar, "A", path);
+  if (A.shape.size() != P.shape.size() || A.shape.back() != n || (batch && A.shape[0] != B))
+    throw Error(path + ": array 'A': expected shape " +
+                (batch ? "(" + std::to_string(B) + ", m, " + std::to_string(n) + ")"
+                       : "(m, " + std::to_string(n) + ")") +
+                " as P " + shape_string(P.shape) + " gives, got " + shape_string(A.shape));
+  const int64_t m = A.shape[A.shape.size() - 2];
+  auto want = [&](std::initializer_list<int64_t> one, std::initializer_list<int64_t> many) {
+    return batch ? dims(many) : dims(one);
+  };
+  expect_shape(A, want({m, n}, {B, m, n}), path, "A");
+  for (const char* key : {"q"}) expect_shape(npz_get(ar, key, path), want({n}, {B, n}), path, key);
+  for (const char* key : {"l", "u"}) expect_shape(npz_get(ar, key, path), want({m}, {B, m}), path, key);
+  for (const char* key : {"P", "q", "A", "l", "u"}) {
+    const DType t = npz_get(ar, key, path).dtype;
+    if (t != DType::kFloat64 && t != DType::kFloat32)
+      throw Error(path + ": array '" + std::string(key) + "' has dtype " + dtype_descr(t) +
+                  ", expected float64 or float32");
+  }
+  BoundedQps q;
+  q.size = static_cast<int>(B);
+  q.n = static_cast<int>(n);
+  q.m = static_cast<int>(m);
+  q.P = P.as<double>();
+  q.q = npz_get(ar, "q", path).as<double>();
+  q.A = A.as<double>();
+  q.l = npz_get(ar, "l", path).as<double>();
+  q.u = npz_get(ar, "u", path).as<double>();
+  return q;
+}
+
+QpsAsBounds read_qps_problem(const std::string& path) {
+  const QpsProblem p = read_qps(path);
+  QpsAsBounds out;
+  out.name = p.name;
+  out.constant = p.c0;
+  out.constraint_rows = p.m;
+  for (int j = 0; j < p.n; ++j)
+    if (std::isfinite(p.col_lower[size_t(j)]) || std::isfinite(p.col_upper[size_t(j)])) out.bound_vars.push_back(j);
+  BoundedQps& q = out.qps;
+  q.size = 1;
+  q.n = p.n;
+  q.m = p.m + static_cast<int>(out.bound_vars.size());
+  q.P = p.Q;
+  q.q = p.c;
+  q.A = p.A;
+  q.A.resize(size_t(q.m) * q.n, 0.0);
+  q.l = p.row_lower;
+  q.u = p.row_upper;
+  for (size_t r = 0; r < out.bound_vars.size(); ++r) {
+    const int j = out.bound_vars[r];
+    q.A[(size_t(p.m) + r) * q.n + size_t(j)] = 1.0;
+    q.l.push_back(p.col_lower[size_t(j)]);
+    q.u.push_back(p.col_upper[size_t(j)]);
+  }
+  return out;
+}
+
 template void write_solution_file(const std::string&, const QpSolutions<float>&);
 template void write_solution_file(const std::string&, const QpSolutions<double>&);
+template NpzArchive solution_arrays(const QpSolutions<float>&);
+template NpzArchive solution_arrays(const QpSolutions<double>&);
 
 }  // namespace impulse

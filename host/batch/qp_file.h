@@ -22,6 +22,8 @@
 #include <string>
 
 #include "host/batch/qp_batch.h"
+#include "host/batch/qp_forms.h"
+#include "io/npz.h"
 
 namespace impulse {
 
@@ -35,7 +37,27 @@ QpFile read_qp_file(const std::string& path);
 void write_qp_file(const std::string& path, const QpBatch<double>& batch);
 template <class T>
 void write_solution_file(const std::string& path, const QpSolutions<T>& sol);
+// the solution file's arrays (for a caller that adds its own before write_npz)
+template <class T>
+NpzArchive solution_arrays(const QpSolutions<T>& sol);
 // reads x, y, objective, value, status, iterations, solve_us back (the other fields zero).
 QpSolutions<double> read_solution_file(const std::string& path);
+
+// OSQP's form (qp_forms.h) as OSQP and ProxQP users hold it: an .npz, or a folder
+// of P.npy, q.npy, A.npy, l.npy, u.npy; one problem (P (n, n), q (n,), A (m, n),
+// l and u (m,)) or a batch (a leading B on each). float64 or float32; ±inf for a
+// missing bound (numpy writes them). Errors name the file, the array and the shape.
+BoundedQps read_bounded_file(const std::string& path);
+
+// A QPS file (io/qps.h) as one problem with two-sided rows: the file's constraint
+// rows, then one row x_j for each variable with a finite bound, in variable order.
+struct QpsAsBounds {
+  std::string name;             // the file's NAME
+  BoundedQps qps;               // size 1; rows: the constraints, then the bounds
+  int constraint_rows = 0;      // the file's rows (the first of qps.m)
+  std::vector<int> bound_vars;  // the variable of each bound row
+  double constant = 0;          // the objective's constant (not in q)
+};
+QpsAsBounds read_qps_problem(const std::string& path);
 
 }  // namespace impulse

@@ -1,6 +1,9 @@
 // The solver group: solve-batch, generate, bench-solvers.
+#include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdint>
+#include <filesystem>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -10,6 +13,9 @@
 #include "host/batch/generate.h"
 #include "host/batch/qp_batch.h"
 #include "host/batch/qp_file.h"
+#include "host/batch/qp_forms.h"
+#include "io/zip.h"
+#include "io/npz.h"
 #include "host/cli/commands.h"
 #include "solvers/error.h"
 #include "host/batch/lane_kernels.h"
@@ -23,7 +29,8 @@ namespace {
 constexpr int kExitInvalidProblems = 3;
 
 struct SolveArgs {
-  std::string in, out, backend = "cpu", precision = "double", lanes = "on", gap = "on", layout = "auto";
+  std::string in, out, form = "conic", backend = "cpu", precision = "double", lanes = "on", gap = "on",
+                       layout = "auto";
   int threads = 0, max_iter = 4000, anderson = -1;  // anderson < 0: the precision's default
   int ipm_switch = 0;
   double eps = 1e-5;
@@ -31,9 +38,17 @@ struct SolveArgs {
 };
 
 template <class T>
-int run_solve(const SolveArgs& a) {
-  QpFile f = read_qp_file(a.in);
-  QpBatch<T> batch = f.batch.template cast<T>();
+struct Solved {
+  QpSolutions<T> sol;
+  double seconds = 0;
+  std::string where;  // the backend, in words
+  int n = 0, m = 0;   // the solved batch's (the conic form's m)
+};
+
+// solves a conic batch with the command's settings (a warm start from the file when it has one)
+template <class T>
+Solved<T> solve(const SolveArgs& a, const QpBatch<double>& b64, const QpFile* warm = nullptr) {
+  QpBatch<T> batch = b64.template cast<T>();
   QpSettings<T> st;
   st.eps_abs = static_cast<T>(a.eps);
   st.eps_rel = static_cast<T>(a.eps);
@@ -47,24 +62,33 @@ int run_solve(const SolveArgs& a) {
   opt.time_each = a.time_each;
   opt.lanes = a.lanes == "on";
   opt.device_layout = cuda::parse_device_layout(a.layout);
-  QpSolutions<T> sol;
-  if (f.has_warm_start) {
-    sol.resize(batch.size, batch.n, batch.m());
-    sol.x.assign(f.x0.begin(), f.x0.end());
-    sol.y.assign(f.y0.begin(), f.y0.end());
+  Solved<T> r;
+  r.n = batch.n;
+  r.m = batch.m();
+  if (warm && warm->has_warm_start) {
+    r.sol.resize(batch.size, batch.n, batch.m());
+    r.sol.x.assign(warm->x0.begin(), warm->x0.end());
+    r.sol.y.assign(warm->y0.begin(), warm->y0.end());
     opt.warm_start = true;
   }
   const auto t0 = std::chrono::steady_clock::now();
-  solve_batch(batch, st, opt, sol);
-  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  write_solution_file(a.out, sol);
+  solve_batch(batch, st, opt, r.sol);
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  r.where = opt.backend == Backend::kCuda
+                ? a.backend + " (a " + cuda::to_string(device_layout_for(batch, opt)) + " per problem)"
+                : a.backend;
+  return r;
+}
+
+// the summary of one solved batch (text, or --json's object), the problems not
+// solved on stderr; returns the exit code
+template <class T>
+int report(const SolveArgs& a, const Solved<T>& r) {
+  const QpSolutions<T>& sol = r.sol;
+  const int B = sol.size;
   long iters = 0;
   for (int k : sol.iterations) iters += k;
   const int invalid = sol.count(SolveStatus::kInvalidInput);
-  const std::string where =
-      opt.backend == Backend::kCuda
-          ? a.backend + " (a " + cuda::to_string(device_layout_for(batch, opt)) + " per problem)"
-          : a.backend;
   int finished_ipm = 0;
   for (int k : sol.ipm_iterations) finished_ipm += k > 0;
   const auto bad = sol.problems_not_solved();
@@ -74,14 +98,15 @@ int run_solve(const SolveArgs& a) {
   if (a.json) {  // one summary object on stdout
     nlohmann::ordered_json j;
     j["command"] = "solve-batch";
-    j["problems"] = batch.size;
-    j["n"] = batch.n;
-    j["m"] = batch.m();
-    j["backend"] = where;
+    j["form"] = a.form;
+    j["problems"] = B;
+    j["n"] = r.n;
+    j["m"] = r.m;
+    j["backend"] = r.where;
     j["precision"] = a.precision;
-    j["seconds"] = s;
-    j["problems_per_second"] = batch.size / s;
-    j["mean_iterations"] = double(iters) / batch.size;
+    j["seconds"] = r.seconds;
+    j["problems_per_second"] = B / r.seconds;
+    j["mean_iterations"] = double(iters) / B;
     nlohmann::ordered_json counts;
     for (int c = 0; c <= int(SolveStatus::kInvalidInput); ++c)
       counts[to_string(SolveStatus(c))] = sol.count(SolveStatus(c));
@@ -94,8 +119,7 @@ int run_solve(const SolveArgs& a) {
     return code;
   }
   std::printf("finished %d problems (n=%d, m=%d) on %s in %.3f s: %.0f problems/s, mean %.1f iterations\n",
-              batch.size, batch.n, batch.m(), where.c_str(), s, batch.size / s,
-              double(iters) / batch.size);
+              B, r.n, r.m, r.where.c_str(), r.seconds, B / r.seconds, double(iters) / B);
   std::printf("status: solved %d, solved_inaccurate %d, max_iterations %d, primal_infeasible %d, "
               "dual_infeasible %d, invalid_input %d, numerical_error %d\n",
               sol.count(SolveStatus::kSolved), sol.count(SolveStatus::kSolvedInaccurate),
@@ -108,8 +132,138 @@ int run_solve(const SolveArgs& a) {
   std::printf("wrote %s\n", a.out.c_str());
   if (invalid > 0)
     std::fprintf(stderr, "impulse: %d of %d problems are invalid_input (listed above); exit code %d\n",
-                 invalid, batch.size, kExitInvalidProblems);
+                 invalid, B, kExitInvalidProblems);
   return code;
+}
+
+// --form osqp: y back in the user's rows (OSQP's sign), m the user's
+template <class T>
+int run_solve_osqp(const SolveArgs& a) {
+  const ConicBatch c = conic_from_bounds(read_bounded_file(a.in), a.in);
+  Solved<T> r = solve<T>(a, c.batch);
+  r.sol.y = bounds_multipliers(c.rows, r.sol.size, r.sol.y);
+  r.sol.m = c.rows.m;
+  r.m = c.rows.m;
+  write_solution_file(a.out, r.sol);
+  return report(a, r);
+}
+
+bool is_qps_file(const std::filesystem::path& p) {
+  std::string e = p.extension().string();
+  for (char& ch : e) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return e == ".qps" || e == ".sif" || e == ".mps";
+}
+
+// one QPS problem: solved, written (y of the file's rows, y_bounds of the
+// variables' bounds, the objective with the file's constant); its status
+template <class T>
+SolveStatus solve_qps_file(const SolveArgs& a, const std::string& in, const std::string& out,
+                           Solved<T>* solved, nlohmann::ordered_json* row) {
+  const QpsAsBounds p = read_qps_problem(in);
+  const ConicBatch c = conic_from_bounds(p.qps, in);
+  Solved<T> r = solve<T>(a, c.batch);
+  const std::vector<T> y = bounds_multipliers(c.rows, 1, r.sol.y);
+  const int mr = p.constraint_rows, n = p.qps.n;
+  std::vector<double> y_bounds(size_t(n), 0.0);
+  for (size_t k = 0; k < p.bound_vars.size(); ++k) y_bounds[size_t(p.bound_vars[k])] = double(y[size_t(mr) + k]);
+  r.sol.y.assign(y.begin(), y.begin() + mr);
+  r.sol.m = mr;
+  r.m = mr;
+  r.sol.objective[0] += static_cast<T>(p.constant);
+  r.sol.value[0] += static_cast<T>(p.constant);
+  NpzArchive ar = solution_arrays(r.sol);
+  ar["y_bounds"] = make_npy({1, n}, y_bounds);
+  ar["constant"] = make_npy({1}, std::vector<double>{p.constant});
+  write_npz(out, ar);
+  if (row) {
+    *row = {{"problem", p.name.empty() ? std::filesystem::path(in).stem().string() : p.name},
+            {"n", n}, {"m", mr}, {"status", to_string(r.sol.status[0])},
+            {"objective", double(r.sol.objective[0])}, {"iterations", r.sol.iterations[0]},
+            {"seconds", r.seconds}, {"out", out}};
+  }
+  const SolveStatus st = r.sol.status[0];
+  if (solved) *solved = std::move(r);
+  return st;
+}
+
+// --form qps: a file (like a batch of one), or a folder of them (a solution file
+// each in the --out folder, a summary line each, and summary.csv)
+template <class T>
+int run_solve_qps(const SolveArgs& a) {
+  namespace fs = std::filesystem;
+  if (!fs::is_directory(a.in)) {
+    Solved<T> r;
+    solve_qps_file<T>(a, a.in, a.out, &r, nullptr);
+    return report(a, r);
+  }
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(a.in))
+    if (e.is_regular_file() && is_qps_file(e.path())) files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  if (files.empty()) throw Error(a.in + ": no .qps, .sif or .mps files");
+  if (fs::exists(a.out) && !fs::is_directory(a.out))
+    throw Error("--out " + a.out + ": with a folder of QPS files, --out is a folder (a solution file each)");
+  fs::create_directories(a.out);
+  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+  std::string csv = "problem,n,m,status,objective,iterations,seconds,file\n";
+  int failed = 0, solved = 0;
+  if (!a.json) std::printf("%-12s %6s %6s %-18s %22s %8s\n", "problem", "n", "m", "status", "objective", "iters");
+  for (const fs::path& f : files) {
+    const std::string out = (fs::path(a.out) / (f.stem().string() + ".npz")).string();
+    nlohmann::ordered_json row;
+    try {
+      const SolveStatus st = solve_qps_file<T>(a, f.string(), out, nullptr, &row);
+      solved += st == SolveStatus::kSolved;
+      failed += st == SolveStatus::kInvalidInput;
+    } catch (const Error& e) {  // this file is unreadable; the others go on
+      ++failed;
+      std::fprintf(stderr, "%s\n", e.what());
+      row = {{"problem", f.stem().string()}, {"n", 0}, {"m", 0}, {"status", "unreadable"},
+             {"objective", nullptr}, {"iterations", 0}, {"seconds", 0.0}, {"out", ""}};
+    }
+    rows.push_back(row);
+    char objective[64] = "";
+    if (!row["objective"].is_null()) std::snprintf(objective, sizeof objective, "%.12g", row["objective"].get<double>());
+    char line[512];
+    std::snprintf(line, sizeof line, "%s,%d,%d,%s,%s,%d,%.6f,%s\n", row["problem"].get<std::string>().c_str(),
+                  row["n"].get<int>(), row["m"].get<int>(), row["status"].get<std::string>().c_str(),
+                  objective, row["iterations"].get<int>(), row["seconds"].get<double>(),
+                  row["out"].get<std::string>().c_str());
+    csv += line;
+    if (!a.json)
+      std::printf("%-12s %6d %6d %-18s %22s %8d\n", row["problem"].get<std::string>().c_str(), row["n"].get<int>(),
+                  row["m"].get<int>(), row["status"].get<std::string>().c_str(),
+                  row["objective"].is_null() ? "-" : objective,
+                  row["iterations"].get<int>());
+  }
+  const std::string summary = (fs::path(a.out) / "summary.csv").string();
+  write_text_atomic(summary, csv);
+  const int code = failed > 0 ? kExitInvalidProblems : 0;
+  if (a.json) {
+    nlohmann::ordered_json j;
+    j["command"] = "solve-batch";
+    j["form"] = "qps";
+    j["problems"] = files.size();
+    j["solved"] = solved;
+    j["rows"] = rows;
+    j["out"] = a.out;
+    j["exit_code"] = code;
+    std::printf("%s\n", j.dump().c_str());
+    return code;
+  }
+  std::printf("solved %d of %zu problems; wrote %zu solution files and %s\n", solved, files.size(),
+              files.size() - size_t(failed), summary.c_str());
+  return code;
+}
+
+template <class T>
+int run_solve(const SolveArgs& a) {
+  if (a.form == "osqp") return run_solve_osqp<T>(a);
+  if (a.form == "qps") return run_solve_qps<T>(a);
+  QpFile f = read_qp_file(a.in);
+  Solved<T> r = solve<T>(a, f.batch, &f);
+  write_solution_file(a.out, r.sol);
+  return report(a, r);
 }
 
 GeneratedQps generate(const std::string& kind, int count, uint64_t seed) {
@@ -204,9 +358,15 @@ void add_solve_commands(CLI::App& app, Commands& out) {
   auto sa = std::make_shared<SolveArgs>();
   auto* solve = app.add_subcommand(
       "solve-batch",
-      "solve a batch file (.npz) and write the solutions (.npz)");
-  solve->add_option("--in", sa->in, "problem batch file")->required();
-  solve->add_option("--out", sa->out, "solution file to write")->required();
+      "solve a batch file (.npz), or QPs in OSQP's form or QPS files (--form), and write the solutions (.npz)");
+  solve->add_option("--in", sa->in,
+                    "problem file: a batch (.npz); with --form osqp an .npz or a folder of .npy; with --form qps "
+                    "a QPS file or a folder of them")->required();
+  solve->add_option("--out", sa->out, "solution file to write (--form qps with a folder: a folder)")->required();
+  solve->add_option("--form", sa->form,
+                    "conic: impulse's batch file (cones, P, q, A, b); osqp: P, q, A, l, u with l <= Ax <= u, y "
+                    "as OSQP reports it; qps: the QPS (MPS) format of the Maros-Meszaros set")
+      ->check(CLI::IsMember({"conic", "osqp", "qps"}));
   solve->add_option("--backend", sa->backend, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
   solve->add_option("--threads", sa->threads, "CPU threads (0 = all cores)");
   solve->add_option("--precision", sa->precision, "double or float")->check(CLI::IsMember({"double", "float"}));
