@@ -14,7 +14,14 @@ truncated one, and the temporary is removed. Temporaries of a script that was ki
 figure written is reported, one absolute path a line, to the file descriptor named
 by IMPULSE_FIGURES_FD when the script runs under impulse (run_figure_script counts
 them).
+
+The PNG and SVG files also carry what they show, as JSON in their Description
+metadata (describe(): the figure's title and, per axes, its title, axis labels,
+legend entries, texts and labelled lines), so that a test or a reader can check a
+figure without looking at it.
 """
+import json
+import math
 import os
 import sys
 
@@ -60,11 +67,54 @@ def _report(path):
         pass  # not run by impulse (a stale variable): nobody to tell
 
 
+def _finite(values):
+    out = []
+    for v in values:
+        try:
+            f = float(v)
+        except (TypeError, ValueError):
+            continue
+        if math.isfinite(f):
+            out.append(f)
+    return out
+
+
+def describe(fig):
+    """What fig shows, as a JSON text: {"title", "legend", "axes": [{"title", "xlabel",
+    "ylabel", "legend", "texts", "lines": [{"label", "points", "x": [min, max]}]}]}
+    (lines: those with a label, i.e. not matplotlib's "_..." ones)."""
+    def legend_texts(leg):
+        return [t.get_text() for t in leg.get_texts()] if leg is not None else []
+
+    axes = []
+    for ax in fig.axes:
+        lines = []
+        for ln in ax.get_lines():
+            label = ln.get_label()
+            if not label or label.startswith("_"):
+                continue
+            xs = _finite(ln.get_xdata())
+            lines.append({"label": label, "points": len(ln.get_xdata()),
+                          "x": [min(xs), max(xs)] if xs else []})
+        axes.append({"title": ax.get_title(), "xlabel": ax.get_xlabel(), "ylabel": ax.get_ylabel(),
+                     "legend": legend_texts(ax.get_legend()), "texts": [t.get_text() for t in ax.texts],
+                     "lines": lines})
+    sup = getattr(fig, "_suptitle", None)
+    return json.dumps({"title": sup.get_text() if sup is not None else "",
+                       "legend": [t for leg in fig.legends for t in legend_texts(leg)], "axes": axes},
+                      ensure_ascii=True)
+
+
 def save(fig, path, **savefig_kwargs):
-    """fig.savefig(path) atomically; the format is path's extension."""
+    """fig.savefig(path) atomically; the format is path's extension. PNG and SVG files
+    carry describe(fig) as their Description."""
     path = os.path.abspath(path)
     folder, name = os.path.split(path)
     fmt = os.path.splitext(name)[1].lstrip(".").lower()
+    if fmt in ("png", "svg"):
+        meta = dict(savefig_kwargs.pop("metadata", None) or {})
+        meta.setdefault("Description", describe(fig))
+        savefig_kwargs["metadata"] = meta
     tmp = os.path.join(folder, f".{name}.{os.getpid()}.part")
     _remove_stale(folder, name)
     try:

@@ -8,7 +8,8 @@
 - one name, one meaning: generate-tosses' model gap is --model-gap (solve-batch's --gap is
   on|off), eval's and report's toss selection is --subset (train's --tosses is a count);
 - --json on solve-batch, bench-solvers, eval and check: one JSON object on stdout, with the
-  figures the text gives (a tiny batch, a one-epoch run).
+  figures the text gives (a tiny batch, a one-epoch run);
+- report's last line says how many files it wrote, and that is how many its folder holds.
 
     python3 tests/check_cli.py build/impulse
 """
@@ -154,6 +155,13 @@ def main():
             written = json.load(f)
         check(rc == 0 and j.get("out") == d + "/m.json" and j.get("position_error_m") == written.get("position_error_m"),
               f"eval --json: exit {rc}, keys {sorted(j)[:8]}")
+        # report: its last line counts the files it wrote, which are the folder's (figures or not)
+        rc, out, err = run(exe, "report", "--run", d + "/r", "--out", d + "/rep", "--threads", "1")
+        lines = [ln for ln in out.splitlines() if ln.strip()]
+        m = re.match(r"^wrote (\d+) files to (\S+)", lines[-1]) if lines else None
+        files = sorted(os.listdir(d + "/rep")) if os.path.isdir(d + "/rep") else []
+        check(rc == 0 and m is not None and m.group(2) == d + "/rep" and int(m.group(1)) == len(files),
+              f"report: exit {rc}, last line {lines[-1:]!r}, the folder holds {len(files)} files: {files}, {err[-300:]}")
 
     # docs/cli.md: every subcommand and option, with the defaults the CLI shows
     docs = doc_sections(os.path.join(ROOT, "docs", "cli.md"))

@@ -1,6 +1,7 @@
 // The figure scripts' interpreter and runner (io/figure_script.h), and the report's
-// figures through it (host/sweep/report.h): the files it counts, a figure that cannot
-// be written, a report killed with kill -9.
+// figures through it (host/sweep/report.h): the files it counts, what its training
+// curves show (read back from the PNG's Description), a figure that cannot be written,
+// a report killed with kill -9.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -20,6 +21,7 @@
 
 #include "host/sweep/report.h"
 #include "io/figure_script.h"
+#include "tests/figure_description.h"
 #include "tests/test_util.h"
 
 namespace impulse {
@@ -163,6 +165,87 @@ TEST(FigureScript, ReportCountsTheFilesItReallyWrote) {
   EXPECT_EQ(listed, (std::set<std::string>{out + "/figures.json", out + "/training_curves.png",
                                            out + "/training_curves.svg"}));
   for (const std::string& f : r.files) EXPECT_GT(fs::file_size(f), 100u) << f;
+}
+
+namespace {
+
+// a run folder as `report --run` reads it (no rollouts: an empty test split)
+std::string run_folder(const std::string& name, const std::string& history, const std::string& config,
+                       const std::string& params) {
+  const std::string dir = testing::fresh_dir("figscript_", name);
+  std::ofstream(dir + "/history.csv") << history;
+  std::ofstream(dir + "/config.json") << config;
+  if (!params.empty()) std::ofstream(dir + "/params.json") << params;
+  return dir;
+}
+
+bool has(const nlohmann::json& list, const std::string& item) {
+  return list.is_array() && std::find(list.begin(), list.end(), item) != list.end();
+}
+
+}  // namespace
+
+// Issue 45: training curves put a run's train and validation losses on one axes per loss,
+// mark the epoch the run kept (params.json's best_epoch: here chosen by validation
+// rollouts, not where the validation loss is lowest), name the method, and say when a
+// run has no validation curve.
+TEST(FigureScript, TrainingCurvesShowTrainAndValidationOnOneAxesAndTheBestEpoch) {
+  if (python_with_matplotlib("python3").empty()) GTEST_SKIP() << "no python3 with matplotlib: no figures";
+  // the validation loss is lowest at epoch 2, the validation rollouts at epoch 1: the run kept 1
+  const std::string run = run_folder(
+      "curves_run",
+      "epoch,train_loss,valid_loss,seconds,train_seconds,mean_qp_iterations,slowest_qp_iterations,"
+      "slowest_qp_rho_updates,not_solved,valid_position_error_m\n"
+      "0,0,1.0,0,0,10,0,0,0,0.05\n1,0.8,0.7,1,1,10,0,0,0,0.03\n2,0.5,0.6,1,1,10,0,0,0,0.04\n",
+      R"({"method": "ccn", "system": "cube", "select": "rollout",
+          "split": {"train": [0], "valid": [1, 2], "test": []}})",
+      R"({"method": "ccn", "best_epoch": 1, "best_valid_position_error_m": 0.03})");
+  const std::string out = testing::fresh_dir("figscript_", "curves_out");
+  std::ostringstream log;
+  ASSERT_TRUE(make_report(report_of(run, out), log).figures);
+  const nlohmann::json d = testing::png_description(out + "/training_curves.png");
+  ASSERT_TRUE(d.is_object()) << "no Description in training_curves.png";
+  ASSERT_EQ(d["axes"].size(), 2u) << d.dump();  // the loss, and the rollouts that chose the epoch
+  const nlohmann::json loss = testing::axes_titled(d, "ccn (cube): training and validation loss");
+  ASSERT_TRUE(loss.is_object()) << d.dump();
+  for (const char* entry : {"ccn (cube): train", "ccn (cube): validation", "best epoch 1 (lowest validation rollouts)"})
+    EXPECT_TRUE(has(loss["legend"], entry)) << entry << " not in " << loss["legend"].dump();
+  EXPECT_EQ(testing::line_labelled(loss, "ccn (cube): train").value("points", 0), 2) << "epochs 1-2 (0 is not trained)";
+  EXPECT_EQ(testing::line_labelled(loss, "ccn (cube): validation").value("points", 0), 3) << "epochs 0-2";
+  EXPECT_EQ(testing::line_labelled(loss, "best epoch 1 (").value("x", nlohmann::json()), nlohmann::json({1.0, 1.0}));
+  EXPECT_EQ(testing::line_labelled(loss, "best epoch 1: ").value("x", nlohmann::json()),
+            nlohmann::json({1.0, 1.0}))
+      << "the marker on the validation curve";
+  EXPECT_TRUE(has(loss["texts"], "best epoch 1"));
+  EXPECT_TRUE(testing::line_labelled(loss, "best epoch 2").empty()) << "the lowest loss is not the run's choice";
+  const nlohmann::json rollouts = testing::axes_titled(d, "ccn (cube): validation rollouts");
+  ASSERT_TRUE(rollouts.is_object()) << d.dump();
+  EXPECT_EQ(testing::line_labelled(rollouts, "ccn (cube): validation rollouts").value("points", 0), 3);
+  EXPECT_FALSE(testing::line_labelled(rollouts, "best epoch 1").empty());
+
+  // a run without validation tosses says so, and draws no validation curve
+  const std::string bare = run_folder(
+      "curves_bare", "epoch,train_loss,valid_loss\n0,0,0\n1,0.5,0\n2,0.4,0\n",
+      R"({"method": "end-to-end", "split": {"train": [0, 1], "valid": [], "test": []}})",
+      R"({"method": "end-to-end", "best_epoch": 0})");
+  const std::string out2 = testing::fresh_dir("figscript_", "curves_bare_out");
+  ASSERT_TRUE(make_report(report_of(bare, out2), log).figures);
+  const nlohmann::json d2 = testing::png_description(out2 + "/training_curves.png");
+  const nlohmann::json ax2 = testing::axes_titled(d2, "end-to-end: training and validation loss");
+  ASSERT_TRUE(ax2.is_object()) << d2.dump();
+  EXPECT_TRUE(has(ax2["texts"], "no validation curve: the run has no validation tosses")) << ax2.dump();
+  EXPECT_TRUE(testing::line_labelled(ax2, "end-to-end: validation").empty()) << ax2.dump();
+  EXPECT_EQ(testing::line_labelled(ax2, "end-to-end: train").value("points", 0), 2);
+  EXPECT_FALSE(testing::line_labelled(ax2, "best epoch 0 (kept: no validation").empty()) << ax2.dump();
+
+  // without params.json: the trainer's rule on the history (the first lowest validation loss)
+  const std::string old = tiny_run("curves_old");
+  const std::string out3 = testing::fresh_dir("figscript_", "curves_old_out");
+  ASSERT_TRUE(make_report(report_of(old, out3), log).figures);
+  const nlohmann::json d3 = testing::png_description(out3 + "/training_curves.png");
+  ASSERT_TRUE(d3.is_object()) << "no Description";
+  ASSERT_EQ(d3["axes"].size(), 1u) << d3.dump();
+  EXPECT_FALSE(testing::line_labelled(d3["axes"][0], "best epoch 2 (lowest validation loss)").empty()) << d3.dump();
 }
 
 // Issue 50 item 10: a full disk gave a 60-line traceback and a truncated SVG. Simulated

@@ -16,6 +16,7 @@
 
 #include "host/impact/impact_eval.h"
 #include "host/impact/impact_report.h"
+#include "io/figure_script.h"
 #include "io/file_lock.h"
 #include "io/impact_data.h"
 #include "io/npz.h"
@@ -94,6 +95,20 @@ TEST(ImpactStudy, FitEvalLearnFilesAndReferences) {
   std::ostringstream l2;
   impact_learn(o, l2);
   EXPECT_EQ(l2.str().find("impact learn: curve"), std::string::npos) << l2.str();
+
+  // the figures: the last line counts the figure files, which are those in the folder
+  if (!python_with_matplotlib("python3").empty()) {
+    o.figure_script = std::string(IMPULSE_SOURCE_DIR) + "/host/impact/impact_figures.py";
+    std::ostringstream fl;
+    ASSERT_TRUE(impact_figures(o, fl));
+    int figures = 0;
+    for (const auto& f : std::filesystem::directory_iterator(o.out)) {
+      const std::string name = f.path().filename().string(), ext = f.path().extension().string();
+      figures += f.is_regular_file() && name.rfind("fig_", 0) == 0 && (ext == ".png" || ext == ".svg");
+    }
+    EXPECT_GT(figures, 0);
+    EXPECT_EQ(fl.str(), "impact figures: wrote " + std::to_string(figures) + " files to " + o.out + "\n");
+  }
 
   // another seed in the same folder, and a second writer, are refused
   ImpactStudyOptions other = o;

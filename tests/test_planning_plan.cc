@@ -98,6 +98,15 @@ TEST(PlanningPlan, RunWritesItsFilesDeterministicallyAndRefusesASecondWriter) {
   EXPECT_NE(log.str().find("stage 7/7"), std::string::npos) << "progress while it optimizes";
   for (const char* f : {"plan.csv", "replay.csv", "stages.csv", "summary.json"})
     EXPECT_TRUE(std::filesystem::exists(std::filesystem::path(o.out) / f)) << f;
+  // its last line counts what it wrote: the folder's files (the lock aside), no figures here
+  int in_folder = 0;
+  for (const auto& e : std::filesystem::directory_iterator(o.out))
+    in_folder += e.is_regular_file() && e.path().filename().string()[0] != '.';
+  EXPECT_EQ(in_folder, 4);
+  EXPECT_EQ(a.files.size(), 4u);
+  const std::string text = log.str();
+  const size_t last = text.rfind('\n', text.size() - 2);
+  EXPECT_EQ(text.substr(last + 1), "plan: wrote 4 files to " + o.out + "\n") << text;
   const nlohmann::json s = nlohmann::json::parse(testing::read_text_file(o.out + "/summary.json"));
   EXPECT_EQ(s["success"].get<bool>(), a.check.success);
   EXPECT_EQ(s["task"]["fingers"].get<int>(), 3);

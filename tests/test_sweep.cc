@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -24,6 +25,7 @@
 #include "io/file_lock.h"
 #include "io/toss_data.h"
 #include "solvers/error.h"
+#include "tests/figure_description.h"
 #include "test_util.h"
 
 namespace fs = std::filesystem;
@@ -370,6 +372,43 @@ TEST(SweepReport, TableAgreesWithTheRunFolders) {
     EXPECT_TRUE(rr.figures) << rr.note;
     for (const char* fig : {"fig_position_error_m.png", "fig_rotation_error_deg.svg", "training_curves.png"})
       EXPECT_GT(fs::file_size(ro.out + "/" + fig), 1000u) << fig;
+    // the training curves (issue 45): one axes per method's loss, train and validation on
+    // it for every run, each run's best epoch (its params.json) marked on its validation
+    const nlohmann::json d = testing::png_description(ro.out + "/training_curves.png");
+    ASSERT_TRUE(d.is_object()) << "no Description in training_curves.png";
+    EXPECT_EQ(d["axes"].size(), 2u) << d.dump();
+    for (const std::string m : {"contactnets-polytope", "end-to-end"}) {
+      const nlohmann::json ax = testing::axes_titled(d, m + ": training and validation loss, 4 runs");
+      ASSERT_TRUE(ax.is_object()) << m << ": " << d.dump();
+      EXPECT_NE(std::find(ax["legend"].begin(), ax["legend"].end(), m + ": validation"), ax["legend"].end())
+          << ax["legend"].dump();
+      for (const char* tosses : {"4", "8"})
+        for (const char* seed : {"0", "1"}) {
+          const std::string name = "method-" + m + "_tosses-" + tosses + "_seed-" + seed;
+          const std::string hist = run_file(ro.sweep_dir, name, "history.csv");
+          const int epochs = static_cast<int>(std::count(hist.begin(), hist.end(), '\n')) - 1;  // 0..3
+          EXPECT_EQ(testing::line_labelled(ax, name + ": train").value("points", 0), epochs - 1) << name;
+          EXPECT_EQ(testing::line_labelled(ax, name + ": validation").value("points", 0), epochs) << name;
+          const int best = nlohmann::json::parse(run_file(ro.sweep_dir, name, "params.json")).at("best_epoch");
+          EXPECT_EQ(testing::line_labelled(ax, "best epoch " + std::to_string(best) + ": " + name).value("x", nlohmann::json()),
+                    nlohmann::json({double(best), double(best)}))
+              << name << ": " << ax.dump();
+        }
+    }
+    // the rollout (issue 45): position and, beside it, rotation, true against predicted
+    const std::string rollout = ro.out + "/rollout_method-end-to-end_tosses-8_seed-0_toss" +
+                                std::to_string(nlohmann::json::parse(run_file(ro.sweep_dir, "method-end-to-end_tosses-8_seed-0",
+                                                                              "config.json"))["split"]["test"][0].get<int>());
+    const std::string rcsv = read_text_file(rollout + ".csv");
+    const int steps = static_cast<int>(std::count(rcsv.begin(), rcsv.end(), '\n')) - 1;
+    const nlohmann::json rd = testing::png_description(rollout + ".png");
+    ASSERT_TRUE(rd.is_object()) << "no Description in " << rollout << ".png";
+    ASSERT_EQ(rd["axes"].size(), 4u) << rd.dump();
+    EXPECT_EQ(rd["axes"][0].value("title", "").rfind("position", 0), 0u) << rd.dump();
+    EXPECT_EQ(rd["axes"][1].value("title", "").rfind("rotation", 0), 0u) << "rotation beside position: " << rd.dump();
+    for (const char* curve : {"true (data)", "predicted"})
+      EXPECT_EQ(testing::line_labelled(rd["axes"][1], curve).value("points", 0), steps) << curve;
+    EXPECT_EQ(testing::line_labelled(rd["axes"][3], "rotation error").value("points", 0), steps);
   } else {
     EXPECT_FALSE(rr.figures);
     EXPECT_NE(rr.note.find("matplotlib"), std::string::npos);

@@ -458,7 +458,8 @@ bool impact_figures(const ImpactStudyOptions& o, std::ostream& log) {
     return false;
   }
   log.flush();
-  run_figure_script(py, o.figure_script, {o.out});
+  const std::vector<std::string> figs = run_figure_script(py, o.figure_script, {o.out});
+  log << "impact figures: wrote " << figs.size() << " files to " << o.out << "\n";
   return true;
 }
 

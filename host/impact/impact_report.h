@@ -13,7 +13,8 @@
 //            references: learned.csv / learned.md; learning curves over training-set
 //            sizes and seeds: learning_curve.csv (each point kept as it finishes; a
 //            rerun continues)
-//   figures  PNG/SVG of the above by host/impact/impact_figures.py (matplotlib)
+//   figures  PNG/SVG of the above by host/impact/impact_figures.py (matplotlib); its
+//            last line says how many ("impact figures: wrote N files to OUT")
 //
 // Test impacts: by default a seeded `test_fraction` of --data, the rest trains. With
 // test_data (--test-data FILE.npz, same format) every impact of --data trains (fit's

@@ -147,6 +147,7 @@ PlanRun run_plan(const PlanRunOptions& o, std::ostream& log) {
     pc << '\n';
   }
   write_text_atomic((fs::path(o.out) / "plan.csv").string(), pc.str());
+  run.files.push_back((fs::path(o.out) / "plan.csv").string());
 
   std::ostringstream rc;
   rc << std::setprecision(9) << "t";
@@ -164,6 +165,7 @@ PlanRun run_plan(const PlanRunOptions& o, std::ostream& log) {
     rc << '\n';
   }
   write_text_atomic((fs::path(o.out) / "replay.csv").string(), rc.str());
+  run.files.push_back((fs::path(o.out) / "replay.csv").string());
 
   std::ostringstream sc;
   sc << std::setprecision(9) << "stage,contact_weight,physics_weight,iterations,contact_invariance,physics,task,penetration,reach,smoothness,total\n";
@@ -175,6 +177,7 @@ PlanRun run_plan(const PlanRunOptions& o, std::ostream& log) {
        << t.total << '\n';
   }
   write_text_atomic((fs::path(o.out) / "stages.csv").string(), sc.str());
+  run.files.push_back((fs::path(o.out) / "stages.csv").string());
 
   auto replay_json = [](const ReplayResult& r) {
     return nlohmann::json{{"final_error_m", r.final_error},
@@ -219,6 +222,7 @@ PlanRun run_plan(const PlanRunOptions& o, std::ostream& log) {
       {"hand_replay", {{"dt_s", o.hand.dt}, {"sphere_radius_m", o.hand.sphere_radius}, {"squeeze_m", o.hand.squeeze}}},
       {"success", c.success}};
   write_text_atomic((fs::path(o.out) / "summary.json").string(), summary.dump(1) + "\n");
+  run.files.push_back((fs::path(o.out) / "summary.json").string());
 
   log << std::setprecision(3) << "plan: final object " << c.plan_final_error * 1e3 << " mm from the target (replay 1: "
       << c.forces.final_error * 1e3 << " mm, replay 2: " << c.hand.final_error * 1e3 << " mm; largest deviations "
@@ -234,9 +238,11 @@ PlanRun run_plan(const PlanRunOptions& o, std::ostream& log) {
       log << "plan figures: skipped: " << o.python << " with matplotlib not found (apt-get install python3-matplotlib)\n";
     } else {
       log.flush();
-      run_figure_script(py, o.figure_script, {o.out});
+      const std::vector<std::string> figs = run_figure_script(py, o.figure_script, {o.out});
+      run.files.insert(run.files.end(), figs.begin(), figs.end());
     }
   }
+  log << "plan: wrote " << run.files.size() << " files to " << o.out << "\n";
   return run;
 }
 

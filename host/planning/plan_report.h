@@ -10,6 +10,8 @@
 //                 the time
 //   plan_path.png, plan_weights.png, plan_stages.png  (host/planning/plan_figures.py)
 //
+// The last line of the log says how many files it wrote ("plan: wrote N files to OUT").
+//
 // Criteria (each reported with its figure):
 //   final object within 1 cm of the target in both replays (and in the plan);
 //   every active contact (c > 0.5) within 2 mm of the object's surface and of its hand
@@ -63,6 +65,7 @@ struct PlanRun {
   CioResult result;
   std::vector<CioSample> plan;
   PlanCheck check;
+  std::vector<std::string> files;  // every file written into the folder (CSVs, summary.json, figures)
 };
 
 PlanRun run_plan(const PlanRunOptions& options, std::ostream& log);

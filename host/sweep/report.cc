@@ -201,6 +201,41 @@ std::vector<int> chosen_tosses(const std::string& spec, const std::string& run_d
   return select_tosses(spec, std::numeric_limits<int>::max(), split, true);
 }
 
+// A run's training curve as the figure script draws it: its history.csv, the method
+// whose loss it trained (the loss differs between methods: one axes each), what picked
+// its best epoch (select: the validation loss, or for --select rollout the validation
+// rollouts' position error), the epoch it picked (params.json's best_epoch, the
+// trainer's choice) and how many validation tosses it had (none: no validation curve).
+// What a run's files do not say is left out; the script then works from the history
+// alone (the first epoch with the lowest validation figure, the trainer's rule).
+nlohmann::json history_entry(const fs::path& dir, const std::string& label, const std::string& series) {
+  nlohmann::json h = {{"label", label}, {"series", series}, {"csv", (dir / "history.csv").string()}};
+  const auto read = [&](const char* name) {
+    const fs::path p = dir / name;
+    nlohmann::json j;
+    if (fs::is_regular_file(p)) {
+      try {
+        j = read_json_file(p.string());
+      } catch (const Error&) {
+        j = nlohmann::json();  // a damaged file: the history alone
+      }
+    }
+    return j.is_object() ? j : nlohmann::json::object();
+  };
+  const nlohmann::json cfg = read("config.json"), params = read("params.json");
+  std::string method = cfg.value("method", params.value("method", std::string()));
+  const std::string system = cfg.value("system", std::string());
+  if (!method.empty() && !system.empty()) method += " (" + system + ")";
+  if (!method.empty()) h["method"] = method;
+  h["select"] = cfg.value("select", std::string("loss"));
+  if (params.contains("best_epoch") && params["best_epoch"].is_number_integer())
+    h["best_epoch"] = params["best_epoch"].get<int>();
+  if (cfg.contains("split") && cfg["split"].is_object() && cfg["split"].contains("valid") &&
+      cfg["split"]["valid"].is_array())
+    h["valid_tosses"] = cfg["split"]["valid"].size();
+  return h;
+}
+
 // rollouts of the chosen tosses with one run; adds them to the manifest
 void add_rollouts(const std::string& run_dir, const std::string& label, const std::string& tosses_spec,
                   const fs::path& out, int threads, nlohmann::json& manifest, std::vector<std::string>& files) {
@@ -265,7 +300,7 @@ ReportResult make_report(const ReportOptions& opt, std::ostream& log) {
       std::string series_label;
       for (const std::string& k : series) series_label += (series_label.empty() ? "" : ", ") + value_str(r.grid[k]);
       if (series_label.empty()) series_label = "runs";
-      manifest["histories"].push_back({{"label", r.name}, {"series", series_label}, {"csv", (dir / "history.csv").string()}});
+      manifest["histories"].push_back(history_entry(dir, r.name, series_label));
       const double size = r.grid.contains("tosses") && r.grid["tosses"].is_number() ? r.grid["tosses"].get<double>() : 0;
       auto it = pick.find(series_label);
       if (it == pick.end() || size > it->second.first) pick[series_label] = {size, &r};
@@ -276,10 +311,10 @@ ReportResult make_report(const ReportOptions& opt, std::ostream& log) {
                    manifest, res.files);
     }
   } else {
-    const fs::path dir = fs::absolute(fs::path(opt.run_dir));
+    fs::path dir = fs::absolute(fs::path(opt.run_dir)).lexically_normal();
+    if (dir.filename().empty()) dir = dir.parent_path();  // "runs/a/": its name is "a"
     if (!fs::exists(dir / "history.csv")) throw Error(opt.run_dir + ": no history.csv (not a finished run directory)");
-    manifest["histories"].push_back({{"label", dir.filename().string()}, {"series", dir.filename().string()},
-                                     {"csv", (dir / "history.csv").string()}});
+    manifest["histories"].push_back(history_entry(dir, dir.filename().string(), dir.filename().string()));
     add_rollouts(opt.run_dir, "run", opt.tosses, out, opt.threads, manifest, res.files);
   }
   write_text_atomic((out / "figures.json").string(), manifest.dump(2) + "\n");

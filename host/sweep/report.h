@@ -14,8 +14,11 @@
 // group), figures.json (what the figure script draws), and, drawn by
 // host/sweep/report_figures.py with matplotlib: fig_<metric>.png/.svg (metric
 // against data size, log scales, one line and band per method), rollout_*.png
-// (true against predicted trajectory of chosen tosses; their CSVs beside) and
-// training_curves.png/.svg. Without python3 and matplotlib the tables are still
+// (position beside rotation, true against predicted, of chosen tosses; their CSVs
+// beside) and training_curves.png/.svg (one axes per method's loss, train and
+// validation on it, each run's best epoch from its params.json marked; figures.json
+// gives the script each run's method, selection rule, best epoch and validation
+// tosses). Without python3 and matplotlib the tables are still
 // written and the report says the figures were skipped. The script runs as a child
 // that dies with the report (kill -9 included) and writes each figure whole or not
 // at all; a figure it cannot write (a full disk) is an Error naming the script and
