@@ -38,6 +38,8 @@ import tempfile
 import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from report_util import data_root  # noqa: E402
 
 
 def shown_path(path):
@@ -401,9 +403,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--impulse", default=os.path.join(REPO, "build", "impulse"),
                     help="impulse binary (default build/impulse)")
-    ap.add_argument("--shared-data", default=os.path.join(REPO, "..", "shared", "data"),
-                    help="shared data directory holding contactnets_qps/ "
-                         "(default ../shared/data relative to the repo)")
+    ap.add_argument("--shared-data", default=data_root(),
+                    help="data directory holding contactnets_qps/ (default $IMPULSE_DATA, "
+                         "else ../shared/data relative to the repo; docs/data.md)")
     ap.add_argument("--count", type=int, default=500, help="generated problems per set")
     ap.add_argument("--seed", type=int, default=1, help="generator seed")
     ap.add_argument("--eps", type=float, nargs="+", default=[1e-3, 1e-5])
@@ -442,7 +444,8 @@ def main():
                 prefix = name.split("-", 1)[1]
                 batch, note = load_real(args.shared_data, prefix)
                 if batch is None:
-                    msg = "%s: skipped, shared data not found in %s (%s)" % (
+                    msg = ("%s: skipped, recorded ContactNets QPs not found in %s (%s; "
+                           "recorded, not published: bash data/fetch.sh contactnets_qps)") % (
                         name, args.shared_data, note)
                     print(msg, flush=True)
                     skipped.append(msg)

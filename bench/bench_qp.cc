@@ -209,18 +209,20 @@ BENCHMARK_CAPTURE(BM_GpuKernelFloat, kernel_anitescu_float_cold, kAnitescu, fals
 
 // The 1,000 real ContactNets loss QPs (../shared/data/contactnets_qps, "train"),
 // double, CPU lanes, eps 1e-6 as the tests solve them; the data folder from
-// IMPULSE_SHARED_DATA (default: ../shared/data beside the source tree). Skipped
+// IMPULSE_DATA (default: the build's IMPULSE_DATA_DIR, docs/data.md). Skipped
 // when absent.
 void BM_RealContactNetsQps(benchmark::State& state) {
-  const char* env = std::getenv("IMPULSE_SHARED_DATA");
-  const std::string dir = std::string(env ? env : IMPULSE_SHARED_DATA_DIR) + "/contactnets_qps";
+  const char* env = std::getenv("IMPULSE_DATA");
+  const std::string root = env != nullptr && *env != '\0' ? env : IMPULSE_SHARED_DATA_DIR;
+  const std::string dir = root + "/contactnets_qps";
   static GoldenQps g;
   static bool loaded = false;
   if (!loaded) {
     try {
       g = load_golden_qps(dir, "train");
     } catch (const std::exception& e) {
-      state.SkipWithError((std::string("real QPs not loaded: ") + e.what()).c_str());
+      state.SkipWithError((std::string("real QPs not loaded: ") + e.what() +
+                          " (bash data/fetch.sh contactnets_qps says where to get them)").c_str());
       return;
     }
     loaded = true;

@@ -18,7 +18,7 @@
 # Environment: IMPULSE (the CLI; default a copy of build/impulse kept per CCN_WORK with its
 # commit), CCN_WORK (default /tmp/ccn_elbow_noise; nothing is written into the repo), JOBS
 # (parallel runs, default 2, each --threads 1), SYSTEM (elbow | cube, default elbow), DATA
-# (default the system's real tosses under ../shared/data), TOSSES (the grid's N, default 32),
+# (default the system's real tosses under $IMPULSE_DATA, else ../shared/data), TOSSES (the grid's N, default 32),
 # EPOCHS and PATIENCE (default 100 and 12), SELECTS (default "loss"), METHODS (the grid's
 # methods, default "ccn diffsim end-to-end"; ccn-r too: METHODS=ccn-r adds its grid).
 # Each run is evaluated on its validation tosses (valid.json) and its test tosses
@@ -36,7 +36,8 @@ if [ -z "${IMPULSE:-}" ]; then
   IMPULSE=$W/bin/impulse
 fi
 SYSTEM=${SYSTEM:-elbow}
-SHARED=$(cd "$HERE/.." && pwd)/shared/data
+SHARED=${IMPULSE_DATA:-$(cd "$HERE/.." && pwd)/shared/data}  # docs/data.md
+[ -n "${IMPULSE_DATA:-}" ] || [ -d "$SHARED" ] || SHARED=$HERE/data/external  # bash data/fetch.sh
 case "$SYSTEM" in
   elbow) DATA=${DATA:-$SHARED/articulated_elbow} ;;
   cube) DATA=${DATA:-$SHARED/cube_toss/contact-nets/data/tosses_processed} ;;

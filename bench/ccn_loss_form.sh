@@ -15,7 +15,7 @@
 #   CCN_WORK         run directories and synthetic data (default /tmp/ccn_form); nothing
 #                    is written into the repo
 #   JOBS             parallel training jobs (default 2, each --threads 1)
-#   CUBE, ELBOW      the real data folders (default: ../shared/data/...); no path here may
+#   CUBE, ELBOW      the real data folders (default: $IMPULSE_DATA/..., else ../shared/data/...); no path here may
 #                    contain whitespace (the job lines are split on it)
 # A finished run (metrics.json present) is skipped, so the script resumes. Every number
 # the report prints is the run's own test split; nothing is chosen on it.
@@ -31,7 +31,8 @@ if [ -z "${IMPULSE:-}" ]; then
   IMPULSE=$W/bin/impulse
 fi
 JOBS=${JOBS:-2}
-SHARED=$(cd "$HERE/.." && pwd)/shared/data
+SHARED=${IMPULSE_DATA:-$(cd "$HERE/.." && pwd)/shared/data}  # docs/data.md
+[ -n "${IMPULSE_DATA:-}" ] || [ -d "$SHARED" ] || SHARED=$HERE/data/external  # bash data/fetch.sh
 CUBE=${CUBE:-$SHARED/cube_toss/contact-nets/data/tosses_processed}
 ELBOW=${ELBOW:-$SHARED/articulated_elbow}
 export W

@@ -29,8 +29,10 @@ if [ -z "${IMPULSE:-}" ]; then
 fi
 W=${CCN_WORK:-/tmp/ccn_runs}
 JOBS=${JOBS:-2}
-ELBOW=${ELBOW:-$(cd "$(dirname "$0")/../.." && pwd)/shared/data/articulated_elbow}
-CUBE=${CUBE:-$(cd "$(dirname "$0")/../.." && pwd)/shared/data/cube_toss/contact-nets/data/tosses_processed}
+SHARED=${IMPULSE_DATA:-$(cd "$HERE/.." && pwd)/shared/data}  # docs/data.md
+[ -n "${IMPULSE_DATA:-}" ] || [ -d "$SHARED" ] || SHARED=$HERE/data/external  # bash data/fetch.sh
+ELBOW=${ELBOW:-$SHARED/articulated_elbow}
+CUBE=${CUBE:-$SHARED/cube_toss/contact-nets/data/tosses_processed}
 mkdir -p "$W/runs" "$W/data" "$W/logs"
 export IMPULSE W
 

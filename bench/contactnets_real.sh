@@ -8,8 +8,8 @@ cd "$(dirname "$0")/.."
 build="${1:-build}"
 out="${2:-runs/real}"
 limit="${3:-600}"
-data="${IMPULSE_CUBE_DATA:-../shared/data/cube_toss/contact-nets/data/tosses_processed}"
-if [ ! -d "$data" ]; then echo "real cube tosses not found at $data" >&2; exit 1; fi
+data="${IMPULSE_CUBE_DATA:-${IMPULSE_DATA:-../shared/data}/cube_toss/contact-nets/data/tosses_processed}"
+if [ ! -d "$data" ]; then echo "real cube tosses absent (looked in $data): bash data/fetch.sh cube" >&2; exit 1; fi
 mkdir -p "$out"
 for n in 16 64 256; do
   for method in contactnets-polytope end-to-end; do

@@ -15,8 +15,9 @@ radius r has the envelope r + (s − r) f instead: its intercept is r, not a tab
 
     python3 bench/cube_resting_height.py [DATA_DIR]
 
-DATA_DIR defaults to ../shared/data/cube_toss/contact-nets/data/tosses_processed
-beside the repository (format: ../shared/data/cube_toss/README.md).
+DATA_DIR defaults to cube_toss/contact-nets/data/tosses_processed under $IMPULSE_DATA,
+else ../shared/data beside the repository (bash data/fetch.sh cube; format:
+../shared/data/cube_toss/README.md).
 """
 import glob
 import os
@@ -48,13 +49,13 @@ def rotation(q):
 
 
 def main():
-    here = os.path.dirname(os.path.abspath(__file__))
-    default = os.path.join(here, "..", "..", "shared", "data", "cube_toss", "contact-nets", "data",
-                           "tosses_processed")
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from report_util import data_root
+    default = os.path.join(data_root(), "cube_toss", "contact-nets", "data", "tosses_processed")
     folder = sys.argv[1] if len(sys.argv) > 1 else default
     files = sorted(glob.glob(os.path.join(folder, "*.pt")))
     if not files:
-        sys.exit(f"no tosses (*.pt) in {folder}")
+        sys.exit(f"no tosses (*.pt) in {folder} (bash data/fetch.sh cube)")
     corners = np.array([[sx, sy, sz] for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)], float)
     lowest, rest = [], []
     centre, depth = [], []  # every row: the centre's height (mm) and f(R)

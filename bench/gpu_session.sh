@@ -35,7 +35,7 @@ prepare)
     for b in "$dev"/bin/*; do ldd "$b"; done | awk -v l="$lib" '$1 ~ "^"l {print $3}' | sort -u |
       while read -r path; do cp -L "$path" "$dev/lib/"; done
   done
-  tosses="${IMPULSE_CUBE_DATA:-../shared/data/cube_toss/contact-nets/data/tosses_processed}"
+  tosses="${IMPULSE_CUBE_DATA:-${IMPULSE_DATA:-../shared/data}/cube_toss/contact-nets/data/tosses_processed}"
   if [ -d "$tosses" ]; then
     cp -r "$tosses" "$dev/data/tosses_processed"
     if [ -d "$tosses/../params_processed" ]; then cp -r "$tosses/../params_processed" "$dev/data/"; fi

@@ -32,10 +32,10 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from report_util import write_markdown  # noqa: E402
+from report_util import data_root, write_markdown  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SHARED = os.path.join(HERE, "..", "..", "shared", "data")
+SHARED = data_root()
 CUBE = os.path.join(SHARED, "cube_toss", "contact-nets", "data", "tosses_processed")
 
 
@@ -156,7 +156,7 @@ def main():
     for kind, prec, what, ok in same:
         lines.append(f"| {kind} | {prec} | {what} | {'yes' if ok else 'NO'} |")
     if not os.path.isdir(CUBE):
-        lines.append("\nThe real cube tosses were absent (../shared/data): no epoch row.")
+        lines.append("\nThe real cube tosses were absent (looked in %s: bash data/fetch.sh cube): no epoch row." % CUBE)
     write_markdown(a.out, lines)
 
 

@@ -2,9 +2,9 @@
 """The peer suite: small Maros-Meszaros QPs, impulse against OSQP (and ProxQP dense when
 it installs), side by side in one run.
 
-The 13 problems of ../shared/data/maros_meszaros_small/ (impulse batch files with
-verified references, README there) are badly scaled and need hundreds to thousands of
-ADMM iterations. For each, at one tolerance eps (absolute = relative):
+The 13 problems of maros_meszaros_small/ under $IMPULSE_DATA, else ../shared/data (impulse
+batch files with verified references, README there) are badly scaled and need hundreds to
+thousands of ADMM iterations. For each, at one tolerance eps (absolute = relative):
 - impulse one problem at a time: `solve-batch --lanes off --threads 1 --time-each`;
 - impulse in lane groups: a batch of W copies of the problem (one full group) with
   `--lanes on`, each copy's time its share of the group's;
@@ -33,8 +33,9 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from anchor_osqp import (REPO, ensure_packages, run_cmd, shown_path, solve_impulse,  # noqa: E402
                          solve_osqp, solve_proxqp, write_batch)
+from report_util import data_root  # noqa: E402
 
-SUITE = os.path.join(REPO, "..", "shared", "data", "maros_meszaros_small")
+SUITE = os.path.join(data_root(), "maros_meszaros_small")
 
 
 def lane_width(impulse):

@@ -19,7 +19,7 @@ the machine's pace falls on both. It writes a Markdown table to --out.
 
   python3 bench/threads_busy.py --impulse build/impulse --out bench/results/threads_busy_DATE.md
 
-The real data sets are read from ../shared/data (skipped with a note when absent).
+The real data sets are read from $IMPULSE_DATA, else ../shared/data (skipped with a note when absent).
 """
 import argparse
 import csv
@@ -33,10 +33,10 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from report_util import write_markdown  # noqa: E402
+from report_util import data_root, write_markdown  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SHARED = os.path.join(HERE, "..", "..", "shared", "data")
+SHARED = data_root()
 CUBE = os.path.join(SHARED, "cube_toss", "contact-nets", "data", "tosses_processed")
 ELBOW = os.path.join(SHARED, "articulated_elbow")
 
@@ -135,7 +135,8 @@ def main():
             lines.append(f"| {case[0]} | {load} | {fmt.format(one)} | {fmt.format(two)} | {speed:.2f}x |")
     lines += ["", "2 threads vs 1: the speed-up (above 1: two threads faster; below 1: slower)."]
     if not os.path.isdir(CUBE) or not os.path.isdir(ELBOW):
-        lines.append("The real data sets were absent (../shared/data): their rows are missing.")
+        lines.append("The real data sets were absent (looked in %s: bash data/fetch.sh cube elbow): "
+                     "their rows are missing." % SHARED)
     write_markdown(a.out, lines)
 
 

@@ -88,7 +88,8 @@ EvalOptions every_toss(const std::string& dir, const std::string& params) {
 }
 
 TEST(CcnTrainer, EachMethodLowersItsValidationLoss) {
-  if (small_elbow_file().empty()) IMPULSE_SKIP_WITHOUT_DATA("real elbow tosses not found at " + elbow_dir());
+  if (small_elbow_file().empty())
+    IMPULSE_SKIP_WITHOUT_DATA(testing::data_absent("real elbow tosses", elbow_dir(), "elbow"));
   for (const std::string m : {"ccn", "ccn-r", "diffsim", "diffsim-r", "end-to-end"}) {
     std::ostringstream log;
     const TrainResult r = train(base(m, temp_dir("lower_" + m)), log);
@@ -99,7 +100,8 @@ TEST(CcnTrainer, EachMethodLowersItsValidationLoss) {
 }
 
 TEST(CcnTrainer, ParamsAreReadableAndPhysical) {
-  if (small_elbow_file().empty()) IMPULSE_SKIP_WITHOUT_DATA("real elbow tosses not found at " + elbow_dir());
+  if (small_elbow_file().empty())
+    IMPULSE_SKIP_WITHOUT_DATA(testing::data_absent("real elbow tosses", elbow_dir(), "elbow"));
   const std::string out = temp_dir("params");
   std::ostringstream log;
   train(base("ccn", out), log);
@@ -118,7 +120,8 @@ TEST(CcnTrainer, ParamsAreReadableAndPhysical) {
 // An interrupted run resumed from its checkpoint ends exactly where the
 // uninterrupted one does (the CCN QPs start cold every step).
 TEST(CcnTrainer, ResumeIsBitExactAndThreadCountsAgree) {
-  if (small_elbow_file().empty()) IMPULSE_SKIP_WITHOUT_DATA("real elbow tosses not found at " + elbow_dir());
+  if (small_elbow_file().empty())
+    IMPULSE_SKIP_WITHOUT_DATA(testing::data_absent("real elbow tosses", elbow_dir(), "elbow"));
   std::ostringstream log;
   TrainConfig whole = base("ccn-r", temp_dir("whole"));
   train(whole, log);
@@ -138,7 +141,8 @@ TEST(CcnTrainer, ResumeIsBitExactAndThreadCountsAgree) {
 // A run of the printed-form loss (its config.json without ccn_loss_form, as every run
 // before 2026-11-25) is not resumed under the current form: the error names the field.
 TEST(CcnTrainer, RunOfAnotherLossFormIsNotResumed) {
-  if (small_elbow_file().empty()) IMPULSE_SKIP_WITHOUT_DATA("real elbow tosses not found at " + elbow_dir());
+  if (small_elbow_file().empty())
+    IMPULSE_SKIP_WITHOUT_DATA(testing::data_absent("real elbow tosses", elbow_dir(), "elbow"));
   std::ostringstream log;
   TrainConfig c = one_epoch("ccn", "form", log);
   nlohmann::json cfg = read_json(c.out + "/config.json");
@@ -160,7 +164,8 @@ TEST(CcnTrainer, RunOfAnotherLossFormIsNotResumed) {
 // H = 3, said in the log and written to config.json, and train exactly as an
 // explicit --smooth-velocities 3; impulse's own .npz gets none.
 TEST(CcnTrainer, DefaultSmoothingIsTheDocumentedOneForRecordedTosses) {
-  if (small_elbow_file().empty()) IMPULSE_SKIP_WITHOUT_DATA("real elbow tosses not found at " + elbow_dir());
+  if (small_elbow_file().empty())
+    IMPULSE_SKIP_WITHOUT_DATA(testing::data_absent("real elbow tosses", elbow_dir(), "elbow"));
   std::ostringstream log;
   TrainConfig c = base("ccn", temp_dir("smooth_default"));
   c.data = elbow_dir();
@@ -183,7 +188,8 @@ TEST(CcnTrainer, DefaultSmoothingIsTheDocumentedOneForRecordedTosses) {
 }
 
 TEST(CcnTrainer, BadOptionsAndDataAreRefused) {
-  if (small_elbow_file().empty()) IMPULSE_SKIP_WITHOUT_DATA("real elbow tosses not found at " + elbow_dir());
+  if (small_elbow_file().empty())
+    IMPULSE_SKIP_WITHOUT_DATA(testing::data_absent("real elbow tosses", elbow_dir(), "elbow"));
   std::ostringstream log;
   const auto message = [&](TrainConfig c) -> std::string {
     try {
@@ -244,7 +250,8 @@ TEST(CcnTrainer, BadOptionsAndDataAreRefused) {
 // threads, and check_run accepts it; with patience 1 it stops at the first
 // epoch that does not improve the figure.
 TEST(CcnTrainer, SelectionByValidationRollouts) {
-  if (small_elbow_file().empty()) IMPULSE_SKIP_WITHOUT_DATA("real elbow tosses not found at " + elbow_dir());
+  if (small_elbow_file().empty())
+    IMPULSE_SKIP_WITHOUT_DATA(testing::data_absent("real elbow tosses", elbow_dir(), "elbow"));
   std::ostringstream log;
   TrainConfig c = base("ccn", temp_dir("select"));
   c.select = "rollout";
@@ -327,7 +334,8 @@ TEST(CcnTrainer, SelectionByValidationRollouts) {
 // the last valid state of each toss, which eval counts as diverged, instead of
 // failing the evaluation.
 TEST(CcnTrainer, DivergedRolloutsAreCountedNotFatal) {
-  if (small_elbow_file().empty()) IMPULSE_SKIP_WITHOUT_DATA("real elbow tosses not found at " + elbow_dir());
+  if (small_elbow_file().empty())
+    IMPULSE_SKIP_WITHOUT_DATA(testing::data_absent("real elbow tosses", elbow_dir(), "elbow"));
   std::ostringstream log;
   const TrainConfig c = one_epoch("end-to-end", "diverge", log);
   nlohmann::json p = read_json(c.out + "/params.json");
@@ -350,7 +358,8 @@ TEST(CcnTrainer, DivergedRolloutsAreCountedNotFatal) {
 // training (even under a weight decay, which acts on the optimizer's copy),
 // the others start random and are learned.
 TEST(CcnTrainer, KnownGroupsStayAtThePublishedValues) {
-  if (small_elbow_file().empty()) IMPULSE_SKIP_WITHOUT_DATA("real elbow tosses not found at " + elbow_dir());
+  if (small_elbow_file().empty())
+    IMPULSE_SKIP_WITHOUT_DATA(testing::data_absent("real elbow tosses", elbow_dir(), "elbow"));
   const nlohmann::json nominal = CcnModel(system_by_name("elbow"), false).to_json();
   for (const std::string m : {"ccn", "diffsim"}) {
     TrainConfig c = base(m, temp_dir("known_" + m));

@@ -63,7 +63,8 @@ bool load(Segments& s) {
 
 TEST(RealElbow, CentreOfMassFallsAtGravity) {
   Segments s;
-  if (!load(s)) IMPULSE_SKIP_WITHOUT_DATA("real elbow tosses not found at " + elbow_dir());
+  if (!load(s))
+    IMPULSE_SKIP_WITHOUT_DATA(testing::data_absent("real elbow tosses", elbow_dir(), "elbow"));
   const Eigen::VectorXd pi = stacked_inertial(s.sys);
   const double dt = 0.0068, M = s.sys.total_mass();
   std::vector<double> gz, gh;
@@ -104,7 +105,8 @@ TEST(RealElbow, CentreOfMassFallsAtGravity) {
 
 TEST(RealElbow, ModelExplainsFreeFlightBetterThanGravityAlone) {
   Segments s;
-  if (!load(s)) IMPULSE_SKIP_WITHOUT_DATA("real elbow tosses not found at " + elbow_dir());
+  if (!load(s))
+    IMPULSE_SKIP_WITHOUT_DATA(testing::data_absent("real elbow tosses", elbow_dir(), "elbow"));
   const Eigen::VectorXd pi = stacked_inertial(s.sys);
   const double dt = 0.0068;
   const int N = 5;
@@ -170,7 +172,8 @@ TEST(RealElbow, ModelExplainsFreeFlightBetterThanGravityAlone) {
 // seen (the test above compares them over all free rows).
 TEST(RealElbow, ModelMatchesLeadingFreeFlightToTheNoise) {
   Segments s;
-  if (!load(s)) IMPULSE_SKIP_WITHOUT_DATA("real elbow tosses not found at " + elbow_dir());
+  if (!load(s))
+    IMPULSE_SKIP_WITHOUT_DATA(testing::data_absent("real elbow tosses", elbow_dir(), "elbow"));
   const double dt = s.set.dt;
   const int N = 5, L = 3;
   MultibodySystem half = s.sys;

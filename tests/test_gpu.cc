@@ -1199,8 +1199,9 @@ TEST_F(GpuCcn, TrainerResumesBitForBit) {
 class GpuImpact : public GpuQp {};
 
 TEST_F(GpuImpact, DrumwrightShellAndIrbBatchesMatchCpu) {
-  const std::string path = std::string(IMPULSE_SHARED_DATA_DIR) + "/planar_impact/ellipse_impacts.npz";
-  if (!std::ifstream(path).good()) IMPULSE_SKIP_WITHOUT_DATA("planar impact data not found at " << path);
+  const std::string path = testing::shared_data("planar_impact/ellipse_impacts.npz");
+  if (!std::ifstream(path).good())
+    IMPULSE_SKIP_WITHOUT_DATA(testing::data_absent("planar impact data", path, "impacts"));
   ImpactSet set = load_impacts(path);
   set.impacts.resize(static_cast<size_t>(batch_size(1200, 32)));
   const std::vector<ImpactGeometry> g = impact_geometry(set);
@@ -1221,8 +1222,9 @@ TEST_F(GpuImpact, DrumwrightShellAndIrbBatchesMatchCpu) {
 }
 
 TEST_F(GpuImpact, ApLcpBatchesMatchCpuLanes) {
-  const std::string path = std::string(IMPULSE_SHARED_DATA_DIR) + "/planar_impact/ellipse_impacts.npz";
-  if (!std::ifstream(path).good()) IMPULSE_SKIP_WITHOUT_DATA("planar impact data not found at " << path);
+  const std::string path = testing::shared_data("planar_impact/ellipse_impacts.npz");
+  if (!std::ifstream(path).good())
+    IMPULSE_SKIP_WITHOUT_DATA(testing::data_absent("planar impact data", path, "impacts"));
   ImpactSet set = load_impacts(path);
   set.impacts.resize(static_cast<size_t>(batch_size(1200, 64)));
   const std::vector<ImpactGeometry> g = impact_geometry(set);

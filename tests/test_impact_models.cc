@@ -19,7 +19,7 @@
 namespace impulse {
 namespace {
 
-const std::string kData = std::string(IMPULSE_SHARED_DATA_DIR) + "/planar_impact/ellipse_impacts.npz";
+const std::string kData = testing::shared_data("planar_impact/ellipse_impacts.npz");
 
 // a random planar impact of the ellipse's mass and inertia, approaching the surface
 ImpactGeometry random_impact(std::mt19937_64& rng) {
@@ -155,7 +155,8 @@ TEST(ImpactModels, ApPiecesAreSolutionsOfTheLcpAndEqualLemkeWhereItIsUnique) {
 }
 
 TEST(ImpactModels, ApPiecesAgreeWithLemkeOnTheRealImpacts) {
-  if (!std::filesystem::exists(kData)) IMPULSE_SKIP_WITHOUT_DATA("planar impact data not found at " << kData);
+  if (!std::filesystem::exists(kData))
+    IMPULSE_SKIP_WITHOUT_DATA(testing::data_absent("planar impact data", kData, "impacts"));
   const std::vector<ImpactGeometry> g = impact_geometry(load_impacts(kData));
   // Table 1's values and two far from them
   for (const ImpactParams p : {ImpactParams{0.101, 0.526}, ImpactParams{0.084, 0.547}, ImpactParams{0.3, 0.2},
@@ -269,7 +270,8 @@ TEST(ImpactModels, ImpulsesLieInTheConeAndMirtichNeverCreatesEnergy) {
 }
 
 TEST(ImpactModels, NoModelCreatesEnergyOnTheRealImpacts) {
-  if (!std::filesystem::exists(kData)) IMPULSE_SKIP_WITHOUT_DATA("planar impact data not found at " << kData);
+  if (!std::filesystem::exists(kData))
+    IMPULSE_SKIP_WITHOUT_DATA(testing::data_absent("planar impact data", kData, "impacts"));
   const ImpactSet s = load_impacts(kData);
   const std::vector<ImpactGeometry> g = impact_geometry(s);
   // a 5 x 4 grid over the range of the identified parameters and a margin (Table 1: μ
@@ -298,7 +300,8 @@ std::vector<Eigen::Vector2d> their_predictions(const ImpactSet& s, int m) {
 // the authors' predictions (p_models), with (μ, ε) identified for them on 300 impacts,
 // checked on the other 900
 TEST(ImpactModels, MatchTheAuthorsPredictions) {
-  if (!std::filesystem::exists(kData)) IMPULSE_SKIP_WITHOUT_DATA("planar impact data not found at " << kData);
+  if (!std::filesystem::exists(kData))
+    IMPULSE_SKIP_WITHOUT_DATA(testing::data_absent("planar impact data", kData, "impacts"));
   const ImpactSet s = load_impacts(kData);
   ASSERT_TRUE(s.has_models);
   const std::vector<ImpactGeometry> g = impact_geometry(s);
@@ -329,7 +332,8 @@ TEST(ImpactModels, MatchTheAuthorsPredictions) {
 // authors' LCP solves converged (their solver stopped early on ~10%, near the ellipse's
 // vertices, where no converged form can match them)
 TEST(ImpactModels, TheAuthorsFormsOfApPoissonAndMirtichMatchTheirPredictions) {
-  if (!std::filesystem::exists(kData)) IMPULSE_SKIP_WITHOUT_DATA("planar impact data not found at " << kData);
+  if (!std::filesystem::exists(kData))
+    IMPULSE_SKIP_WITHOUT_DATA(testing::data_absent("planar impact data", kData, "impacts"));
   const ImpactSet s = load_impacts(kData);
   ASSERT_TRUE(s.has_models);
   const std::vector<ImpactGeometry> g = impact_geometry(s);
@@ -369,7 +373,8 @@ TEST(ImpactModels, TheAuthorsFormsOfApPoissonAndMirtichMatchTheirPredictions) {
 }
 
 TEST(ImpactIrb, AdmissibleOptimalAndAsTheData) {
-  if (!std::filesystem::exists(kData)) IMPULSE_SKIP_WITHOUT_DATA("planar impact data not found at " << kData);
+  if (!std::filesystem::exists(kData))
+    IMPULSE_SKIP_WITHOUT_DATA(testing::data_absent("planar impact data", kData, "impacts"));
   const ImpactSet s = load_impacts(kData);
   std::vector<ImpactGeometry> g = impact_geometry(s);
   g.resize(200);
@@ -505,7 +510,8 @@ TEST(ImpactIrb, KktConditionsHoldAtTheReturnedImpulse) {
 }
 
 TEST(ImpactIdentify, RecoversKnownParametersFromEachModel) {
-  if (!std::filesystem::exists(kData)) IMPULSE_SKIP_WITHOUT_DATA("planar impact data not found at " << kData);
+  if (!std::filesystem::exists(kData))
+    IMPULSE_SKIP_WITHOUT_DATA(testing::data_absent("planar impact data", kData, "impacts"));
   const ImpactSet s = load_impacts(kData);
   std::vector<ImpactGeometry> g = impact_geometry(s);
   g.resize(150);
@@ -532,7 +538,8 @@ TEST(ImpactIdentify, RecoversKnownParametersFromEachModel) {
 // Gauss-Newton against the pattern search on real impacts and their observed (IRB)
 // impulses, where no parameters fit exactly: it reaches the search's cost or lower.
 TEST(ImpactIdentify, GradientReachesTheSearchCostOnRealImpacts) {
-  if (!std::filesystem::exists(kData)) IMPULSE_SKIP_WITHOUT_DATA("planar impact data not found at " << kData);
+  if (!std::filesystem::exists(kData))
+    IMPULSE_SKIP_WITHOUT_DATA(testing::data_absent("planar impact data", kData, "impacts"));
   const ImpactSet s = load_impacts(kData);
   std::vector<ImpactGeometry> g = impact_geometry(s);
   std::vector<Eigen::Vector2d> target;

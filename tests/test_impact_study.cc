@@ -26,7 +26,7 @@
 namespace impulse {
 namespace {
 
-const std::string kData = std::string(IMPULSE_SHARED_DATA_DIR) + "/planar_impact/ellipse_impacts.npz";
+const std::string kData = testing::shared_data("planar_impact/ellipse_impacts.npz");
 
 std::vector<std::vector<std::string>> read_csv(const std::string& path) {
   std::vector<std::vector<std::string>> out;
@@ -43,7 +43,8 @@ std::vector<std::vector<std::string>> read_csv(const std::string& path) {
 }
 
 TEST(ImpactStudy, FitEvalLearnFilesAndReferences) {
-  if (!std::filesystem::exists(kData)) IMPULSE_SKIP_WITHOUT_DATA("planar impact data not found at " << kData);
+  if (!std::filesystem::exists(kData))
+    IMPULSE_SKIP_WITHOUT_DATA(testing::data_absent("planar impact data", kData, "impacts"));
   ImpactStudyOptions o;
   o.data = kData;
   o.out = testing::fresh_dir("impact", "study");
@@ -129,7 +130,8 @@ TEST(ImpactStudy, FitEvalLearnFilesAndReferences) {
 // smoothly with the contact velocity: the model with per-impact parameters from a GP
 // (gp-params) and the GP on X₁ should predict far better than the fixed-parameter model.
 TEST(ImpactStudy, LearnedModelsRecoverAKnownContactLaw) {
-  if (!std::filesystem::exists(kData)) IMPULSE_SKIP_WITHOUT_DATA("planar impact data not found at " << kData);
+  if (!std::filesystem::exists(kData))
+    IMPULSE_SKIP_WITHOUT_DATA(testing::data_absent("planar impact data", kData, "impacts"));
   ImpactSet set = load_impacts(kData);
   set.impacts.resize(400);
   set.has_irb = true;
@@ -209,7 +211,8 @@ ImpactStudyOptions held_out_files(int n_train, int n_end, const std::string& dir
 // from every impact of the training file, eval and learn score every impact of the test
 // file, and their per-impact errors are those of the internal API on the same impacts.
 TEST(ImpactStudy, HeldOutTestFileIsScoredWhole) {
-  if (!std::filesystem::exists(kData)) IMPULSE_SKIP_WITHOUT_DATA("planar impact data not found at " << kData);
+  if (!std::filesystem::exists(kData))
+    IMPULSE_SKIP_WITHOUT_DATA(testing::data_absent("planar impact data", kData, "impacts"));
   const std::string dir = testing::fresh_dir("impact", "held_out");
   ImpactStudyOptions o = held_out_files(150, 200, dir);
   o.out = dir + "/study";
@@ -338,7 +341,8 @@ TEST(ImpactStudy, HeldOutTestFileIsScoredWhole) {
 
 // --test-data that cannot be a test set is refused, naming the file and what is wrong
 TEST(ImpactStudy, HeldOutTestFileRefusals) {
-  if (!std::filesystem::exists(kData)) IMPULSE_SKIP_WITHOUT_DATA("planar impact data not found at " << kData);
+  if (!std::filesystem::exists(kData))
+    IMPULSE_SKIP_WITHOUT_DATA(testing::data_absent("planar impact data", kData, "impacts"));
   const ImpactSet all = load_impacts(kData);
   const std::string dir = testing::fresh_dir("impact", "held_out_bad");
   ImpactStudyOptions o = held_out_files(40, 60, dir);
@@ -436,7 +440,8 @@ TEST(ImpactStudy, VelocityErrorsPerComponentAreTheMeanAbsoluteErrors) {
 // (With the data README's k_g = 0.0192 m instead of the object's 3.70e-4 m² per kg,
 // θ̇ would be off by 0.1 rad/s on average.)
 TEST(ImpactStudy, WrenchLabelsReconstructTheObservedVelocity) {
-  if (!std::filesystem::exists(kData)) IMPULSE_SKIP_WITHOUT_DATA("planar impact data not found at " << kData);
+  if (!std::filesystem::exists(kData))
+    IMPULSE_SKIP_WITHOUT_DATA(testing::data_absent("planar impact data", kData, "impacts"));
   const ImpactSet set = load_impacts(kData);
   ASSERT_TRUE(set.has_wrench);
   const std::vector<ImpactGeometry> g = impact_geometry(set);
@@ -452,7 +457,8 @@ TEST(ImpactStudy, WrenchLabelsReconstructTheObservedVelocity) {
 // tangential lever arm (the rotation d_θ P_t turned round) answer (−1, 1), and the torque
 // left over vanishes only with d_θ negated.
 TEST(ImpactStudy, LeverArmCheckReadsTheFramesOfSyntheticImpacts) {
-  if (!std::filesystem::exists(kData)) IMPULSE_SKIP_WITHOUT_DATA("planar impact data not found at " << kData);
+  if (!std::filesystem::exists(kData))
+    IMPULSE_SKIP_WITHOUT_DATA(testing::data_absent("planar impact data", kData, "impacts"));
   ImpactSet set = load_impacts(kData);
   set.impacts.resize(300);
   std::vector<ImpactGeometry> g = impact_geometry(set);
@@ -482,7 +488,8 @@ TEST(ImpactStudy, LeverArmCheckReadsTheFramesOfSyntheticImpacts) {
 // d_θ negated a point impulse explains most of the torque. Why the wrench labels' τ is
 // large and the IRB impulse's P_t opposes the measured m Δẋ (impact_2026-11-24.md).
 TEST(ImpactStudy, RealImpactsRotateAgainstTheTangentLeverArm) {
-  if (!std::filesystem::exists(kData)) IMPULSE_SKIP_WITHOUT_DATA("planar impact data not found at " << kData);
+  if (!std::filesystem::exists(kData))
+    IMPULSE_SKIP_WITHOUT_DATA(testing::data_absent("planar impact data", kData, "impacts"));
   const ImpactSet set = load_impacts(kData);
   const std::vector<ImpactGeometry> g = impact_geometry(set);
   const ImpactSplit split = impact_split(static_cast<int>(g.size()), 0, 0.3);

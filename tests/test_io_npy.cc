@@ -547,10 +547,10 @@ TEST(IoNpz, ReadsCompressedArchives) {
 // ---- shared data ------------------------------------------------------------------
 
 TEST(IoNpy, ReadsContactNetsData) {
-#ifdef IMPULSE_SHARED_DATA_DIR
-  const std::string dir = std::string(IMPULSE_SHARED_DATA_DIR) + "/contactnets_qps";
+  const std::string dir = testing::shared_data("contactnets_qps");
   struct stat st;
-  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) IMPULSE_SKIP_WITHOUT_DATA("no shared data at " << dir);
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    IMPULSE_SKIP_WITHOUT_DATA(testing::data_absent("real ContactNets QPs", dir, "contactnets_qps"));
   const NpyArray p = read_npy(dir + "/train_P.npy");
   EXPECT_EQ(p.dtype, DType::kFloat64);
   ASSERT_EQ(p.shape, (std::vector<int64_t>{500, 32, 32}));
@@ -558,9 +558,6 @@ TEST(IoNpy, ReadsContactNetsData) {
   for (int i = 0; i < 32; ++i) {
     for (int j = 0; j < i; ++j) EXPECT_EQ(v[i * 32 + j], v[j * 32 + i]) << "P[0] at " << i << "," << j;
   }
-#else
-  IMPULSE_SKIP_WITHOUT_DATA("IMPULSE_SHARED_DATA_DIR is not defined");
-#endif
 }
 
 }  // namespace

@@ -166,7 +166,7 @@ TEST(QpAnderson, Deterministic) {
 TEST(QpAnderson, RecordedContactNetsQps) {
   const std::string dir = testing::shared_data("contactnets_qps");
   if (!std::filesystem::exists(dir + "/gt_P.npy"))
-    IMPULSE_SKIP_WITHOUT_DATA("real ContactNets QPs not found at " << dir << " (shared data absent)");
+    IMPULSE_SKIP_WITHOUT_DATA(testing::data_absent("real ContactNets QPs", dir, "contactnets_qps"));
   for (const char* set : {"gt", "train"}) {
     const GoldenQps g = load_golden_qps(dir, set);
     // the first 200 problems

@@ -419,7 +419,7 @@ TEST(BoundsForm, ReadsNpzAndFoldersOfOneProblemOrABatch) {
 TEST(Qps, MarosMeszarosBatchesRoundTripThroughQpsText) {
   const std::string suite = testing::shared_data("maros_meszaros_small");
   if (!std::filesystem::exists(suite + "/refs.json"))
-    IMPULSE_SKIP_WITHOUT_DATA("Maros-Meszaros suite absent (looked in " + suite + ")");
+    IMPULSE_SKIP_WITHOUT_DATA(testing::data_absent("the Maros-Meszaros QPs", suite, "mm"));
   std::ifstream rf(suite + "/refs.json");
   const nlohmann::json refs = nlohmann::json::parse(rf);
   int checked = 0;

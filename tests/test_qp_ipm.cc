@@ -347,7 +347,8 @@ std::string suite_dir() {
 // recomputed from the data (relative to the data's size)
 TEST(QpIpm, MarosMeszarosToTheirReferences) {
   std::ifstream f(suite_dir() + "/refs.json");
-  if (!f) IMPULSE_SKIP_WITHOUT_DATA("../shared/data/maros_meszaros_small is absent");
+  if (!f)
+    IMPULSE_SKIP_WITHOUT_DATA(testing::data_absent("the Maros-Meszaros QPs", suite_dir(), "mm"));
   const nlohmann::json refs = nlohmann::json::parse(f);
   ASSERT_EQ(refs.size(), 13u);
   for (const auto& [name, r] : refs.items()) {
@@ -373,7 +374,8 @@ TEST(QpIpm, MarosMeszarosToTheirReferences) {
 // CPU paths, with the same answer; with the fallback off it is not solved.
 TEST(QpIpm, StalledBatchSolveEndsInTheInteriorPoint) {
   const std::string path = suite_dir() + "/QSHARE2B.npz";
-  if (!std::ifstream(path)) IMPULSE_SKIP_WITHOUT_DATA("../shared/data/maros_meszaros_small is absent");
+  if (!std::ifstream(path))
+    IMPULSE_SKIP_WITHOUT_DATA(testing::data_absent("the Maros-Meszaros QPs", suite_dir(), "mm"));
   const QpBatch<double> bt = read_qp_file(path).batch;
   QpSettings<double> st;
   st.eps_abs = st.eps_rel = 1e-6;

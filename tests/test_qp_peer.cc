@@ -70,7 +70,8 @@ double rel_err(const PeerProblem& p, double objective) {
 // (QpSettings::fallback, host/batch/qp_ipm.h) within the budget.
 TEST(PeerSuite, SolvedMeansTheObjectiveIsRightOnBothPaths) {
   const std::vector<PeerProblem> suite = load_suite();
-  if (suite.empty()) IMPULSE_SKIP_WITHOUT_DATA("../shared/data/maros_meszaros_small is absent");
+  if (suite.empty())
+    IMPULSE_SKIP_WITHOUT_DATA(testing::data_absent("the Maros-Meszaros QPs", suite_dir(), "mm"));
   ASSERT_EQ(suite.size(), 13u);
   QpSettings<double> st;
   st.eps_abs = st.eps_rel = 1e-6;
@@ -119,7 +120,8 @@ TEST(PeerSuite, SolvedMeansTheObjectiveIsRightOnBothPaths) {
 // the interior point.
 TEST(PeerSuite, LanesSolveDual3AsOneAtATime) {
   const std::vector<PeerProblem> suite = load_suite();
-  if (suite.empty()) IMPULSE_SKIP_WITHOUT_DATA("../shared/data/maros_meszaros_small is absent");
+  if (suite.empty())
+    IMPULSE_SKIP_WITHOUT_DATA(testing::data_absent("the Maros-Meszaros QPs", suite_dir(), "mm"));
   const PeerProblem* p = nullptr;
   for (const PeerProblem& s : suite)
     if (s.name == "DUAL3") p = &s;
@@ -167,7 +169,8 @@ Gap gap_of(const QpBatch<double>& bt, int k, const double* x, const double* y, d
 // passes, and the objective is then within the tolerance.
 TEST(PeerSuite, GapKeepsAWrongObjectiveFromBeingSolved) {
   const std::vector<PeerProblem> suite = load_suite();
-  if (suite.empty()) IMPULSE_SKIP_WITHOUT_DATA("../shared/data/maros_meszaros_small is absent");
+  if (suite.empty())
+    IMPULSE_SKIP_WITHOUT_DATA(testing::data_absent("the Maros-Meszaros QPs", suite_dir(), "mm"));
   const PeerProblem* p = nullptr;
   for (const PeerProblem& s : suite)
     if (s.name == "QSCAGR7") p = &s;

@@ -44,7 +44,7 @@ class RealQps : public ::testing::TestWithParam<std::tuple<const char*, bool>> {
   bool lanes() const { return std::get<1>(GetParam()); }
   void SetUp() override {
     if (!std::filesystem::exists(golden_dir() + "/train_P.npy"))
-      IMPULSE_SKIP_WITHOUT_DATA("real ContactNets QPs not found at " << golden_dir() << " (shared data absent)");
+      IMPULSE_SKIP_WITHOUT_DATA(testing::data_absent("real ContactNets QPs", golden_dir(), "contactnets_qps"));
   }
 };
 
@@ -111,7 +111,7 @@ TEST_P(RealQps, FloatValueWithin1e4OfReference) {
 // 1,000-iteration budget: every problem solved alone is solved in lanes.
 TEST(RealQpsLanes, GroupSolvesWhatTheOneProblemSolverSolves) {
   if (!std::filesystem::exists(golden_dir() + "/train_P.npy"))
-    IMPULSE_SKIP_WITHOUT_DATA("real ContactNets QPs not found at " << golden_dir() << " (shared data absent)");
+    IMPULSE_SKIP_WITHOUT_DATA(testing::data_absent("real ContactNets QPs", golden_dir(), "contactnets_qps"));
   const GoldenQps g = load_golden_qps(golden_dir(), "train");
   QpSettings<double> st;
   st.eps_abs = st.eps_rel = 1e-6;

@@ -524,8 +524,7 @@ class RealElbowTosses : public ::testing::Test {
  protected:
   void SetUp() override {
     if (!fs::exists(elbow_dir() + "/0.pt")) {
-      IMPULSE_SKIP_WITHOUT_DATA("real elbow tosses not found at " << elbow_dir()
-                                                                  << " (shared data absent)");
+      IMPULSE_SKIP_WITHOUT_DATA(impulse::testing::data_absent("real elbow tosses", elbow_dir(), "elbow"));
     }
   }
 };

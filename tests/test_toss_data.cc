@@ -938,8 +938,7 @@ class RealTosses : public ::testing::Test {
  protected:
   void SetUp() override {
     if (!fs::exists(real_dir() + "/0.pt")) {
-      IMPULSE_SKIP_WITHOUT_DATA("real ContactNets tosses not found at " << real_dir()
-                                << " (shared data absent)");
+      IMPULSE_SKIP_WITHOUT_DATA(impulse::testing::data_absent("real cube tosses", real_dir(), "cube"));
     }
   }
 };

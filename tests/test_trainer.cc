@@ -247,8 +247,9 @@ TEST(Trainer, BadInputIsRejectedWithAMessage) {
 // A short run on the real tosses: the validation loss falls and the learned
 // model's rollouts penetrate the table less than the initial guess's.
 TEST(TrainerRealData, ShortRunLowersLossAndPenetration) {
-  const std::string data = std::string(IMPULSE_SHARED_DATA_DIR) + "/cube_toss/contact-nets/data/tosses_processed";
-  if (!fs::exists(data)) IMPULSE_SKIP_WITHOUT_DATA("real cube tosses not found at " << data);
+  const std::string data = testing::shared_data("cube_toss/contact-nets/data/tosses_processed");
+  if (!fs::exists(data))
+    IMPULSE_SKIP_WITHOUT_DATA(testing::data_absent("real cube tosses", data, "cube"));
   TrainConfig c;
   c.data = data;
   c.seed = 0;

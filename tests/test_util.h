@@ -23,7 +23,7 @@
 
 namespace impulse {
 
-// A public data set under ../shared/data is absent: on a user's machine the test
+// A public data set is absent (testing::data_absent): on a user's machine the test
 // skips with the message; in CI (the CI environment variable set, as .ci/run has
 // it) it fails, because part of the suite's independent coverage lives only there.
 inline bool running_in_ci() {
@@ -54,15 +54,34 @@ inline QpBatch<double> copies(const QpBatch<double>& one, int count) {
   return b;
 }
 
-// A folder of the public data sets (../shared/data/SUB, the path CMake found;
-// relative to the working directory when it found none): tests skip with a
-// message when it is absent (IMPULSE_SKIP_WITHOUT_DATA).
-inline std::string shared_data(const std::string& sub) {
+// The folder of the public data sets (docs/data.md): the environment variable
+// IMPULSE_DATA when set, else the one the build chose (CMake's IMPULSE_DATA_DIR:
+// ../shared/data beside the checkout when it exists, as in CI, else data/external/,
+// where `bash data/fetch.sh` puts them); ../shared/data relative to the working
+// directory in a build without it.
+inline std::string data_root() {
+  const char* env = std::getenv("IMPULSE_DATA");
+  if (env != nullptr && *env != '\0') return env;
 #ifdef IMPULSE_SHARED_DATA_DIR
-  return std::string(IMPULSE_SHARED_DATA_DIR) + "/" + sub;
+  return IMPULSE_SHARED_DATA_DIR;
 #else
-  return "../shared/data/" + sub;
+  return "../shared/data";
 #endif
+}
+
+// A folder or file of the public data sets: data_root()/SUB. Tests skip with
+// data_absent's message when it is absent (IMPULSE_SKIP_WITHOUT_DATA).
+inline std::string shared_data(const std::string& sub) { return data_root() + "/" + sub; }
+
+// The skip message for an absent data set: what, where the test looked, and the
+// command that fetches it (SET: cube, elbow, impacts, mm, contactnets_qps; for the
+// last three, which are not downloadable as published, the command says where to
+// get them).
+inline std::string data_absent(const std::string& what, const std::string& looked_in,
+                               const std::string& set) {
+  const bool downloadable = set == "cube" || set == "elbow";
+  return what + " absent (looked in " + looked_in + "): bash data/fetch.sh " + set +
+         (downloadable ? "" : " (says where to get them)");
 }
 
 // An empty directory under the test temp dir, per process (ctest runs the tests
