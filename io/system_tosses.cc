@@ -172,7 +172,7 @@ SystemTossSet read_multibody_npz(const NpzArchive& a, const std::string& path, i
   const NpyArray& s = npz_get(a, "states", path);
   const NpyArray& o = npz_get(a, "offsets", path);
   const NpyArray& d = npz_get(a, "dt", path);
-  expect_dtype(s, DType::kFloat64, path + ": states");
+  if (s.dtype != DType::kFloat32) expect_dtype(s, DType::kFloat64, path + ": states");  // float32 widened
   if (s.shape.size() != 2) {
     throw Error(path + ": states has shape " + shape_string(s.shape) + ", expected (R, W)");
   }
@@ -239,7 +239,9 @@ SystemTossSet read_npz_file(const std::string& path, int expected_width) {
 
 }  // namespace
 
-SystemTossSet load_system_tosses(const std::string& path, int expected_width) {
+namespace {
+
+SystemTossSet load_any(const std::string& path, int expected_width, double dt) {
   if (expected_width < 0 || (expected_width > 0 && !width_ok(expected_width))) {
     throw Error(path + ": expected width " + std::to_string(expected_width) +
                 " is not of the form 13 + 2 nj (or 0: any)");
@@ -261,7 +263,17 @@ SystemTossSet load_system_tosses(const std::string& path, int expected_width) {
       return read_ccn_folder(pts, expected_width);
   }
   // cube data, or load_tosses' error for what is none of the formats
-  return from_cube(load_tosses(path), expected_width, path);
+  return from_cube(load_tosses(path, dt), expected_width, path);
+}
+
+}  // namespace
+
+SystemTossSet load_system_tosses(const std::string& path, int expected_width, double dt) {
+  if (!(dt >= 0) || !std::isfinite(dt))
+    throw Error(path + ": the time step given is " + std::to_string(dt) + ", expected > 0 (or 0: the data's own)");
+  SystemTossSet set = load_any(path, expected_width, dt);
+  if (dt > 0) set.dt = dt;
+  return set;
 }
 
 void smooth_velocities(SystemTossSet& set, int half_width) {

@@ -54,7 +54,8 @@ struct SystemTossSet {
 // Reads any of the formats above. expected_width > 0 (itself 13 + 2 nj) makes
 // every toss of another width an error naming the file, its width and the
 // expected one ("3.pt: has 13 columns, expected 15 (a floating base and 1 joint)").
-SystemTossSet load_system_tosses(const std::string& path, int expected_width = 0);
+// dt > 0 replaces the data's time step (as load_tosses' dt).
+SystemTossSet load_system_tosses(const std::string& path, int expected_width = 0, double dt = 0);
 
 // Velocities averaged over 2 half_width + 1 consecutive rows, centred (fewer,
 // still centred, within half_width of a toss's ends); positions untouched.

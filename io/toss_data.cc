@@ -745,22 +745,29 @@ Toss read_contactnets_file(const fs::path& file, const Experiment& ex) {
                 ": not a PyTorch legacy file (magic number 0x1950a86a20f9469cfc6c missing; " +
                 first_bytes(b) + ")");
   }
-  // the pickles end with STOP, then int64 N, then exactly N float64: the
-  // earliest offset where that holds
+  // the pickles end with STOP, then int64 N, then exactly N float64 (or float32:
+  // tried only when no float64 tail fits): the earliest offset where that holds
   size_t count_at = 0;
   int64_t n = 0;
-  for (size_t off = header; off + 8 <= b.size(); ++off) {
-    if ((b.size() - off - 8) % 8 != 0 || b[off - 1] != '.') continue;
-    const int64_t c = get_i64(&b[off]);
-    if (c > 0 && static_cast<uint64_t>(c) == (b.size() - off - 8) / 8) {
-      count_at = off;
-      n = c;
+  size_t elem = 8;
+  for (const size_t e : {size_t(8), size_t(4)}) {
+    for (size_t off = header; off + 8 <= b.size(); ++off) {
+      if ((b.size() - off - 8) % e != 0 || b[off - 1] != '.') continue;
+      const int64_t c = get_i64(&b[off]);
+      if (c > 0 && static_cast<uint64_t>(c) == (b.size() - off - 8) / e) {
+        count_at = off;
+        n = c;
+        break;
+      }
+    }
+    if (n != 0) {
+      elem = e;
       break;
     }
   }
   if (n == 0) {
     throw Error(label + ": truncated or corrupt (" + std::to_string(b.size()) +
-                " bytes): no int64 element count followed by exactly that many float64 values");
+                " bytes): no int64 element count followed by exactly that many float64 (or float32) values");
   }
   if (n % kContactNetsCols != 0) {
     throw Error(label + ": element count " + std::to_string(n) + " is not a multiple of " +
@@ -798,9 +805,13 @@ Toss read_contactnets_file(const fs::path& file, const Experiment& ex) {
       throw Error(std::string(e.what()) +
                   " (torch's header of a legacy file: the file is corrupt)");
     }
-    if (t->storage_type != "torch.DoubleStorage") {
+    if (t->storage_type != "torch.DoubleStorage" && t->storage_type != "torch.FloatStorage") {
       throw Error(label + ": tensor dtype is " + t->storage_type +
-                  ", expected torch.DoubleStorage (float64)");
+                  ", expected torch.DoubleStorage (float64) or torch.FloatStorage (float32)");
+    }
+    if ((t->storage_type == "torch.FloatStorage") != (elem == 4)) {
+      throw Error(label + ": torch's header says " + t->storage_type + " but the data are " +
+                  std::to_string(n) + (elem == 4 ? " float32" : " float64") + " values (the file is corrupt)");
     }
     const int64_t T = n / kContactNetsCols;
     const bool shape_ok = t->size == std::vector<int64_t>{1, T, kContactNetsCols} ||
@@ -815,15 +826,19 @@ Toss read_contactnets_file(const fs::path& file, const Experiment& ex) {
                   std::to_string(n) + " stored values (expected a contiguous (1, T, 19) tensor)");
     }
   } else {
-    // a dtype other than float64 would not pass the length check above, but name it
+    // a dtype other than float64 or float32 would not pass the length check above, but name it
     const std::string head(reinterpret_cast<const char*>(b.data()), count_at);
     const size_t st = head.find("torch\n");
     if (st != std::string::npos) {
       const size_t e = head.find('\n', st + 6);
       const std::string type = head.substr(st + 6, e == std::string::npos ? 0 : e - st - 6);
-      if (ends_with(type, "Storage") && type != "DoubleStorage") {
+      if (ends_with(type, "Storage") && type != "DoubleStorage" && type != "FloatStorage") {
         throw Error(label + ": tensor dtype is torch." + type +
-                    ", expected torch.DoubleStorage (float64)");
+                    ", expected torch.DoubleStorage (float64) or torch.FloatStorage (float32)");
+      }
+      if (ends_with(type, "Storage") && (type == "FloatStorage") != (elem == 4)) {
+        throw Error(label + ": the file names torch." + type + " but holds " + std::to_string(n) +
+                    (elem == 4 ? " float32" : " float64") + " values (the file is corrupt)");
       }
     }
   }
@@ -831,7 +846,15 @@ Toss read_contactnets_file(const fs::path& file, const Experiment& ex) {
   if (T < 2)
     throw Error(label + ": toss has " + std::to_string(T) + " row(s), expected at least 2");
   std::vector<double> x(static_cast<size_t>(n));
-  std::memcpy(x.data(), &b[count_at + 8], 8 * x.size());
+  if (elem == 8) {
+    std::memcpy(x.data(), &b[count_at + 8], 8 * x.size());
+  } else {  // float32, widened
+    for (size_t i = 0; i < x.size(); ++i) {
+      float f;
+      std::memcpy(&f, &b[count_at + 8 + 4 * i], 4);
+      x[i] = f;
+    }
+  }
   check_contactnets_values(x.data(), T, ex.meta.dt, label);
   const double L = ex.length_unit;
   Toss toss;
@@ -875,10 +898,12 @@ toss_detail::PtMatrix read_pt_zip_matrix_impl(const std::vector<uint8_t>& b,
       throw Error(label + ": byteorder '" + order + "', only little-endian is supported");
   }
   const TensorRef t = parse_tensor_pickle(pkl->data, label + ": " + pkl->name);
-  if (t.storage_type != "torch.DoubleStorage") {
+  if (t.storage_type != "torch.DoubleStorage" && t.storage_type != "torch.FloatStorage") {
     throw Error(label + ": tensor dtype is " + t.storage_type +
-                ", expected torch.DoubleStorage (float64)");
+                ", expected torch.DoubleStorage (float64) or torch.FloatStorage (float32)");
   }
+  const size_t elem = t.storage_type == "torch.FloatStorage" ? 4 : 8;
+  const char* elem_name = elem == 4 ? " float32" : " float64";
   if (t.size.size() != 2 || (cols > 0 && t.size[1] != cols) || t.size[1] < 1) {
     throw Error(label + ": tensor size " + shape_string(t.size) + ", expected (T, " +
                 (cols > 0 ? std::to_string(cols) : std::string("W")) + ")");
@@ -893,10 +918,10 @@ toss_detail::PtMatrix read_pt_zip_matrix_impl(const std::vector<uint8_t>& b,
   }
   const ZipEntry* st = entry(prefix + "data/" + t.key);
   if (!st) throw Error(label + ": storage entry '" + prefix + "data/" + t.key + "' missing");
-  const int64_t have = static_cast<int64_t>(st->data.size() / 8);
-  if (st->data.size() % 8 != 0 || have != t.numel) {
+  const int64_t have = static_cast<int64_t>(st->data.size() / elem);
+  if (st->data.size() % elem != 0 || have != t.numel) {
     throw Error(label + ": storage '" + st->name + "' is " + std::to_string(st->data.size()) +
-                " bytes, expected " + std::to_string(t.numel) + " float64");
+                " bytes, expected " + std::to_string(t.numel) + elem_name);
   }
   if (t.offset < 0 || t.offset > have || T > (have - t.offset) / W) {
     throw Error(label + ": storage of " + std::to_string(have) + " elements too small for offset " +
@@ -906,7 +931,15 @@ toss_detail::PtMatrix read_pt_zip_matrix_impl(const std::vector<uint8_t>& b,
   m.rows = T;
   m.cols = W;
   m.values.resize(static_cast<size_t>(T * W));
-  std::memcpy(m.values.data(), st->data.data() + 8 * t.offset, 8 * m.values.size());
+  if (elem == 8) {
+    std::memcpy(m.values.data(), st->data.data() + 8 * t.offset, 8 * m.values.size());
+  } else {  // float32, widened
+    for (size_t i = 0; i < m.values.size(); ++i) {
+      float f;
+      std::memcpy(&f, st->data.data() + 4 * (size_t(t.offset) + i), 4);
+      m.values[i] = f;
+    }
+  }
   return m;
 }
 
@@ -951,12 +984,12 @@ void check_meta(const TossMeta& m, const std::string& label) {
   if (!(m.dt > 0)) throw Error(label + ": meta dt is " + fmt(m.dt) + ", expected > 0");
 }
 
-TossSet read_impulse_file(const std::string& path) {
+TossSet read_impulse_file(const std::string& path, double dt) {
   const NpzArchive a = read_npz(path);
   const NpyArray& s = npz_get(a, "states", path);
   const NpyArray& o = npz_get(a, "offsets", path);
   const NpyArray& mt = npz_get(a, "meta", path);
-  expect_dtype(s, DType::kFloat64, path + ": states");
+  if (s.dtype != DType::kFloat32) expect_dtype(s, DType::kFloat64, path + ": states");  // float32 widened
   if (s.shape.size() != 2 || s.shape[1] != 13) {
     throw Error(path + ": states has shape " + shape_string(s.shape) + ", expected (R, 13)");
   }
@@ -976,6 +1009,7 @@ TossSet read_impulse_file(const std::string& path) {
   set.meta.half_width = m[6];
   set.meta.mu = m[7];
   set.meta.restitution = m[8];
+  if (dt > 0) set.meta.dt = dt;
   check_meta(set.meta, path);
   for (size_t j = 0; j + 1 < off.size(); ++j) {
     Toss t;
@@ -993,16 +1027,17 @@ TossSet read_impulse_file(const std::string& path) {
 
 // ---- folders ---------------------------------------------------------------------
 
-TossSet read_pt_folder(const fs::path& dir, const std::vector<fs::path>& files) {
+TossSet read_pt_folder(const fs::path& dir, const std::vector<fs::path>& files, double dt) {
   const std::vector<uint8_t> first = read_file_bytes(files[0].string());
   TossSet set;
   if (is_zip(first)) {
     set.format = "ccn";
-    set.meta.dt = kCcnDt;
+    set.meta.dt = dt > 0 ? dt : kCcnDt;
     for (const fs::path& f : files) set.tosses.push_back(read_ccn_file(f));
   } else if (legacy_magic_end(first) != 0) {
     set.format = "contactnets";
-    const Experiment ex = read_experiment(find_experiment(dir, files.size()));
+    Experiment ex = read_experiment(find_experiment(dir, files.size()));
+    if (dt > 0) ex.meta.dt = dt;  // the caller's: the steps are checked against it too
     set.meta = ex.meta;
     for (const fs::path& f : files) set.tosses.push_back(read_contactnets_file(f, ex));
   } else {
@@ -1084,13 +1119,15 @@ std::vector<int64_t> read_offsets(const NpyArray& o, int64_t rows, const std::st
 
 }  // namespace toss_detail
 
-TossSet load_tosses(const std::string& path) {
+TossSet load_tosses(const std::string& path, double dt) {
+  if (!(dt >= 0) || !std::isfinite(dt))
+    throw Error(path + ": the time step given is " + fmt(dt) + ", expected > 0 (or 0: the data's own)");
   std::error_code ec;
   const fs::path p(path);
   const fs::file_status status = fs::status(p, ec);
   if (ec || !fs::exists(status)) throw Error(path + ": no such file or folder");
   if (fs::is_regular_file(status)) {
-    if (p.extension() == ".npz") return read_impulse_file(path);
+    if (p.extension() == ".npz") return read_impulse_file(path, dt);
     if (p.extension() == ".pt") {
       throw Error(path + ": a single .pt file; pass the folder that holds the tosses (" +
                   p.parent_path().string() + ")");
@@ -1105,12 +1142,12 @@ TossSet load_tosses(const std::string& path) {
     throw Error(path + ": holds both .pt files and " + kImpulseFile + "; pass " + npz.string() +
                 " to read the latter");
   }
-  if (has_npz) return read_impulse_file(npz.string());
-  if (!pts.empty()) return read_pt_folder(p, pts);
+  if (has_npz) return read_impulse_file(npz.string(), dt);
+  if (!pts.empty()) return read_pt_folder(p, pts, dt);
   // the ContactNets repository or its data/ folder: descend to the tosses
   for (const char* sub : {"tosses_processed", "data/tosses_processed"}) {
     const fs::path d = p / sub;
-    if (fs::is_directory(d) && !list_pt_paths(d).empty()) return load_tosses(d.string());
+    if (fs::is_directory(d) && !list_pt_paths(d).empty()) return load_tosses(d.string(), dt);
   }
   throw Error(path + ": no .pt files, no " + kImpulseFile +
               " and no tosses_processed/ folder here");

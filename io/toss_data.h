@@ -8,7 +8,7 @@
 //
 // Formats, detected automatically by load_tosses(path):
 //  (a) ContactNets: a folder holding N.pt files (PyTorch legacy serialization of
-//      one float64 tensor (1, T, 19): p [BHW], quat wxyz, v [BHW/s], ω body,
+//      one float64 (or float32) tensor (1, T, 19): p [BHW], quat wxyz, v [BHW/s], ω body,
 //      6 inputs, which must be 0: tosses have no control) and experiment.json
 //      beside them or in ../params_processed/ (dt, g [BHW/s²], mass, inertia
 //      [kg BHW²], mu, vertices). The length unit (one block half-width) is
@@ -17,8 +17,8 @@
 //      finite, quaternions unit within kLegacyQuatNormTol, and each time step
 //      consistent with the velocities and dt (kLegacyStepTol, kLegacyTurnTol).
 //  (b) CCN: a folder of N.pt files in PyTorch's zip serialization, each one
-//      float64 tensor (T, 13): quat wxyz, p [m], ω body, v world [m/s] (Drake's
-//      floating-base order). No metadata; dt defaults to 0.0068 s.
+//      float64 (or float32) tensor (T, 13): quat wxyz, p [m], ω body, v world [m/s] (Drake's
+//      floating-base order). No metadata; dt defaults to 0.0068 s (load_tosses' dt, the CLI's --dt, sets another).
 //  (c) impulse: one .npz file (numpy reads it) with arrays
 //      states (R, 13) float64 in the in-memory layout above, offsets (N+1,)
 //      int64 (toss j is rows offsets[j] .. offsets[j+1]), and meta (9,) float64:
@@ -62,7 +62,10 @@ struct TossSet {
 // element count, non-finite value, quaternion far from unit norm, a time step that
 // disagrees with the velocities, a toss shorter than 2 rows, ...); a folder whose
 // first .pt file is neither PyTorch format gets what was expected and found.
-TossSet load_tosses(const std::string& path);
+// dt > 0 replaces the data's time step (experiment.json's, CCN's 0.0068 s, the
+// .npz's meta): a ContactNets folder's steps are then checked against it.
+// Tensors may be float64 or float32 (widened); so may an .npz's states.
+TossSet load_tosses(const std::string& path, double dt = 0);
 
 // Writes format (c) atomically (temporary file + rename).
 void write_tosses(const std::string& path, const TossSet& set);

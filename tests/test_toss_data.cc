@@ -190,6 +190,7 @@ struct LegacyOptions {
   int64_t count = -1;                          // element count written; -1: values.size()
   std::string storage_type = "DoubleStorage";  // the pickled storage class
   bool real_pickles = true;                    // false: magic + "pickle-ish" bytes only
+  bool float32 = false;                        // the values as float32 (FloatStorage's)
 };
 
 // torch's legacy layout: magic, protocol, system info and tensor pickles, the
@@ -224,7 +225,16 @@ Bytes legacy_file(const std::vector<double>& values, const LegacyOptions& o = {}
     put(b, "\x80\x02ctorch\n" + o.storage_type + "\n.");
   }
   put_i64(b, n);
-  for (double v : values) put_f64(b, v);
+  for (double v : values) {
+    if (!o.float32) {
+      put_f64(b, v);
+      continue;
+    }
+    const float f = static_cast<float>(v);
+    uint8_t x[4];
+    std::memcpy(x, &f, 4);
+    b.insert(b.end(), x, x + 4);
+  }
   return b;
 }
 
@@ -290,7 +300,16 @@ void write_cn_folder(const std::string& dir, bool with_experiment = true) {
 // a torch.save zip archive of one tensor whose storage holds the given values
 Bytes ccn_file(const std::vector<double>& storage, const TensorPickle& t) {
   Bytes data;
-  for (double v : storage) put_f64(data, v);
+  for (double v : storage) {
+    if (t.storage_type != "FloatStorage") {
+      put_f64(data, v);
+      continue;
+    }
+    const float f = static_cast<float>(v);  // a float32 tensor's storage
+    uint8_t x[4];
+    std::memcpy(x, &f, 4);
+    data.insert(data.end(), x, x + 4);
+  }
   std::vector<impulse::ZipEntry> e;
   e.push_back({"toss/data.pkl", tensor_pickle(t)});
   e.push_back({"toss/byteorder", Bytes{'l', 'i', 't', 't', 'l', 'e'}});
@@ -447,16 +466,85 @@ TEST(TossData, ContactNetsElementCountNotMultipleOf19) {
 TEST(TossData, ContactNetsPickleMustMatchTail) {
   TempDir d;
   write_experiment(d.str("experiment.json"));
-  // a float32 tensor: the pickle names its storage
+  // the pickle names a float32 storage, the tail holds float64 values
   LegacyOptions o;
   o.storage_type = "FloatStorage";
   write_bytes(d.str("0.pt"), legacy_file(cn_toss(0, 3), o));
   ExpectError([&] { impulse::load_tosses(d.str()); },
-              {d.str("0.pt"), "torch.FloatStorage", "DoubleStorage"});
+              {d.str("0.pt"), "torch.FloatStorage", "57 float64 values"});
   // the same from the tail-only writer
   o.real_pickles = false;
   write_bytes(d.str("0.pt"), legacy_file(cn_toss(0, 3), o));
-  ExpectError([&] { impulse::load_tosses(d.str()); }, {d.str("0.pt"), "FloatStorage"});
+  ExpectError([&] { impulse::load_tosses(d.str()); }, {d.str("0.pt"), "FloatStorage", "float64 values"});
+  // and the other way round: float32 values under a DoubleStorage pickle
+  o = LegacyOptions{};
+  o.float32 = true;
+  write_bytes(d.str("0.pt"), legacy_file(cn_toss(0, 3), o));
+  ExpectError([&] { impulse::load_tosses(d.str()); }, {d.str("0.pt"), "torch.DoubleStorage", "float32 values"});
+  // a dtype that is neither
+  o = LegacyOptions{};
+  o.storage_type = "HalfStorage";
+  write_bytes(d.str("0.pt"), legacy_file(cn_toss(0, 3), o));
+  ExpectError([&] { impulse::load_tosses(d.str()); }, {d.str("0.pt"), "torch.HalfStorage", "float32"});
+}
+
+// float32 tensors (torch.save of a .float() tensor) read as the float64 ones do,
+// each value the float32 rounding of the float64 file's, widened exactly
+TEST(TossData, Float32TensorsReadAsTheirRoundedValues) {
+  for (const bool real_pickles : {true, false}) {
+    TempDir d64, d32;
+    write_experiment(d64.str("experiment.json"));
+    write_experiment(d32.str("experiment.json"));
+    LegacyOptions o;
+    o.real_pickles = real_pickles;
+    write_bytes(d64.str("0.pt"), legacy_file(cn_toss(0, 6), o));
+    o.float32 = true;
+    o.storage_type = "FloatStorage";
+    write_bytes(d32.str("0.pt"), legacy_file(cn_toss(0, 6), o));
+    const TossSet a = impulse::load_tosses(d64.str());
+    const TossSet b = impulse::load_tosses(d32.str());
+    ASSERT_EQ(b.tosses.size(), 1u);
+    ASSERT_EQ(b.tosses[0].states.size(), 6u);
+    const std::vector<double> raw = cn_toss(0, 6);
+    double largest = 0;
+    for (size_t k = 0; k < 6; ++k)
+      for (int c : {0, 1, 2, 7, 8, 9}) {  // p and v: BHW scaled to metres, bit for bit from the rounded value
+        const double want = double(static_cast<float>(raw[k * 19 + size_t(c)])) * kL;
+        EXPECT_EQ(b.tosses[0].states[k][size_t(c)], want) << "row " << k << " col " << c;
+        largest = std::max(largest, std::fabs(b.tosses[0].states[k][size_t(c)] - a.tosses[0].states[k][size_t(c)]));
+      }
+    EXPECT_GT(largest, 0.0) << "float32 values equal float64 ones: the test would not see a float64 read";
+    EXPECT_LT(largest, 1e-6);
+  }
+  TempDir c64, c32;
+  write_bytes(c64.str("0.pt"), ccn_file(ccn_storage(5), ccn_tensor(5)));
+  TensorPickle t = ccn_tensor(5);
+  t.storage_type = "FloatStorage";
+  write_bytes(c32.str("0.pt"), ccn_file(ccn_storage(5), t));
+  const TossSet a = impulse::load_tosses(c64.str());
+  const TossSet b = impulse::load_tosses(c32.str());
+  ASSERT_EQ(b.tosses[0].states.size(), 5u);
+  for (size_t k = 0; k < 5; ++k) {
+    EXPECT_EQ(b.tosses[0].states[k][7], double(static_cast<float>(a.tosses[0].states[k][7])));  // v_x
+    EXPECT_NEAR(b.tosses[0].states[k][2], a.tosses[0].states[k][2], 1e-7);                      // p_z
+  }
+}
+
+// --dt: a time step given replaces the data's (ContactNets' experiment.json, CCN's
+// 0.0068 s, an .npz's meta), and ContactNets' steps are checked against it
+TEST(TossData, AGivenTimeStepReplacesTheDatas) {
+  TempDir d;
+  write_experiment(d.str("experiment.json"));
+  write_bytes(d.str("0.pt"), legacy_file(cn_toss(0, 5)));
+  EXPECT_EQ(impulse::load_tosses(d.str()).meta.dt, kDt);
+  EXPECT_EQ(impulse::load_tosses(d.str(), kDt * (1 + 1e-3)).meta.dt, kDt * (1 + 1e-3));
+  // twice the step: the positions no longer follow the velocities
+  ExpectError([&] { impulse::load_tosses(d.str(), 20 * kDt); }, {d.str("0.pt"), "a time step that is not"});
+  TempDir c;
+  write_bytes(c.str("0.pt"), ccn_file(ccn_storage(5), ccn_tensor(5)));
+  EXPECT_EQ(impulse::load_tosses(c.str()).meta.dt, 0.0068);
+  EXPECT_EQ(impulse::load_tosses(c.str(), 0.0067).meta.dt, 0.0067);
+  ExpectError([&] { impulse::load_tosses(c.str(), -1.0); }, {c.str(), "time step given is -1"});
 }
 
 TEST(TossData, ContactNetsNonFiniteValue) {
@@ -742,10 +830,10 @@ TEST(TossData, CcnReordersColumns) {
 TEST(TossData, CcnNonDoubleDtype) {
   TempDir d;
   TensorPickle t = ccn_tensor(3);
-  t.storage_type = "FloatStorage";
+  t.storage_type = "LongStorage";
   write_bytes(d.str("0.pt"), ccn_file(ccn_storage(3), t));
   ExpectError([&] { impulse::load_tosses(d.str()); },
-              {d.str("0.pt"), "torch.FloatStorage", "DoubleStorage"});
+              {d.str("0.pt"), "torch.LongStorage", "DoubleStorage", "FloatStorage"});
 }
 
 TEST(TossData, CcnShapeStrideAndStorageChecks) {

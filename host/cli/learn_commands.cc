@@ -77,6 +77,10 @@ void add_train_options(CLI::App* tr, TrainConfig& tc) {
                  "--system data: train on velocities averaged over 2H+1 rows (H = 0: as recorded; default -1: H = 3 "
                  "for recorded tosses, 0 for impulse's simulated ones; eval always uses the data as recorded)");
   tr->add_option("--data", tc.data, "data set: a ContactNets or CCN folder, or an impulse .npz (default: the built-in synthetic set)");
+  tr->add_option("--dt", tc.dt,
+                 "the data's time step in seconds, where it differs from what the data say (0 = the data's own: "
+                 "experiment.json, the .npz's meta, 0.0068 for CCN folders)")
+      ->check(kFinite);
   tr->add_option("--tosses", tc.tosses, "training tosses N (0 = the whole 50% training split)");
   tr->add_option("--seed", tc.seed, "seed of the split, initialization and batch order")->check(kSeed);
   tr->add_option("--out", tc.out, "run directory")->required();
@@ -136,6 +140,8 @@ void add_learn_commands(CLI::App& app, Commands& out) {
   auto* ev = app.add_subcommand("eval", "roll out tosses with a trained run and write the paper's metrics");
   ev->add_option("--run", ea->opt.run_dir, "run directory")->required();
   ev->add_option("--data", ea->opt.data, "data set (default: the run's)");
+  ev->add_option("--dt", ea->opt.dt, "the data's time step in seconds (0 = the run's --dt, else the data's own)")
+      ->check(kFinite);
   ev->add_option("--subset", ea->opt.tosses, "which tosses: test (the run's test split; the default for its own data) | all (the default for other data) | a list 3,17,42");
   ev->add_option("--params", ea->opt.params, "parameter file of the run (params.json, init_params.json)");
   ev->add_option("--threads", ea->opt.threads, "CPU threads (0 = all cores)");
@@ -211,6 +217,8 @@ void add_learn_commands(CLI::App& app, Commands& out) {
   auto* ru = app.add_subcommand("rollout", "roll out one toss with a trained run and write a CSV for plotting");
   ru->add_option("--run", ra->opt.run_dir, "run directory")->required();
   ru->add_option("--data", ra->opt.data, "data set (default: the run's)");
+  ru->add_option("--dt", ra->opt.dt, "the data's time step in seconds (0 = the run's --dt, else the data's own)")
+      ->check(kFinite);
   ru->add_option("--toss", ra->toss, "toss index")->required();
   ru->add_option("--params", ra->opt.params, "parameter file of the run");
   ru->add_option("--out", ra->out, "CSV file to write")->required();

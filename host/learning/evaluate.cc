@@ -57,7 +57,7 @@ Loaded load(const EvalOptions& opt) {
   const std::string path = opt.data.empty() ? L.run.config.data : opt.data;
   L.same_data = opt.data.empty() ||
                 fs::weakly_canonical(opt.data) == fs::weakly_canonical(L.run.config.data);
-  L.data = load_tosses(path);
+  L.data = load_tosses(path, opt.dt > 0 ? opt.dt : L.run.config.dt);
   return L;
 }
 

@@ -20,6 +20,7 @@ struct EvalOptions {
                              // "all" (default for other data), or "3,17,42"
   std::string params = "params.json";  // which parameter file of the run (init_params.json: the start)
   int threads = 0;
+  double dt = 0;             // the data's time step (0 = the run's --dt if it had one, else the data's own)
 };
 
 // Which toss indices `spec` names in a set of n tosses ("test" needs the run's split).

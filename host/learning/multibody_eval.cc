@@ -80,7 +80,7 @@ LoadedRun load(const EvalOptions& opt) {
   static_cast<RunModel&>(L) = model_of(L.sys, L.cfg.method, read_json_file(ppath), ppath);
   const std::string path = opt.data.empty() ? L.cfg.data : opt.data;
   L.same_data = opt.data.empty() || fs::weakly_canonical(opt.data) == fs::weakly_canonical(L.cfg.data);
-  L.data = load_system_tosses(path, L.sys.width());
+  L.data = load_system_tosses(path, L.sys.width(), opt.dt > 0 ? opt.dt : L.cfg.dt);
   L.synthetic = L.data.format == "impulse-multibody";
   return L;
 }

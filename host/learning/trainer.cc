@@ -57,6 +57,7 @@ nlohmann::json config_json_of(const TrainConfig& c) {
   nlohmann::json j = c.to_json();
   if (c.layout != "auto") j["layout"] = c.layout;
   if (c.max_seconds > 0) j["max_seconds"] = c.max_seconds;  // the time budget (check_run's "finished")
+  if (c.dt > 0) j["dt"] = c.dt;  // a time step given (--dt) instead of the data's
   if (!c.system.empty()) {
     j["system"] = c.system;
     j["w_res"] = c.w_res;
@@ -94,6 +95,7 @@ TrainConfig TrainConfig::from_json(const nlohmann::json& j) {
     c.smooth_velocities = j.value("smooth_velocities", 0);
     c.select = j.value("select", std::string("loss"));
     c.max_seconds = j.value("max_seconds", 0.0);
+    c.dt = j.value("dt", 0.0);
   } catch (const nlohmann::json::exception& e) {
     throw Error(std::string("run config: ") + e.what());
   }
@@ -196,6 +198,9 @@ void validate_train_config(const TrainConfig& c) {
                 "': expected contactnets-polytope, contactnets-deep or end-to-end (or ccn, ccn-r with --system)");
   }
   if (!std::isfinite(c.w_res) || !std::isfinite(c.w_res_w)) throw Error("train: residual weights must be finite");
+  if (!(c.dt >= 0) || !std::isfinite(c.dt) || c.dt > 1)
+    throw Error("train: --dt must be a time step in seconds, > 0 and at most 1 (0: the data's own), got " +
+                std::to_string(c.dt));
   if (!c.known.empty()) {
     if (c.system.empty() || c.method == "end-to-end")
       throw Error("train: --known applies to ccn, ccn-r, diffsim and diffsim-r with --system, not to method '" +
@@ -579,12 +584,12 @@ TrainResult train(const TrainConfig& cfg_in, std::ostream& log_out) {
   int n_tosses = 0;
   std::string data_format;
   if (cfg.system.empty()) {
-    data = load_tosses(cfg.data);
+    data = load_tosses(cfg.data, cfg.dt);
     n_tosses = static_cast<int>(data.tosses.size());
     data_format = data.format;
   } else {
     mb.system = system_by_name(cfg.system);
-    mdata = load_system_tosses(cfg.data, mb.system.width());
+    mdata = load_system_tosses(cfg.data, mb.system.width(), cfg.dt);
     mb.dt = mdata.dt;
     mb.synthetic = mdata.format == "impulse-multibody";
     // the transitions' velocities only: a toss's first row (its window is that

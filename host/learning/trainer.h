@@ -41,6 +41,7 @@ namespace impulse {
 struct TrainConfig {
   std::string method = "contactnets-polytope";  // | contactnets-deep | end-to-end
   std::string data;           // data set path (any format load_tosses reads)
+  double dt = 0;              // the data's time step in s (0 = the data's own: experiment.json, meta, CCN's 0.0068)
   int tosses = 0;             // training tosses N (0 = the whole training split)
   uint64_t seed = 0;
   std::string out;            // run directory

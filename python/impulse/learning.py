@@ -26,6 +26,7 @@ TRAIN_OPTIONS = {
     "method": "contactnets-polytope",  # | contactnets-deep | end-to-end; with system: ccn | ccn-r | diffsim | end-to-end
     "system": "",              # "" = the cube tosses (ContactNets); cube | asymmetric | elbow (the CCN family)
     "tosses": 0,               # training tosses (0 = the whole training split)
+    "dt": 0.0,                 # the data's time step in s (0 = the data's own)
     "seed": 0,
     "epochs": 100,             # most epochs
     "patience": 12,
@@ -85,18 +86,31 @@ class Tosses:
         return f"Tosses({len(self)} tosses, {self.rows} rows of {self.width}, format {self.format}, dt {self.dt:g} s)"
 
 
-def load_tosses(path, system=None) -> Tosses:
+def load_tosses(path, system=None, *, dt=0.0) -> Tosses:
     """Reads toss data in every format the CLI reads (ContactNets' .pt folders, CCN's zip
-    .pt folders, impulse's .npz) and returns a Tosses. With system (cube | asymmetric |
-    elbow), the tosses are read as that multibody system's (its row width, checked).
-    A missing, corrupt or inconsistent file raises ValueError naming the file, and the
-    row and column of a value where that is the fault."""
+    .pt folders, impulse's .npz; float64 or float32 tensors) and returns a Tosses. With
+    system (cube | asymmetric | elbow), the tosses are read as that multibody system's
+    (its row width, checked). dt > 0 is the time step in seconds where it differs from
+    what the data say (experiment.json, the .npz's meta, 0.0068 for CCN folders), as the
+    CLI's --dt. A missing, corrupt or inconsistent file raises ValueError naming the
+    file, and the row and column of a value where that is the fault."""
     path = _os.fspath(path)
+    dt = _dt(dt)
     if system is None:
-        return Tosses(_impulse.load_cube_tosses(path))
+        return Tosses(_impulse.load_cube_tosses(path, dt))
     if not isinstance(system, str):
         raise ValueError(f"system: expected a system name, got {system!r}")
-    return Tosses(_impulse.load_system_tosses(path, system))
+    return Tosses(_impulse.load_system_tosses(path, system, dt))
+
+
+def _dt(dt):
+    try:
+        v = float(dt)
+    except (TypeError, ValueError):
+        raise ValueError(f"dt: expected a time step in seconds, got {dt!r}") from None
+    if not (v >= 0 and v <= 1):
+        raise ValueError(f"dt: expected a time step in seconds, > 0 and at most 1 (0: the data's own), got {dt!r}")
+    return v
 
 
 def train(*, data, out, verbose=True, **options) -> dict:
@@ -123,14 +137,15 @@ def train(*, data, out, verbose=True, **options) -> dict:
     return _json.loads(_impulse.train(_json.dumps(opts), bool(verbose)))
 
 
-def evaluate(run, data=None, *, subset=None, params="params.json", threads=0) -> dict:
+def evaluate(run, data=None, *, subset=None, params="params.json", threads=0, dt=0.0) -> dict:
     """Rolls out tosses with a trained run and returns the paper's metrics, as `impulse
     eval` writes them (position_error_m, rotation_error_deg, penetration_m, n_tosses,
     per-toss figures, ...).
 
     data: the tosses (default: the run's own); subset: "test" (the run's test split,
     the default for its own data), "all" (the default for other data) or a list of
-    indices; params: which parameter file of the run (init_params.json: the start)."""
+    indices; params: which parameter file of the run (init_params.json: the start); dt: the
+    data's time step (0 = the run's dt if it was given one, else the data's own)."""
     if subset is None:
         spec = ""
     elif isinstance(subset, str):
@@ -143,4 +158,4 @@ def evaluate(run, data=None, *, subset=None, params="params.json", threads=0) ->
     if int(threads) < 0:
         raise ValueError(f"threads: expected 0 (all cores) or more, got {threads!r}")
     return _json.loads(_impulse.evaluate(_os.fspath(run), "" if data is None else _os.fspath(data), spec,
-                                         str(params), int(threads)))
+                                         str(params), int(threads), _dt(dt)))

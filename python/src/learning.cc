@@ -41,11 +41,11 @@ nb::ndarray<nb::numpy, double> rows_array(const double* values, size_t rows, siz
 }
 
 // Cube tosses (ContactNets, CCN, impulse formats): io/toss_data.h's load_tosses.
-nb::dict load_cube_tosses(const std::string& path) {
+nb::dict load_cube_tosses(const std::string& path, double dt) {
   impulse::TossSet set;
   {
     nb::gil_scoped_release release;
-    set = impulse::load_tosses(path);
+    set = impulse::load_tosses(path, dt);
   }
   nb::dict r;
   r["format"] = set.format;
@@ -71,12 +71,12 @@ nb::dict load_cube_tosses(const std::string& path) {
 }
 
 // Multibody tosses of a named system (io/system_tosses.h), of that system's width.
-nb::dict load_system_tosses(const std::string& path, const std::string& system) {
+nb::dict load_system_tosses(const std::string& path, const std::string& system, double dt) {
   const impulse::MultibodySystem sys = impulse::system_by_name(system);
   impulse::SystemTossSet set;
   {
     nb::gil_scoped_release release;
-    set = impulse::load_system_tosses(path, sys.width());
+    set = impulse::load_system_tosses(path, sys.width(), dt);
   }
   nb::dict r;
   r["format"] = set.format;
@@ -112,6 +112,7 @@ impulse::TrainConfig train_config(const std::string& options_json) {
     const std::string& k = kv.key();
     if (k == "method") c.method = option<std::string>(j, "method", "a string");
     else if (k == "data") c.data = option<std::string>(j, "data", "a path");
+    else if (k == "dt") c.dt = option<double>(j, "dt", "a number");
     else if (k == "out") c.out = option<std::string>(j, "out", "a path");
     else if (k == "tosses") c.tosses = option<int>(j, "tosses", "a count");
     else if (k == "seed") c.seed = option<uint64_t>(j, "seed", "an integer >= 0");
@@ -172,8 +173,9 @@ std::string train(const std::string& options_json, bool verbose) {
 }
 
 std::string evaluate(const std::string& run, const std::string& data, const std::string& tosses,
-                     const std::string& params, int threads) {
+                     const std::string& params, int threads, double dt) {
   impulse::EvalOptions o;
+  o.dt = dt;
   o.run_dir = run;
   o.data = data;
   o.tosses = tosses;
@@ -414,9 +416,9 @@ void bind_learning(nb::module_& m) {
       .def("evaluate", &CcnCore::evaluate, nb::arg("theta").noconvert(), nb::arg("x").noconvert(),
            nb::arg("x_next").noconvert(), nb::arg("residual").none(), nb::arg("grad_theta").none(),
            nb::arg("grad_delta").none());
-  m.def("load_cube_tosses", &load_cube_tosses, nb::arg("path"));
-  m.def("load_system_tosses", &load_system_tosses, nb::arg("path"), nb::arg("system"));
+  m.def("load_cube_tosses", &load_cube_tosses, nb::arg("path"), nb::arg("dt"));
+  m.def("load_system_tosses", &load_system_tosses, nb::arg("path"), nb::arg("system"), nb::arg("dt"));
   m.def("train", &train, nb::arg("options_json"), nb::arg("verbose"));
   m.def("evaluate", &evaluate, nb::arg("run"), nb::arg("data"), nb::arg("tosses"), nb::arg("params"),
-        nb::arg("threads"));
+        nb::arg("threads"), nb::arg("dt"));
 }

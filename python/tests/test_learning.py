@@ -57,6 +57,26 @@ def test_multibody_tosses_load_for_their_system(tmp_path):
         impulse.load_tosses(f, system="cube")  # 13 columns expected, 15 found
 
 
+def test_a_given_time_step_replaces_the_datas_and_a_run_keeps_it(tmp_path):
+    t = impulse.load_tosses(DATA, dt=0.0069)
+    assert t.dt == 0.0069 and t.meta["dt"] == 0.0069
+    np.testing.assert_array_equal(t[0], impulse.load_tosses(DATA)[0])  # the states as stored
+    with pytest.raises(ValueError, match="dt"):
+        impulse.load_tosses(DATA, dt=-1)
+    with pytest.raises(ValueError, match="dt"):
+        impulse.load_tosses(DATA, dt="fast")
+    run = tmp_path / "run"
+    impulse.train(data=DATA, out=run, verbose=False, dt=0.0069, **SMALL)
+    cfg = json.loads((run / "config.json").read_text())
+    assert cfg["dt"] == 0.0069
+    # eval rolls out with the run's dt, unless given another: the metrics differ
+    own = impulse.evaluate(run, threads=1)
+    other = impulse.evaluate(run, threads=1, dt=1 / 148)
+    assert own["position_error_m"] != other["position_error_m"]
+    with pytest.raises(ValueError, match="dt"):
+        impulse.train(data=DATA, out=tmp_path / "bad", dt=2.0, **SMALL)
+
+
 def test_options_are_typed_and_checked_as_the_clis(tmp_path):
     out = tmp_path / "run"
     with pytest.raises(ValueError, match="unknown option 'max_epochs'"):

@@ -221,6 +221,36 @@ def test_osqp_form_matches_the_conic_form_and_its_kkt():
     np.testing.assert_array_equal(rc.x, r.x)
 
 
+def test_the_clis_osqp_form_equals_solve_qp_batch_osqp(tmp_path):
+    """solve-batch --form osqp and impulse.solve_qp_batch_osqp: the same conversion (the
+    C++ one and the NumPy one), the same solutions bit for bit, y in the file's rows"""
+    exe = cli()
+    if exe is None:
+        pytest.skip("no impulse CLI built (build/impulse; or set IMPULSE_CLI)")
+    rng = np.random.default_rng(5)
+    B, n, m = 40, 6, 8
+    M = rng.standard_normal((B, n, n))
+    P = M @ M.transpose(0, 2, 1) / n + 0.1 * np.eye(n)
+    q = rng.standard_normal((B, n))
+    A = rng.standard_normal((B, m, n))
+    l = np.full((B, m), -np.inf)
+    u = np.full((B, m), np.inf)
+    u[:, 0:2] = rng.uniform(-0.5, 0.5, (B, 2))
+    l[:, 2:4] = rng.uniform(-0.5, 0.5, (B, 2))
+    l[:, 4:6] = -0.3; u[:, 4:6] = 0.2
+    l[:, 6] = u[:, 6] = rng.uniform(-0.2, 0.2, B)
+    np.savez(tmp_path / "osqp.npz", P=P, q=q, A=A, l=l, u=u)
+    subprocess.run([exe, "solve-batch", "--form", "osqp", "--in", str(tmp_path / "osqp.npz"),
+                    "--out", str(tmp_path / "sol.npz"), "--eps", "1e-7"], check=True, capture_output=True)
+    sol = np.load(tmp_path / "sol.npz")
+    r = impulse.solve_qp_batch_osqp(P, q, A, l, u, eps=1e-7)
+    assert sol["y"].shape == (B, m)
+    np.testing.assert_array_equal(r.x, sol["x"])
+    np.testing.assert_array_equal(r.y, sol["y"])
+    np.testing.assert_array_equal(r.status, sol["status"])
+    np.testing.assert_array_equal(r.iterations, sol["iterations"])
+
+
 def test_osqp_form_names_bad_rows():
     P = np.eye(2)[None].repeat(2, 0)
     q = np.zeros((2, 2))
