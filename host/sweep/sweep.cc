@@ -43,7 +43,7 @@ namespace {
 // `impulse train`'s options a sweep may set (--out and --threads are its own)
 const std::set<std::string>& train_option_names() {
   static const std::set<std::string> names = {
-      "method", "system", "data",     "tosses",      "seed",       "epochs",   "patience",
+      "method", "system", "data",     "dt",          "tosses",      "seed",       "epochs",   "patience",
       "batch",  "lr",     "weight-decay", "init-noise", "friction", "eps",      "backend",
       "max-seconds", "w-res", "w-res-w", "known", "smooth-velocities", "select"};
   return names;
