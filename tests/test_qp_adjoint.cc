@@ -8,6 +8,7 @@
 
 #include <Eigen/Dense>
 
+#include "host/batch/generate.h"
 #include "host/batch/qp_batch.h"
 #include "host/diff/qp_adjoint.h"
 
@@ -161,6 +162,79 @@ TEST(QpAdjoint, EqualsTheFullSystemItReduces) {
     for (int i = 0; i < n; ++i)
       for (int j = 0; j < n; ++j) EXPECT_NEAR(g.P[size_t(k) * n * n + i * n + j], gP(i, j), 1e-9);
   }
+}
+
+// The cube's loss QPs with the octagon friction model are degenerate in most
+// problems: a contact that does not touch has all eight friction rows at their
+// bound around two tangential variables, so the reduced system's rows are
+// dependent and it is singular. Its minimum-norm least-squares solution is the
+// documented answer (LU once returned one of the solutions with entries up to
+// 1e37 along the null space): checked against an SVD of the reduced system
+// assembled here from the definitions, and bounded.
+TEST(QpAdjoint, DegenerateProblemsGetTheReducedSystemsMinimumNormSolution) {
+  const GeneratedQps g = cube_loss_batch(40, FrictionModel::kOctagon, 5);
+  const QpBatch<double>& bt = g.batch;
+  const int B = bt.size, n = bt.n, m = bt.m();
+  ASSERT_EQ(bt.cones.n_soc, 0);
+  QpSettings<double> st;
+  st.eps_abs = st.eps_rel = 1e-9;
+  st.max_iter = 100000;
+  BatchOptions opt;
+  opt.threads = 1;
+  QpSolutions<double> sol;
+  solve_batch(bt, st, opt, sol);
+  std::vector<double> A;
+  for (int k = 0; k < B; ++k) {
+    ASSERT_EQ(sol.status[k], SolveStatus::kSolved) << k;
+    const std::vector<double> d = bt.A_dense(k);
+    A.insert(A.end(), d.begin(), d.end());
+  }
+  std::mt19937_64 rng(9);
+  std::normal_distribution<double> N01;
+  std::vector<double> gx(size_t(B) * n), gy(size_t(B) * m);
+  for (double& v : gx) v = N01(rng);
+  for (double& v : gy) v = N01(rng);
+  QpAdjointBatch<double> in;
+  in.size = B, in.n = n, in.cones = bt.cones, in.eps = 1e-9;
+  in.P = bt.P.data(), in.A = A.data(), in.b = bt.b.data(), in.x = sol.x.data(), in.y = sol.y.data();
+  in.gx = gx.data(), in.gy = gy.data();
+  std::vector<double> gP(bt.P.size()), gq(size_t(B) * n), gA(A.size()), gb(size_t(B) * m);
+  const QpAdjointInfo info = qp_adjoint_batch(in, QpAdjointOut<double>{gP.data(), gq.data(), gA.data(), gb.data()}, 1);
+  EXPECT_GE(info.least_squares, B / 4) << "the batch is meant to hold degenerate problems";
+  int singular = 0;
+  for (int k = 0; k < B; ++k) {
+    Eigen::Map<const Mat> P(&bt.P[size_t(k) * n * n], n, n), Ak(&A[size_t(k) * m * n], m, n);
+    Eigen::Map<const Eigen::VectorXd> b(&bt.b[size_t(k) * m], m), x(&sol.x[size_t(k) * n], n),
+        y(&sol.y[size_t(k) * m], m);
+    const Eigen::VectorXd u = b - Ak * x - y;
+    const double tol = 10 * in.eps * std::max(1.0, y.cwiseAbs().maxCoeff());
+    std::vector<int> rows;  // D = 0: the zero rows and the nonnegative rows at their bound
+    for (int i = 0; i < m; ++i)
+      if (i < bt.cones.n_zero || !(u[i] > -tol)) rows.push_back(i);
+    const int kk = int(rows.size()), N = n + kk;
+    Mat K = Mat::Zero(N, N);
+    Eigen::VectorXd r(N);
+    K.topLeftCorner(n, n) = P;
+    for (int i = 0; i < n; ++i) r[i] = gx[size_t(k) * n + i];
+    for (int a = 0; a < kk; ++a) {
+      K.block(0, n + a, n, 1) = Ak.row(rows[a]).transpose();
+      K.block(n + a, 0, 1, n) = -Ak.row(rows[a]);
+      r[n + a] = -gy[size_t(k) * m + rows[a]];
+    }
+    Eigen::JacobiSVD<Mat> svd(K, Eigen::ComputeThinU | Eigen::ComputeThinV);
+    svd.setThreshold(1e-10);
+    singular += svd.rank() < N;
+    const Eigen::VectorXd z = svd.solve(r);
+    const double scale = 1 + z.cwiseAbs().maxCoeff();
+    for (int i = 0; i < n; ++i) EXPECT_NEAR(gq[size_t(k) * n + i], -z[i], 1e-6 * scale) << "problem " << k;
+    Eigen::VectorXd lu = Eigen::VectorXd::Zero(m);
+    for (int a = 0; a < kk; ++a) lu[rows[a]] = z[n + a];
+    for (int i = 0; i < m; ++i) EXPECT_NEAR(gb[size_t(k) * m + i], lu[i], 1e-6 * scale) << "problem " << k << " row " << i;
+    double largest = 0;
+    for (size_t i = 0; i < size_t(m) * n; ++i) largest = std::max(largest, std::abs(gA[size_t(k) * m * n + i]));
+    EXPECT_LT(largest, 1e4) << "problem " << k;
+  }
+  EXPECT_EQ(singular, info.least_squares);
 }
 
 // x and y of the batch solved at a tight tolerance

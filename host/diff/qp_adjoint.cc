@@ -16,6 +16,10 @@ namespace {
 using Mat = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 using Vec = Eigen::VectorXd;
 
+// the reduced system's directions (relative to its largest) that count as null:
+// a solution accurate to the forward tolerance carries nothing along them
+constexpr double kRankTol = 1e-10;
+
 // One row group of the reduced system: a single row (a zero-cone or active
 // nonnegative row, D = 0; or a cone's three rows at the polar cone, D = 0) or a
 // cone on its boundary (three rows with their 3x3 D).
@@ -38,6 +42,63 @@ void soc_derivative(const double* u, double D[3][3]) {
   }
 }
 
+// The reduced system when every group has D = 0 (no cone on its boundary):
+//     [P  A'; -A  0] (lx, lu) = (r1, r2),   A = the groups' rows (k x n)
+// whose minimum-norm least-squares solution is, where P is definite on A's null
+// space (then the system's null space is {(0, v) : A'v = 0} and its range
+// R^n x range(A)): A lx = c, the projection of c = -r2 onto range(A); then
+// P lx + A' lu = r1 with lu in range(A). With A'Π = Q R (rank-revealing QR,
+// Q = [Q1 Q2], rank ρ) and M = R's first ρ rows transposed (k x ρ, = U T):
+//     lx = Q1 w1 + Q2 w2,  w1 = T⁻¹ U' Π'c,  (Q2'P Q2) w2 = Q2'(r1 - P Q1 w1),
+//     lu = Π U T'⁻¹ Q1'(r1 - P lx).
+// O(n k²) against O((n + k)³) for a factorization of the whole: the contact
+// QPs' unused contacts make A's rows dependent in most problems. Returns false
+// where P is not definite on the null space (the caller solves the whole).
+bool solve_null_space(const Mat& P, const Mat& A, const Vec& r1, const Vec& r2, Vec& lx, Vec& lu, int& rank) {
+  const int n = int(P.rows()), k = int(A.rows());
+  Mat Q1, Q2, U, T;
+  Eigen::PermutationMatrix<Eigen::Dynamic, Eigen::Dynamic> perm;
+  int rho = 0;
+  if (k > 0) {
+    Eigen::ColPivHouseholderQR<Mat> qr;
+    qr.setThreshold(kRankTol);
+    qr.compute(A.transpose());
+    rho = int(qr.rank());
+    const Mat Q = qr.householderQ();
+    Q1 = Q.leftCols(rho);
+    Q2 = Q.rightCols(n - rho);
+    perm = qr.colsPermutation();
+    const Mat M = qr.matrixQR().topRows(rho).template triangularView<Eigen::Upper>().toDenseMatrix().transpose();
+    Eigen::HouseholderQR<Mat> mq(M);
+    U = mq.householderQ() * Mat::Identity(k, rho);
+    T = mq.matrixQR().topRows(rho).template triangularView<Eigen::Upper>();
+  } else {
+    Q2 = Mat::Identity(n, n);
+  }
+  rank = rho;
+  Vec w1 = Vec::Zero(rho);
+  if (rho > 0) {
+    const Vec t = U.transpose() * (perm.transpose() * (-r2));
+    w1 = T.topLeftCorner(rho, rho).triangularView<Eigen::Upper>().solve(t);
+  }
+  Vec w2 = Vec::Zero(n - rho);
+  const Vec Pq1w1 = rho > 0 ? Vec(P * (Q1 * w1)) : Vec::Zero(n);
+  if (n - rho > 0) {
+    const Mat H = Q2.transpose() * P * Q2;
+    Eigen::LLT<Mat> llt(H);
+    if (llt.info() != Eigen::Success || !(llt.rcond() > kRankTol)) return false;
+    w2 = llt.solve(Q2.transpose() * (r1 - Pq1w1));
+  }
+  lx = (rho > 0 ? Vec(Q1 * w1) : Vec::Zero(n)) + Q2 * w2;
+  lu = Vec::Zero(k);
+  if (rho > 0) {
+    const Vec h = Q1.transpose() * (r1 - P * lx);
+    const Vec sv = T.topLeftCorner(rho, rho).transpose().triangularView<Eigen::Lower>().solve(h);
+    lu = perm * (U * sv);
+  }
+  return lx.allFinite() && lu.allFinite();
+}
+
 template <class T>
 bool finite(const T* a, size_t count) {
   for (size_t i = 0; i < count; ++i)
@@ -48,7 +109,7 @@ bool finite(const T* a, size_t count) {
 struct Scratch {
   std::vector<Group> groups;
   std::vector<double> s, u;
-  Mat K;
+  Mat K, Pm, Am;
   Vec r, z, lu;
 };
 
@@ -155,14 +216,40 @@ int one_problem(const QpAdjointBatch<T>& in, const QpAdjointOut<T>& out, int k, 
   }
 
   bool least_squares = false;
-  if (gx || gy) {
+  bool any_boundary = false;
+  for (const Group& g : w.groups) any_boundary = any_boundary || g.boundary;
+  bool done = false;
+  if ((gx || gy) && !any_boundary) {  // D = 0 on every group's rows: the null-space solve
+    const int k = N - n;
+    w.Pm = w.K.topLeftCorner(n, n);
+    w.Am = w.K.topRightCorner(n, k).transpose();
+    Vec lx, lu;
+    int rank = 0;
+    if (solve_null_space(w.Pm, w.Am, w.r.head(n), w.r.tail(k), lx, lu, rank)) {
+      w.z.resize(N);
+      w.z.head(n) = lx;
+      w.z.tail(k) = lu;
+      least_squares = rank < k;
+      done = true;
+    }
+  }
+  if (done) {
+  } else if (gx || gy) {
+    // LU where the system is well conditioned; where it is singular or nearly so
+    // (a degenerate solution: more rows at their bound than the variables fix, or
+    // P singular on the active rows' null space) LU's answer is a solution of
+    // arbitrary size along the null space (1e37 was seen), so the minimum-norm
+    // least-squares one is taken, with the directions below kRankTol of the
+    // largest treated as null
     Eigen::PartialPivLU<Mat> lu(w.K);
     w.z = lu.solve(w.r);
     const double scale = w.K.cwiseAbs().rowwise().sum().maxCoeff() * w.z.cwiseAbs().maxCoeff() +
                          w.r.cwiseAbs().maxCoeff();
     const double resid = (w.K * w.z - w.r).cwiseAbs().maxCoeff();
-    if (!w.z.allFinite() || !(resid <= 1e-10 * scale)) {
-      Eigen::CompleteOrthogonalDecomposition<Mat> cod(w.K);
+    if (!w.z.allFinite() || !(resid <= 1e-10 * scale) || !(lu.rcond() > kRankTol)) {
+      Eigen::CompleteOrthogonalDecomposition<Mat> cod;
+      cod.setThreshold(kRankTol);
+      cod.compute(w.K);
       w.z = cod.solve(w.r);
       least_squares = true;
     }
