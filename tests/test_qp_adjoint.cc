@@ -323,6 +323,25 @@ TEST(QpAdjoint, SameResultOnAnyThreadCountAndNaNsStayInTheirProblem) {
   }
 }
 
+// a null output is not computed; the others are as with every output
+TEST(QpAdjoint, OnlyTheGradientsAskedForAreWritten) {
+  const Built t = build(3, 21);
+  const int n = t.n, m = t.cones.rows();
+  std::vector<double> gx(size_t(t.B) * n, 0.5), gy(size_t(t.B) * m, -0.25), gv(size_t(t.B), 2.0);
+  const Grads all = adjoint(t, gx, gy, gv);
+  QpAdjointBatch<double> in;
+  in.size = t.B, in.n = n, in.cones = t.cones, in.eps = 1e-9;
+  in.P = t.P.data(), in.A = t.A.data(), in.b = t.b.data(), in.x = t.x.data(), in.y = t.y.data();
+  in.gx = gx.data(), in.gy = gy.data(), in.gv = gv.data();
+  std::vector<double> gq(all.q.size()), gb(all.b.size());
+  QpAdjointOut<double> out;
+  out.gq = gq.data();
+  out.gb = gb.data();
+  qp_adjoint_batch(in, out, 1);
+  EXPECT_EQ(gq, all.q);
+  EXPECT_EQ(gb, all.b);
+}
+
 TEST(QpAdjoint, RefusesWhatDoesNotFit) {
   QpAdjointBatch<double> in;
   in.size = 1, in.n = 0;

@@ -126,18 +126,18 @@ int one_problem(const QpAdjointBatch<T>& in, const QpAdjointOut<T>& out, int k, 
   const T* gx = in.gx ? in.gx + size_t(k) * n : nullptr;
   const T* gy = in.gy ? in.gy + size_t(k) * m : nullptr;
   const double gv = in.gv ? double(in.gv[k]) : 0.0;
-  T* gP = out.gP + size_t(k) * n * n;
-  T* gq = out.gq + size_t(k) * n;
-  T* gA = out.gA + size_t(k) * m * n;
-  T* gb = out.gb + size_t(k) * m;
+  T* gP = out.gP ? out.gP + size_t(k) * n * n : nullptr;
+  T* gq = out.gq ? out.gq + size_t(k) * n : nullptr;
+  T* gA = out.gA ? out.gA + size_t(k) * m * n : nullptr;
+  T* gb = out.gb ? out.gb + size_t(k) * m : nullptr;
   if (!finite(P, size_t(n) * n) || !finite(A, size_t(m) * n) || !finite(b, size_t(m)) || !finite(x, size_t(n)) ||
       !finite(y, size_t(m)) || (gx && !finite(gx, size_t(n))) || (gy && !finite(gy, size_t(m))) ||
       (in.gv && !finite(in.gv + k, 1))) {
     const T nan = T(NAN);
-    std::fill(gP, gP + size_t(n) * n, nan);
-    std::fill(gq, gq + n, nan);
-    std::fill(gA, gA + size_t(m) * n, nan);
-    std::fill(gb, gb + m, nan);
+    if (gP) std::fill(gP, gP + size_t(n) * n, nan);
+    if (gq) std::fill(gq, gq + n, nan);
+    if (gA) std::fill(gA, gA + size_t(m) * n, nan);
+    if (gb) std::fill(gb, gb + m, nan);
     unknowns = 0;
     return 2;
   }
@@ -264,15 +264,17 @@ int one_problem(const QpAdjointBatch<T>& in, const QpAdjointOut<T>& out, int k, 
     col += g.rows;
   }
 
-  for (int i = 0; i < n; ++i) gq[i] = T(-w.z[i] + gv * double(x[i]));
-  for (int i = 0; i < m; ++i) gb[i] = T(w.lu[i] - gv * double(y[i]));
-  for (int i = 0; i < n; ++i)
+  if (gq)
+    for (int i = 0; i < n; ++i) gq[i] = T(-w.z[i] + gv * double(x[i]));
+  if (gb)
+    for (int i = 0; i < m; ++i) gb[i] = T(w.lu[i] - gv * double(y[i]));
+  for (int i = 0; gP && i < n; ++i)
     for (int j = 0; j < n; ++j) {
       const double xi = double(x[i]), xj = double(x[j]);
       // 1/2 (G + G') of G = -lx x' + 1/2 gv x x'
       gP[size_t(i) * n + j] = T(-0.5 * (w.z[i] * xj + w.z[j] * xi) + 0.5 * gv * xi * xj);
     }
-  for (int i = 0; i < m; ++i)
+  for (int i = 0; gA && i < m; ++i)
     for (int j = 0; j < n; ++j)
       gA[size_t(i) * n + j] = T(-double(y[i]) * w.z[j] - w.lu[i] * double(x[j]) + gv * double(y[i]) * double(x[j]));
   return least_squares ? 1 : 0;
@@ -292,8 +294,7 @@ QpAdjointInfo qp_adjoint_batch(const QpAdjointBatch<T>& in, const QpAdjointOut<T
   const struct {
     const void* p;
     const char* name;
-  } need[] = {{in.P, "P"}, {in.A, "A"}, {in.b, "b"}, {in.x, "x"}, {in.y, "y"},
-              {out.gP, "gP"}, {out.gq, "gq"}, {out.gA, "gA"}, {out.gb, "gb"}};
+  } need[] = {{in.P, "P"}, {in.A, "A"}, {in.b, "b"}, {in.x, "x"}, {in.y, "y"}};
   for (const auto& a : need)
     if (!a.p) throw Error(std::string("qp adjoint: ") + a.name + " is missing");
   const int workers = resolve_threads(threads);

@@ -52,7 +52,9 @@ struct QpAdjointBatch {
   int m() const { return cones.rows(); }
 };
 
-// Where the data's gradients go (the caller's storage, same shapes as P, q, A, b).
+// Where the data's gradients go (the caller's storage, same shapes as P, q, A, b);
+// a null one is not computed (a layer whose P or A needs no gradient skips the
+// largest two).
 template <class T>
 struct QpAdjointOut {
   T *gP = nullptr, *gq = nullptr, *gA = nullptr, *gb = nullptr;
@@ -67,7 +69,7 @@ struct QpAdjointInfo {
 // Fills out for every problem of the batch. A problem with a non-finite input (a
 // NaN solution of a problem the forward pass did not solve) gets NaN gradients and
 // is counted; the others are unaffected. Throws Error on sizes that do not fit
-// (n < 1, size < 0, a required array missing), naming what is wrong.
+// (n < 1, size < 0, a required input missing), naming what is wrong.
 template <class T>
 QpAdjointInfo qp_adjoint_batch(const QpAdjointBatch<T>& in, const QpAdjointOut<T>& out, int threads = 0);
 

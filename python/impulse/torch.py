@@ -158,12 +158,15 @@ class _ConicQPFunction(_torch.autograd.Function):
             gP, gq, gA, gb = adjoint_torch(P, A, b, x, y, gx, gy, gv, layer.cones, layer.eps)
             return gP, gq, gA, gb, None
         # impulse's adjoint (host/diff/qp_adjoint.h): the gradients are written into
-        # these tensors' storage, problem by problem on the CPU threads
-        gP, gq, gA, gb = (_torch.empty_like(t, memory_format=_torch.contiguous_format) for t in (P, x, A, y))
+        # these tensors' storage, problem by problem on the CPU threads; those of
+        # inputs that need none are not computed (P's and A's are the large ones)
+        need = ctx.needs_input_grad[:4]
+        gP, gq, gA, gb = (_torch.empty_like(t, memory_format=_torch.contiguous_format) if want else None
+                          for t, want in zip((P, x, A, y), need))
         cpu = [None if t is None else t.detach().contiguous().numpy() for t in (gx, gy, gv)]
         adjoint = _impulse.adjoint_double if P.dtype == _torch.float64 else _impulse.adjoint_float
         info = adjoint(*(t.detach().contiguous().numpy() for t in (P, A, b, x, y)), *cpu, layer.cones, layer.eps,
-                       int(layer.threads), gP.numpy(), gq.numpy(), gA.numpy(), gb.numpy())
+                       int(layer.threads), *(None if g is None else g.numpy() for g in (gP, gq, gA, gb)))
         layer.last_backward = info
         return gP, gq, gA, gb, None
 

@@ -164,7 +164,7 @@ using Out = nb::ndarray<T, nb::c_contig, nb::device::cpu>;
 template <class T>
 nb::dict adjoint(const In<T>& P, const In<T>& A, const In<T>& b, const In<T>& x, const In<T>& y, nb::object gx,
                  nb::object gy, nb::object gv, std::tuple<int, int, int> cones, double eps, int threads,
-                 const Out<T>& gP, const Out<T>& gq, const Out<T>& gA, const Out<T>& gb) {
+                 nb::object gP_out, nb::object gq_out, nb::object gA_out, nb::object gb_out) {
   if (P.ndim() != 3 || x.ndim() != 2) throw nb::value_error("P, x: (B, n, n), (B, n)");
   impulse::QpAdjointBatch<T> in;
   in.size = int(P.shape(0));
@@ -179,10 +179,29 @@ nb::dict adjoint(const In<T>& P, const In<T>& A, const In<T>& b, const In<T>& x,
   expect_size(b.size(), B * m, "b");
   expect_size(x.size(), B * n, "x");
   expect_size(y.size(), B * m, "y");
-  expect_size(gP.size(), B * n * n, "the gradient of P");
-  expect_size(gq.size(), B * n, "the gradient of q");
-  expect_size(gA.size(), B * m * n, "the gradient of A");
-  expect_size(gb.size(), B * m, "the gradient of b");
+  // the gradients wanted (None: not computed)
+  Out<T> gP, gq, gA, gb;
+  impulse::QpAdjointOut<T> out;
+  if (!gP_out.is_none()) {
+    gP = nb::cast<Out<T>>(gP_out);
+    expect_size(gP.size(), B * n * n, "the gradient of P");
+    out.gP = gP.data();
+  }
+  if (!gq_out.is_none()) {
+    gq = nb::cast<Out<T>>(gq_out);
+    expect_size(gq.size(), B * n, "the gradient of q");
+    out.gq = gq.data();
+  }
+  if (!gA_out.is_none()) {
+    gA = nb::cast<Out<T>>(gA_out);
+    expect_size(gA.size(), B * m * n, "the gradient of A");
+    out.gA = gA.data();
+  }
+  if (!gb_out.is_none()) {
+    gb = nb::cast<Out<T>>(gb_out);
+    expect_size(gb.size(), B * m, "the gradient of b");
+    out.gb = gb.data();
+  }
   In<T> gxa, gya, gva;
   if (!gx.is_none()) {
     gxa = nb::cast<In<T>>(gx);
@@ -207,7 +226,7 @@ nb::dict adjoint(const In<T>& P, const In<T>& A, const In<T>& b, const In<T>& x,
   impulse::QpAdjointInfo info;
   {
     nb::gil_scoped_release release;
-    info = impulse::qp_adjoint_batch(in, impulse::QpAdjointOut<T>{gP.data(), gq.data(), gA.data(), gb.data()},
+    info = impulse::qp_adjoint_batch(in, out,
                                      threads);
   }
   nb::dict r;
@@ -321,8 +340,8 @@ NB_MODULE(_impulse, m) {
 #define IMPULSE_ADJOINT_ARGS                                                                                   \
   nb::arg("P").noconvert(), nb::arg("A").noconvert(), nb::arg("b").noconvert(), nb::arg("x").noconvert(),        \
       nb::arg("y").noconvert(), nb::arg("gx").none(), nb::arg("gy").none(), nb::arg("gv").none(), nb::arg("cones"), \
-      nb::arg("eps"), nb::arg("threads"), nb::arg("gP").noconvert(), nb::arg("gq").noconvert(),                   \
-      nb::arg("gA").noconvert(), nb::arg("gb").noconvert()
+      nb::arg("eps"), nb::arg("threads"), nb::arg("gP").none(), nb::arg("gq").none(), nb::arg("gA").none(),        \
+      nb::arg("gb").none()
   m.def("adjoint_double", &adjoint<double>, IMPULSE_ADJOINT_ARGS);
   m.def("adjoint_float", &adjoint<float>, IMPULSE_ADJOINT_ARGS);
 #undef IMPULSE_ADJOINT_ARGS

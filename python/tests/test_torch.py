@@ -128,6 +128,22 @@ def test_implicit_gradients_match_central_differences(case, which):
                                    err_msg=f"{case}: d({'+'.join(which)})/d{name}")
 
 
+def test_only_the_gradients_asked_for_are_computed():
+    """inputs that need no gradient get none (P's and A's, the largest, are not computed);
+    the others equal those of a call where every input needs one"""
+    cones = (0, 2, 1)
+    P, q, A, b, _, _ = known_solution(3, 6, cones, soc_active=True, B=3)
+    layer = it.ConicQP(cones, eps=1e-12, max_iter=200000)
+    full = [torch.from_numpy(a).clone().requires_grad_(True) for a in (P, q, A, b)]
+    w = weights(tuple(full[1].shape), tuple(full[3].shape), seed=4)
+    loss_of(layer, *full, w, ("x", "y", "value")).backward()
+    some = [torch.from_numpy(a).clone().requires_grad_(i in (1, 3)) for i, a in enumerate((P, q, A, b))]
+    loss_of(layer, *some, w, ("x", "y", "value")).backward()
+    assert some[0].grad is None and some[2].grad is None
+    np.testing.assert_array_equal(some[1].grad.numpy(), full[1].grad.numpy())
+    np.testing.assert_array_equal(some[3].grad.numpy(), full[3].grad.numpy())
+
+
 def test_soc_inside_and_the_projection_derivative():
     # a cone whose s lies inside (y = 0): the gradient treats it as inactive
     cones = (0, 2, 1)
