@@ -171,11 +171,10 @@ TEST(QpAdjoint, EqualsTheFullSystemItReduces) {
 // documented answer (LU once returned one of the solutions with entries up to
 // 1e37 along the null space): checked against an SVD of the reduced system
 // assembled here from the definitions, and bounded.
-TEST(QpAdjoint, DegenerateProblemsGetTheReducedSystemsMinimumNormSolution) {
-  const GeneratedQps g = cube_loss_batch(40, FrictionModel::kOctagon, 5);
+void check_minimum_norm(FrictionModel friction) {
+  const GeneratedQps g = cube_loss_batch(40, friction, 5);
   const QpBatch<double>& bt = g.batch;
   const int B = bt.size, n = bt.n, m = bt.m();
-  ASSERT_EQ(bt.cones.n_soc, 0);
   QpSettings<double> st;
   st.eps_abs = st.eps_rel = 1e-9;
   st.max_iter = 100000;
@@ -201,25 +200,45 @@ TEST(QpAdjoint, DegenerateProblemsGetTheReducedSystemsMinimumNormSolution) {
   std::vector<double> gP(bt.P.size()), gq(size_t(B) * n), gA(A.size()), gb(size_t(B) * m);
   const QpAdjointInfo info = qp_adjoint_batch(in, QpAdjointOut<double>{gP.data(), gq.data(), gA.data(), gb.data()}, 1);
   EXPECT_GE(info.least_squares, B / 4) << "the batch is meant to hold degenerate problems";
-  int singular = 0;
+  int singular = 0, boundary = 0;
+  const ConeSpec& c = bt.cones;
   for (int k = 0; k < B; ++k) {
     Eigen::Map<const Mat> P(&bt.P[size_t(k) * n * n], n, n), Ak(&A[size_t(k) * m * n], m, n);
     Eigen::Map<const Eigen::VectorXd> b(&bt.b[size_t(k) * m], m), x(&sol.x[size_t(k) * n], n),
-        y(&sol.y[size_t(k) * m], m);
+        y(&sol.y[size_t(k) * m], m), gyk(&gy[size_t(k) * m], m);
     const Eigen::VectorXd u = b - Ak * x - y;
     const double tol = 10 * in.eps * std::max(1.0, y.cwiseAbs().maxCoeff());
-    std::vector<int> rows;  // D = 0: the zero rows and the nonnegative rows at their bound
-    for (int i = 0; i < m; ++i)
-      if (i < bt.cones.n_zero || !(u[i] > -tol)) rows.push_back(i);
+    const Mat D = projection_derivative(u, c);
+    // the rows that stay: D = 0 (zero rows, nonnegative rows at their bound, cones at
+    // the polar cone) and the cones on their boundary with their D block
+    std::vector<int> rows;
+    std::vector<bool> on_boundary;
+    for (int i = 0; i < c.n_zero + c.n_nonneg; ++i)
+      if (i < c.n_zero || !(u[i] > -tol)) rows.push_back(i), on_boundary.push_back(false);
+    for (int q = 0; q < c.n_soc; ++q) {
+      const int r0 = c.soc_begin() + 3 * q;
+      const double nz = std::hypot(u[r0 + 1], u[r0 + 2]);
+      if (nz <= u[r0]) continue;
+      const bool bd = !(nz <= -u[r0]);
+      boundary += bd;
+      for (int a = 0; a < 3; ++a) rows.push_back(r0 + a), on_boundary.push_back(bd);
+    }
     const int kk = int(rows.size()), N = n + kk;
     Mat K = Mat::Zero(N, N);
     Eigen::VectorXd r(N);
     K.topLeftCorner(n, n) = P;
     for (int i = 0; i < n; ++i) r[i] = gx[size_t(k) * n + i];
+    const Mat DmI = D - Mat::Identity(m, m);
     for (int a = 0; a < kk; ++a) {
       K.block(0, n + a, n, 1) = Ak.row(rows[a]).transpose();
-      K.block(n + a, 0, 1, n) = -Ak.row(rows[a]);
-      r[n + a] = -gy[size_t(k) * m + rows[a]];
+      if (!on_boundary[a]) {
+        K.block(n + a, 0, 1, n) = -Ak.row(rows[a]);
+        r[n + a] = -gyk[rows[a]];
+        continue;
+      }
+      K.block(n + a, 0, 1, n) = DmI.row(rows[a]) * Ak;
+      for (int bb = 0; bb < kk; ++bb) K(n + a, n + bb) = D(rows[a], rows[bb]);
+      r[n + a] = DmI.row(rows[a]).dot(gyk);
     }
     Eigen::JacobiSVD<Mat> svd(K, Eigen::ComputeThinU | Eigen::ComputeThinV);
     svd.setThreshold(1e-10);
@@ -235,6 +254,19 @@ TEST(QpAdjoint, DegenerateProblemsGetTheReducedSystemsMinimumNormSolution) {
     EXPECT_LT(largest, 1e4) << "problem " << k;
   }
   EXPECT_EQ(singular, info.least_squares);
+  if (c.n_soc > 0) {
+    EXPECT_GT(boundary, B) << "the exact-cone batch is meant to have cones on their boundary";
+  }
+}
+
+TEST(QpAdjoint, DegenerateProblemsGetTheReducedSystemsMinimumNormSolution) {
+  check_minimum_norm(FrictionModel::kOctagon);  // nonnegative rows only
+}
+
+// the same with the exact friction cones, many of them on their boundary (their
+// projection derivative's eigen-directions in the null-space solve)
+TEST(QpAdjoint, DegenerateConeProblemsGetTheMinimumNormSolutionToo) {
+  check_minimum_norm(FrictionModel::kCone);
 }
 
 // x and y of the batch solved at a tight tolerance

@@ -216,20 +216,84 @@ int one_problem(const QpAdjointBatch<T>& in, const QpAdjointOut<T>& out, int k, 
   }
 
   bool least_squares = false;
-  bool any_boundary = false;
-  for (const Group& g : w.groups) any_boundary = any_boundary || g.boundary;
   bool done = false;
-  if ((gx || gy) && !any_boundary) {  // D = 0 on every group's rows: the null-space solve
-    const int k = N - n;
+  if (gx || gy) {
+    // the null-space solve (solve_null_space) on the system's symmetric form. A
+    // cone on its boundary enters through its projection derivative's eigen-
+    // directions (D = V diag(0, 1, (1 + r)/2) V', v0 = (1, -w)/√2, v1 = (1, w)/√2,
+    // v2 = (0, w⊥)): in μ = V'lu_c its rows read (λ - 1) v'A_c lx + λ μ =
+    // (λ - 1) v'gy, so v0 is an active row (a = v0'A_c), v1 has μ = 0, and v2's μ =
+    // c (a2 lx - v2'gy) with c = (1 - λ)/λ, which adds c a2'a2 to P and c a2' v2'gy
+    // to the first right side. lx being unique there (solve_null_space's
+    // condition), the minimum-norm solution is the one with μ0 minimum-norm.
+    int kr = 0;
+    for (const Group& g : w.groups) kr += g.boundary ? 1 : g.rows;
     w.Pm = w.K.topLeftCorner(n, n);
-    w.Am = w.K.topRightCorner(n, k).transpose();
+    w.Am.resize(kr, n);
+    Vec r1 = w.r.head(n), r2(kr);
+    struct Dir {
+      double v0[3], v2[3], c, a2y;
+    };
+    std::vector<Dir> dirs;
+    int row = 0;
+    for (const Group& g : w.groups) {
+      if (!g.boundary) {
+        for (int a = 0; a < g.rows; ++a, ++row) {
+          for (int j = 0; j < n; ++j) w.Am(row, j) = double(A[size_t(g.row + a) * n + j]);
+          r2[row] = gy ? -double(gy[g.row + a]) : 0.0;
+        }
+        continue;
+      }
+      const double* uc = &w.u[g.row];
+      const double nz = std::hypot(uc[1], uc[2]);
+      const double wv[2] = {uc[1] / nz, uc[2] / nz};
+      const double lam = 0.5 * (1 + uc[0] / nz);
+      const double h = std::sqrt(0.5);
+      Dir d{{h, -h * wv[0], -h * wv[1]}, {0.0, -wv[1], wv[0]}, (1 - lam) / lam, 0.0};
+      Vec a2 = Vec::Zero(n);
+      double gy0 = 0, gy2 = 0;
+      for (int bb = 0; bb < 3; ++bb) {
+        const T* Ar = &A[size_t(g.row + bb) * n];
+        for (int j = 0; j < n; ++j) {
+          w.Am(row, j) = (bb == 0 ? 0.0 : w.Am(row, j)) + d.v0[bb] * double(Ar[j]);
+          a2[j] += d.v2[bb] * double(Ar[j]);
+        }
+        if (gy) {
+          gy0 += d.v0[bb] * double(gy[g.row + bb]);
+          gy2 += d.v2[bb] * double(gy[g.row + bb]);
+        }
+      }
+      r2[row] = -gy0;
+      w.Pm.noalias() += d.c * a2 * a2.transpose();
+      r1 += (d.c * gy2) * a2;
+      d.a2y = gy2;
+      dirs.push_back(d);
+      ++row;
+    }
     Vec lx, lu;
     int rank = 0;
-    if (solve_null_space(w.Pm, w.Am, w.r.head(n), w.r.tail(k), lx, lu, rank)) {
+    if (solve_null_space(w.Pm, w.Am, r1, r2, lx, lu, rank)) {
       w.z.resize(N);
       w.z.head(n) = lx;
-      w.z.tail(k) = lu;
-      least_squares = rank < k;
+      int gc = n, r = 0, bi = 0;
+      for (const Group& g : w.groups) {
+        if (!g.boundary) {
+          for (int a = 0; a < g.rows; ++a) w.z[gc + a] = lu[r++];
+        } else {
+          const Dir& d = dirs[size_t(bi++)];
+          double a2lx = 0;
+          for (int bb = 0; bb < 3; ++bb) {
+            const T* Ar = &A[size_t(g.row + bb) * n];
+            double t = 0;
+            for (int j = 0; j < n; ++j) t += double(Ar[j]) * lx[j];
+            a2lx += d.v2[bb] * t;
+          }
+          const double mu0 = lu[r++], mu2 = d.c * (a2lx - d.a2y);
+          for (int bb = 0; bb < 3; ++bb) w.z[gc + bb] = d.v0[bb] * mu0 + d.v2[bb] * mu2;
+        }
+        gc += g.rows;
+      }
+      least_squares = rank < kr;
       done = true;
     }
   }

@@ -25,10 +25,11 @@
 // variables, as the contact QPs' unused contacts do). Where the reduced system is
 // still singular or nearly so (directions below 1e-10 of its largest), its
 // minimum-norm least-squares solution is used (as torch.linalg.lstsq's gelsd
-// would), and the problem is counted: where no cone is on its boundary, by a
-// null-space solve (a rank-revealing QR of the active rows, then P on their null
-// space; O(n k²) for k active rows), else a complete orthogonal decomposition of
-// the whole. (A plain LU of a singular system returns one of its solutions, of
+// would), and the problem is counted: by a null-space solve (a rank-revealing QR
+// of the active rows, then P on their null space; O(n k²) for k active rows; a cone
+// on its boundary enters by its projection derivative's eigen-directions), or,
+// where P is not definite on that null space, a complete orthogonal decomposition
+// of the whole. (A plain LU of a singular system returns one of its solutions, of
 // any size along the null space: 1e37 was seen on the octagon loss QPs.)
 //
 // The work runs in double whatever T is; problems are independent, so the result
