@@ -350,7 +350,7 @@ TEST(BoundsForm, BadRowsAreRefusedByName) {
   EXPECT_EQ(err({0, 0}, {1, 1}), "");
   EXPECT_NE(err({0, 2}, {1, 1}).find("f.npz: l > u at problem 1, row 0: 2 > 1"), std::string::npos);
   EXPECT_NE(err({0, NAN}, {1, 1}).find("f.npz: l is NaN at problem 1, row 0"), std::string::npos);
-  EXPECT_NE(err({0, 0}, {1, kInf}).find("row 0 is two bounds in problem 0 but a lower bound in problem 1"),
+  EXPECT_NE(err({0, 0}, {1, kInf}).find("row 0: two bounds in problem 0 but a lower bound in problem 1"),
             std::string::npos);
   EXPECT_NE(err({kInf, kInf}, {kInf, kInf}).find("l is +inf at problem 0, row 0"), std::string::npos);
   EXPECT_NE(err({-kInf, -kInf}, {-kInf, -kInf}).find("u is -inf at problem 0, row 0"), std::string::npos);

@@ -43,6 +43,17 @@ struct ConicBatch {
   RowMap rows;
 };
 
+// The rows alone (what conic_from_bounds does to A, l and u; the Python package's
+// solve_qp_batch_osqp uses it too): A (size, m, n) and l, u (size, m) dense
+// row-major in, the conic A (size, mc, n), b (size, mc), the cones and the map out.
+struct ConicRows {
+  ConeSpec cones;
+  std::vector<double> A, b;
+  RowMap rows;
+};
+ConicRows conic_rows_from_bounds(int size, int n, int m, const double* A, const double* l, const double* u,
+                                 const std::string& what);
+
 // Throws Error naming the array, the problem and the row: a wrong size, a NaN,
 // l > u, l = +inf or u = −inf (no x satisfies it), a row whose kind differs
 // between problems. `what` prefixes every message (e.g. the file's name).

@@ -239,26 +239,13 @@ def solve_qp_batch_osqp(P, q, A, l, u, **options) -> QpResult:
         if _np.isnan(v).any():
             k, i = _np.argwhere(_np.isnan(v))[0]
             raise ValueError(f"{name}: NaN at problem {k}, row {i}")
-    bad = _np.argwhere(l > u)
-    if bad.size:
-        k, i = bad[0]
-        raise ValueError(f"l > u at problem {k}, row {i}: {l[k, i]} > {u[k, i]} (no x satisfies it)")
-    # each row's kind: 0 equality, 1 upper only, 2 lower only, 3 both, 4 free
-    lo, up = _np.isfinite(l), _np.isfinite(u)
-    kind = _np.where(lo & up & (l == u), 0, _np.where(up & ~lo, 1, _np.where(lo & ~up, 2, _np.where(lo & up, 3, 4))))
-    names = ("an equality", "an upper bound", "a lower bound", "two bounds", "free")
-    for i in range(m):
-        diff = _np.flatnonzero(kind[:, i] != kind[0, i])
-        if diff.size:
-            k = int(diff[0])
-            raise ValueError(f"row {i}: {names[kind[0, i]]} in problem 0 but {names[kind[k, i]]} in problem {k}; "
-                             "every problem of a batch must have the same kind of row")
-    rk = kind[0]
-    eq, upper, lower = _np.flatnonzero(rk == 0), _np.flatnonzero((rk == 1) | (rk == 3)), \
-        _np.flatnonzero((rk == 2) | (rk == 3))
-    Ac = _np.concatenate([A[:, eq], A[:, upper], -A[:, lower]], axis=1)
-    bc = _np.concatenate([u[:, eq], u[:, upper], -l[:, lower]], axis=1).astype(dtype)
-    res = solve_qp_batch(P, q, Ac, bc, (len(eq), len(upper) + len(lower), 0), **options)
+    # the conic rows, as solve-batch --form osqp makes them (host/batch/qp_forms.h):
+    # each row's kind checked (l > u, NaN, a kind that differs between problems, named)
+    c = _impulse.osqp_rows(_np.ascontiguousarray(A, dtype=_np.float64), _np.ascontiguousarray(l),
+                           _np.ascontiguousarray(u))
+    eq, upper, lower = c["equality"], c["upper"], c["lower"]
+    res = solve_qp_batch(P, q, c["A"].astype(dtype, copy=False), c["b"].astype(dtype, copy=False), c["cones"],
+                         **options)
     yc = res.y
     y = _np.zeros((B, m), dtype=yc.dtype)
     y[:, eq] = yc[:, :len(eq)]

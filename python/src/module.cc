@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "host/batch/qp_batch.h"
+#include "host/batch/qp_forms.h"
 #include "host/diff/qp_adjoint.h"
 #include "kernels/qp_kernels.h"
 #include "solvers/error.h"
@@ -342,6 +343,32 @@ NB_MODULE(_impulse, m) {
       nb::arg("y").noconvert(), nb::arg("gx").none(), nb::arg("gy").none(), nb::arg("gv").none(), nb::arg("cones"), \
       nb::arg("eps"), nb::arg("threads"), nb::arg("gP").none(), nb::arg("gq").none(), nb::arg("gA").none(),        \
       nb::arg("gb").none()
+  // OSQP's two-sided rows as conic rows (host/batch/qp_forms.h, as solve-batch --form osqp)
+  m.def(
+      "osqp_rows",
+      [](const In<double>& A, const In<double>& l, const In<double>& u) {
+        if (A.ndim() != 3 || l.ndim() != 2 || u.ndim() != 2) throw nb::value_error("A, l, u: (B, m, n), (B, m), (B, m)");
+        const int B = int(A.shape(0)), m = int(A.shape(1)), n = int(A.shape(2));
+        if (int(l.shape(0)) != B || int(l.shape(1)) != m || int(u.shape(0)) != B || int(u.shape(1)) != m)
+          throw nb::value_error("l, u: expected (B, m) as A's rows");
+        impulse::ConicRows c = [&] {
+          nb::gil_scoped_release release;
+          return impulse::conic_rows_from_bounds(B, n, m, A.data(), l.data(), u.data(), "solve_qp_batch_osqp");
+        }();
+        const size_t mc = size_t(c.cones.rows());
+        nb::dict r;
+        r["A"] = out(std::move(c.A), {size_t(B), mc, size_t(n)});
+        r["b"] = out(std::move(c.b), {size_t(B), mc});
+        r["cones"] = nb::make_tuple(c.cones.n_zero, c.cones.n_nonneg, c.cones.n_soc);
+        auto ints = [](const std::vector<int>& v) {
+          return out(std::vector<int64_t>(v.begin(), v.end()), {v.size()});
+        };
+        r["equality"] = ints(c.rows.equality);
+        r["upper"] = ints(c.rows.upper);
+        r["lower"] = ints(c.rows.lower);
+        return r;
+      },
+      nb::arg("A").noconvert(), nb::arg("l").noconvert(), nb::arg("u").noconvert());
   m.def("adjoint_double", &adjoint<double>, IMPULSE_ADJOINT_ARGS);
   m.def("adjoint_float", &adjoint<float>, IMPULSE_ADJOINT_ARGS);
 #undef IMPULSE_ADJOINT_ARGS
