@@ -67,7 +67,8 @@ def _report(path):
         pass  # not run by impulse (a stale variable): nobody to tell
 
 
-def _finite(values):
+def finite(values):
+    """the values that are finite numbers, as floats (others skipped)"""
     out = []
     for v in values:
         try:
@@ -93,7 +94,7 @@ def describe(fig):
             label = ln.get_label()
             if not label or label.startswith("_"):
                 continue
-            xs = _finite(ln.get_xdata())
+            xs = finite(ln.get_xdata())
             lines.append({"label": label, "points": len(ln.get_xdata()),
                           "x": [min(xs), max(xs)] if xs else []})
         axes.append({"title": ax.get_title(), "xlabel": ax.get_xlabel(), "ylabel": ax.get_ylabel(),

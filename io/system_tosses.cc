@@ -269,8 +269,7 @@ SystemTossSet load_any(const std::string& path, int expected_width, double dt) {
 }  // namespace
 
 SystemTossSet load_system_tosses(const std::string& path, int expected_width, double dt) {
-  if (!(dt >= 0) || !std::isfinite(dt))
-    throw Error(path + ": the time step given is " + std::to_string(dt) + ", expected > 0 (or 0: the data's own)");
+  toss_detail::check_time_step(dt, path);
   SystemTossSet set = load_any(path, expected_width, dt);
   if (dt > 0) set.dt = dt;
   return set;

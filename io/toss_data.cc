@@ -448,6 +448,20 @@ class PickleReader {
   std::map<uint32_t, PyPtr> memo_;
 };
 
+// out.size() little-endian values of elem bytes each (8: float64; 4: float32,
+// widened exactly) from src
+void read_values(const uint8_t* src, size_t elem, std::vector<double>& out) {
+  if (elem == 8) {
+    std::memcpy(out.data(), src, 8 * out.size());
+    return;
+  }
+  for (size_t i = 0; i < out.size(); ++i) {
+    float f;
+    std::memcpy(&f, src + 4 * i, 4);
+    out[i] = f;
+  }
+}
+
 // what _rebuild_tensor_v2's arguments say about one tensor
 struct TensorRef {
   std::string storage_type;  // e.g. "DoubleStorage"
@@ -846,15 +860,7 @@ Toss read_contactnets_file(const fs::path& file, const Experiment& ex) {
   if (T < 2)
     throw Error(label + ": toss has " + std::to_string(T) + " row(s), expected at least 2");
   std::vector<double> x(static_cast<size_t>(n));
-  if (elem == 8) {
-    std::memcpy(x.data(), &b[count_at + 8], 8 * x.size());
-  } else {  // float32, widened
-    for (size_t i = 0; i < x.size(); ++i) {
-      float f;
-      std::memcpy(&f, &b[count_at + 8 + 4 * i], 4);
-      x[i] = f;
-    }
-  }
+  read_values(&b[count_at + 8], elem, x);
   check_contactnets_values(x.data(), T, ex.meta.dt, label);
   const double L = ex.length_unit;
   Toss toss;
@@ -931,15 +937,7 @@ toss_detail::PtMatrix read_pt_zip_matrix_impl(const std::vector<uint8_t>& b,
   m.rows = T;
   m.cols = W;
   m.values.resize(static_cast<size_t>(T * W));
-  if (elem == 8) {
-    std::memcpy(m.values.data(), st->data.data() + 8 * t.offset, 8 * m.values.size());
-  } else {  // float32, widened
-    for (size_t i = 0; i < m.values.size(); ++i) {
-      float f;
-      std::memcpy(&f, st->data.data() + 4 * (size_t(t.offset) + i), 4);
-      m.values[i] = f;
-    }
-  }
+  read_values(st->data.data() + elem * size_t(t.offset), elem, m.values);
   return m;
 }
 
@@ -1117,11 +1115,15 @@ std::vector<int64_t> read_offsets(const NpyArray& o, int64_t rows, const std::st
   return off;
 }
 
+void check_time_step(double dt, const std::string& path) {
+  if (!(dt >= 0) || !std::isfinite(dt))
+    throw Error(path + ": the time step given is " + fmt(dt) + ", expected > 0 (or 0: the data's own)");
+}
+
 }  // namespace toss_detail
 
 TossSet load_tosses(const std::string& path, double dt) {
-  if (!(dt >= 0) || !std::isfinite(dt))
-    throw Error(path + ": the time step given is " + fmt(dt) + ", expected > 0 (or 0: the data's own)");
+  toss_detail::check_time_step(dt, path);
   std::error_code ec;
   const fs::path p(path);
   const fs::file_status status = fs::status(p, ec);

@@ -151,6 +151,10 @@ struct PtMatrix {
 PtMatrix read_pt_zip_matrix(const std::vector<uint8_t>& bytes, const std::string& label,
                             int64_t cols);
 
+// A time step given to a reader (load_tosses' dt): 0 (the data's own) or finite
+// and > 0; throws "PATH: the time step given is X, ..." otherwise.
+void check_time_step(double dt, const std::string& path);
+
 }  // namespace toss_detail
 
 }  // namespace impulse

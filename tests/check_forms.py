@@ -21,49 +21,13 @@ import sys
 import tempfile
 import zipfile
 
-HS21 = """NAME          HS21
-ROWS
- N  OBJ
- G  R1
-COLUMNS
-    X1        R1        10.0
-    X2        R1        -1.0
-RHS
-    RHS       OBJ       100.0
-    RHS       R1        10.0
-BOUNDS
- LO BND       X1        2.0
- UP BND       X1        50.0
- LO BND       X2        -50.0
- UP BND       X2        50.0
-QUADOBJ
-    X1        X1        0.02
-    X2        X2        2.0
-ENDATA
-"""
-
-FIRST_QP = """NAME first_qp
-ROWS
-N obj
-L c0
-L c1
-COLUMNS
-x0 c0 1
-x0 c1 -1
-x1 obj -32
-x1 c0 1
-x1 c1 2
-RHS
-rhs obj -64
-rhs c0 7
-rhs c1 4
-BOUNDS
-UP BND x1 4
-QMATRIX
-x0 x0 2
-x1 x1 8
-ENDATA
-"""
+# two QPS files whose optima are derived by hand (tests/qps/; test_qp_forms.cc reads them too):
+# HS21 (fixed format) at x = (2, 0), -99.96; the free-format QMATRIX example at (2, 3), 8
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+with open(os.path.join(ROOT, "tests", "qps", "hs21.qps")) as _f:
+    HS21 = _f.read()
+with open(os.path.join(ROOT, "tests", "qps", "first_qp.qps")) as _f:
+    FIRST_QP = _f.read()
 
 
 def npy_bytes(shape, values):

@@ -37,6 +37,9 @@ std::string write_text(const std::string& name, const std::string& text) {
   return path;
 }
 
+// a QPS file of tests/qps/ (tests/check_forms.py reads the same ones)
+std::string fixture(const std::string& name) { return std::string(IMPULSE_SOURCE_DIR) + "/tests/qps/" + name; }
+
 // the message read_qps throws for this text ("" when it reads)
 std::string qps_error(const std::string& name, const std::string& text) {
   try {
@@ -134,26 +137,7 @@ ENDATA
 // lower bound of x1 holds with multiplier −0.04 (OSQP's sign: a lower bound
 // binding is negative; P x + q + Aᵀy = 0 gives 0.02·2 + y = 0).
 TEST(Qps, Hs21SolvesToItsKnownOptimum) {
-  const std::string path = write_text("hs21", R"(NAME          HS21
-ROWS
- N  OBJ
- G  R1
-COLUMNS
-    X1        R1        10.0
-    X2        R1        -1.0
-RHS
-    RHS       OBJ       100.0
-    RHS       R1        10.0
-BOUNDS
- LO BND       X1        2.0
- UP BND       X1        50.0
- LO BND       X2        -50.0
- UP BND       X2        50.0
-QUADOBJ
-    X1        X1        0.02
-    X2        X2        2.0
-ENDATA
-)");
+  const std::string path = fixture("hs21.qps");
   const QpsAsBounds q = read_qps_problem(path);
   EXPECT_EQ(q.name, "HS21");
   EXPECT_EQ(q.constant, -100.0);
@@ -178,28 +162,7 @@ ENDATA
 // column 1): min x² + 4(y − 4)² s.t. x + y ≤ 7, −x + 2y ≤ 4, x, y ≥ 0, y ≤ 4.
 // On −x + 2y = 4 the objective is x² + (x − 4)², least at x = 2: (2, 3), 8.
 TEST(Qps, FreeFormatQmatrixExample) {
-  const std::string path = write_text("first_qp", R"(NAME first_qp
-ROWS
-N obj
-L c0
-L c1
-COLUMNS
-x0 c0 1
-x0 c1 -1
-x1 obj -32
-x1 c0 1
-x1 c1 2
-RHS
-rhs obj -64
-rhs c0 7
-rhs c1 4
-BOUNDS
-UP BND x1 4
-QMATRIX
-x0 x0 2
-x1 x1 8
-ENDATA
-)");
+  const std::string path = fixture("first_qp.qps");
   const QpsAsBounds q = read_qps_problem(path);
   EXPECT_EQ(q.constant, 64.0);
   const QpSolutions<double> sol = solve(conic_from_bounds(q.qps, path).batch);

@@ -107,6 +107,12 @@ void put_f64(Bytes& b, double v) {
   std::memcpy(x, &v, 8);
   b.insert(b.end(), x, x + 8);
 }
+void put_f32(Bytes& b, double v) {  // v rounded to float32, as a float tensor stores it
+  const float f = static_cast<float>(v);
+  uint8_t x[4];
+  std::memcpy(x, &f, 4);
+  b.insert(b.end(), x, x + 4);
+}
 
 // ---- a pickle writer (protocol 2, the opcodes torch.save emits) -------------------
 
@@ -225,16 +231,7 @@ Bytes legacy_file(const std::vector<double>& values, const LegacyOptions& o = {}
     put(b, "\x80\x02ctorch\n" + o.storage_type + "\n.");
   }
   put_i64(b, n);
-  for (double v : values) {
-    if (!o.float32) {
-      put_f64(b, v);
-      continue;
-    }
-    const float f = static_cast<float>(v);
-    uint8_t x[4];
-    std::memcpy(x, &f, 4);
-    b.insert(b.end(), x, x + 4);
-  }
+  for (double v : values) o.float32 ? put_f32(b, v) : put_f64(b, v);
   return b;
 }
 
@@ -300,16 +297,7 @@ void write_cn_folder(const std::string& dir, bool with_experiment = true) {
 // a torch.save zip archive of one tensor whose storage holds the given values
 Bytes ccn_file(const std::vector<double>& storage, const TensorPickle& t) {
   Bytes data;
-  for (double v : storage) {
-    if (t.storage_type != "FloatStorage") {
-      put_f64(data, v);
-      continue;
-    }
-    const float f = static_cast<float>(v);  // a float32 tensor's storage
-    uint8_t x[4];
-    std::memcpy(x, &f, 4);
-    data.insert(data.end(), x, x + 4);
-  }
+  for (double v : storage) t.storage_type == "FloatStorage" ? put_f32(data, v) : put_f64(data, v);
   std::vector<impulse::ZipEntry> e;
   e.push_back({"toss/data.pkl", tensor_pickle(t)});
   e.push_back({"toss/byteorder", Bytes{'l', 'i', 't', 't', 'l', 'e'}});

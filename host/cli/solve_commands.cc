@@ -42,7 +42,6 @@ struct Solved {
   QpSolutions<T> sol;
   double seconds = 0;
   std::string where;  // the backend, in words
-  int n = 0, m = 0;   // the solved batch's (the conic form's m)
 };
 
 // solves a conic batch with the command's settings (a warm start from the file when it has one)
@@ -63,8 +62,6 @@ Solved<T> solve(const SolveArgs& a, const QpBatch<double>& b64, const QpFile* wa
   opt.lanes = a.lanes == "on";
   opt.device_layout = cuda::parse_device_layout(a.layout);
   Solved<T> r;
-  r.n = batch.n;
-  r.m = batch.m();
   if (warm && warm->has_warm_start) {
     r.sol.resize(batch.size, batch.n, batch.m());
     r.sol.x.assign(warm->x0.begin(), warm->x0.end());
@@ -100,8 +97,8 @@ int report(const SolveArgs& a, const Solved<T>& r) {
     j["command"] = "solve-batch";
     j["form"] = a.form;
     j["problems"] = B;
-    j["n"] = r.n;
-    j["m"] = r.m;
+    j["n"] = sol.n;
+    j["m"] = sol.m;
     j["backend"] = r.where;
     j["precision"] = a.precision;
     j["seconds"] = r.seconds;
@@ -119,7 +116,7 @@ int report(const SolveArgs& a, const Solved<T>& r) {
     return code;
   }
   std::printf("finished %d problems (n=%d, m=%d) on %s in %.3f s: %.0f problems/s, mean %.1f iterations\n",
-              B, r.n, r.m, r.where.c_str(), r.seconds, B / r.seconds, double(iters) / B);
+              B, sol.n, sol.m, r.where.c_str(), r.seconds, B / r.seconds, double(iters) / B);
   std::printf("status: solved %d, solved_inaccurate %d, max_iterations %d, primal_infeasible %d, "
               "dual_infeasible %d, invalid_input %d, numerical_error %d\n",
               sol.count(SolveStatus::kSolved), sol.count(SolveStatus::kSolvedInaccurate),
@@ -142,8 +139,7 @@ int run_solve_osqp(const SolveArgs& a) {
   const ConicBatch c = conic_from_bounds(read_bounded_file(a.in), a.in);
   Solved<T> r = solve<T>(a, c.batch);
   r.sol.y = bounds_multipliers(c.rows, r.sol.size, r.sol.y);
-  r.sol.m = c.rows.m;
-  r.m = c.rows.m;
+  r.sol.m = c.rows.m;  // y in the file's rows
   write_solution_file(a.out, r.sol);
   return report(a, r);
 }
@@ -168,7 +164,6 @@ SolveStatus solve_qps_file(const SolveArgs& a, const std::string& in, const std:
   for (size_t k = 0; k < p.bound_vars.size(); ++k) y_bounds[size_t(p.bound_vars[k])] = double(y[size_t(mr) + k]);
   r.sol.y.assign(y.begin(), y.begin() + mr);
   r.sol.m = mr;
-  r.m = mr;
   r.sol.objective[0] += static_cast<T>(p.constant);
   r.sol.value[0] += static_cast<T>(p.constant);
   NpzArchive ar = solution_arrays(r.sol);

@@ -177,43 +177,46 @@ int one_problem(const QpAdjointBatch<T>& in, const QpAdjointOut<T>& out, int k, 
   const int N = n + extra;
   unknowns = N;
 
-  // J' restricted to (lx, lu of the groups): [P  A_G'; (D - I) A_G  D_G]
-  w.K.setZero(N, N);
-  w.r.setZero(N);
-  for (int i = 0; i < n; ++i) {
-    for (int j = 0; j < n; ++j) w.K(i, j) = double(P[size_t(i) * n + j]);
-    w.r[i] = gx ? double(gx[i]) : 0.0;
-  }
-  int col = n;
-  for (const Group& g : w.groups) {
-    for (int a = 0; a < g.rows; ++a) {
-      const int row = g.row + a, eq = col + a;
-      for (int j = 0; j < n; ++j) {
-        const double Aij = double(A[size_t(row) * n + j]);
-        w.K(j, eq) = Aij;  // A_G' in the first block row
-        if (!g.boundary) w.K(eq, j) = -Aij;  // (D - I) A with D = 0
-      }
-      if (g.boundary) {
-        for (int j = 0; j < n; ++j) {
-          double v = 0;
-          for (int bb = 0; bb < 3; ++bb)
-            v += (g.D[a][bb] - (a == bb ? 1.0 : 0.0)) * double(A[size_t(g.row + bb) * n + j]);
-          w.K(eq, j) = v;
-        }
-        for (int bb = 0; bb < 3; ++bb) w.K(eq, col + bb) = g.D[a][bb];
-      }
-      // the right side's second block: (D - I) gy on the group's rows
-      double rr = 0;
-      if (gy) {
-        if (g.boundary)
-          for (int bb = 0; bb < 3; ++bb) rr += (g.D[a][bb] - (a == bb ? 1.0 : 0.0)) * double(gy[g.row + bb]);
-        else
-          rr = -double(gy[row]);
-      }
-      w.r[eq] = rr;
+  // the whole reduced system, J' restricted to (lx, lu of the groups):
+  // [P  A_G'; (D - I) A_G  D_G], for the factorizations when the null-space solve does not apply
+  const auto assemble_whole = [&] {
+    w.K.setZero(N, N);
+    w.r.setZero(N);
+    for (int i = 0; i < n; ++i) {
+      for (int j = 0; j < n; ++j) w.K(i, j) = double(P[size_t(i) * n + j]);
+      w.r[i] = gx ? double(gx[i]) : 0.0;
     }
-    col += g.rows;
-  }
+    int col = n;
+    for (const Group& g : w.groups) {
+      for (int a = 0; a < g.rows; ++a) {
+        const int row = g.row + a, eq = col + a;
+        for (int j = 0; j < n; ++j) {
+          const double Aij = double(A[size_t(row) * n + j]);
+          w.K(j, eq) = Aij;  // A_G' in the first block row
+          if (!g.boundary) w.K(eq, j) = -Aij;  // (D - I) A with D = 0
+        }
+        if (g.boundary) {
+          for (int j = 0; j < n; ++j) {
+            double v = 0;
+            for (int bb = 0; bb < 3; ++bb)
+              v += (g.D[a][bb] - (a == bb ? 1.0 : 0.0)) * double(A[size_t(g.row + bb) * n + j]);
+            w.K(eq, j) = v;
+          }
+          for (int bb = 0; bb < 3; ++bb) w.K(eq, col + bb) = g.D[a][bb];
+        }
+        // the right side's second block: (D - I) gy on the group's rows
+        double rr = 0;
+        if (gy) {
+          if (g.boundary)
+            for (int bb = 0; bb < 3; ++bb) rr += (g.D[a][bb] - (a == bb ? 1.0 : 0.0)) * double(gy[g.row + bb]);
+          else
+            rr = -double(gy[row]);
+        }
+        w.r[eq] = rr;
+      }
+      col += g.rows;
+    }
+  };
 
   bool least_squares = false;
   bool done = false;
@@ -228,9 +231,12 @@ int one_problem(const QpAdjointBatch<T>& in, const QpAdjointOut<T>& out, int k, 
     // condition), the minimum-norm solution is the one with μ0 minimum-norm.
     int kr = 0;
     for (const Group& g : w.groups) kr += g.boundary ? 1 : g.rows;
-    w.Pm = w.K.topLeftCorner(n, n);
+    w.Pm.resize(n, n);
+    for (int i = 0; i < n; ++i)
+      for (int j = 0; j < n; ++j) w.Pm(i, j) = double(P[size_t(i) * n + j]);
     w.Am.resize(kr, n);
-    Vec r1 = w.r.head(n), r2(kr);
+    Vec r1(n), r2(kr);
+    for (int i = 0; i < n; ++i) r1[i] = gx ? double(gx[i]) : 0.0;
     struct Dir {
       double v0[3], v2[3], c, a2y;
     };
@@ -252,10 +258,11 @@ int one_problem(const QpAdjointBatch<T>& in, const QpAdjointOut<T>& out, int k, 
       Dir d{{h, -h * wv[0], -h * wv[1]}, {0.0, -wv[1], wv[0]}, (1 - lam) / lam, 0.0};
       Vec a2 = Vec::Zero(n);
       double gy0 = 0, gy2 = 0;
+      w.Am.row(row).setZero();
       for (int bb = 0; bb < 3; ++bb) {
         const T* Ar = &A[size_t(g.row + bb) * n];
         for (int j = 0; j < n; ++j) {
-          w.Am(row, j) = (bb == 0 ? 0.0 : w.Am(row, j)) + d.v0[bb] * double(Ar[j]);
+          w.Am(row, j) += d.v0[bb] * double(Ar[j]);
           a2[j] += d.v2[bb] * double(Ar[j]);
         }
         if (gy) {
@@ -297,8 +304,8 @@ int one_problem(const QpAdjointBatch<T>& in, const QpAdjointOut<T>& out, int k, 
       done = true;
     }
   }
-  if (done) {
-  } else if (gx || gy) {
+  if (!done && (gx || gy)) {
+    assemble_whole();
     // LU where the system is well conditioned; where it is singular or nearly so
     // (a degenerate solution: more rows at their bound than the variables fix, or
     // P singular on the active rows' null space) LU's answer is a solution of
@@ -317,12 +324,12 @@ int one_problem(const QpAdjointBatch<T>& in, const QpAdjointOut<T>& out, int k, 
       w.z = cod.solve(w.r);
       least_squares = true;
     }
-  } else {
+  } else if (!done) {  // no gradient of x or y: only the value's terms
     w.z.setZero(N);
   }
   // lu on every row (0 where D = 1)
   w.lu.setZero(m);
-  col = n;
+  int col = n;
   for (const Group& g : w.groups) {
     for (int a = 0; a < g.rows; ++a) w.lu[g.row + a] = w.z[col + a];
     col += g.rows;

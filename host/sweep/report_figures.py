@@ -247,7 +247,7 @@ def curve_panel(ax, method, runs, kind):
     ax.set_title(f"{name}: {what}" + ("" if single else f", {len(runs)} runs"), fontsize=10)
     ax.grid(True, alpha=0.3)
     ys = [v for line in ax.get_lines() if not line.get_label().startswith("best epoch ")
-          for v in _finite(line.get_ydata())]
+          for v in figure_files.finite(line.get_ydata())]
     if ys and min(ys) > 0:
         ax.set_yscale("log")
         plain = matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}")
@@ -255,18 +255,6 @@ def curve_panel(ax, method, runs, kind):
         # minor labels only within a decade (beyond it they crowd the axis)
         ax.yaxis.set_minor_formatter(plain if max(ys) <= 10 * min(ys) else matplotlib.ticker.NullFormatter())
         ax.tick_params(axis="y", which="both", labelsize=8)
-
-
-def _finite(values):
-    out = []
-    for v in values:
-        try:
-            f = float(v)
-        except (TypeError, ValueError):
-            continue
-        if not math.isnan(f) and not math.isinf(f):
-            out.append(f)
-    return out
 
 
 def training_curves(man):
@@ -386,7 +374,7 @@ def rollout_figure(ro):
         ax.set_xlabel("t (s)")
     tail = ""
     if err and rerr:
-        pe, re_ = _finite(err), _finite(rerr)
+        pe, re_ = figure_files.finite(err), figure_files.finite(rerr)
         if pe and re_:
             tail = f" (mean over the steps: position {sum(pe) / len(pe):.3g} m, rotation {sum(re_) / len(re_):.3g} deg)"
     fig.suptitle(f"rollout from the first state: {ro['label']}{tail}", fontsize=10)

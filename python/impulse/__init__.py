@@ -236,11 +236,8 @@ def solve_qp_batch_osqp(P, q, A, l, u, **options) -> QpResult:
     for name, v in (("l", l), ("u", u)):
         if v.shape != (B, m):
             raise ValueError(f"{name}: expected shape {(B, m)} (B, m) as A's rows, got {v.shape}")
-        if _np.isnan(v).any():
-            k, i = _np.argwhere(_np.isnan(v))[0]
-            raise ValueError(f"{name}: NaN at problem {k}, row {i}")
-    # the conic rows, as solve-batch --form osqp makes them (host/batch/qp_forms.h):
-    # each row's kind checked (l > u, NaN, a kind that differs between problems, named)
+    # the conic rows, as solve-batch --form osqp makes them (host/batch/qp_forms.h): a
+    # NaN, l > u or a row whose kind differs between problems is refused by name
     c = _impulse.osqp_rows(_np.ascontiguousarray(A, dtype=_np.float64), _np.ascontiguousarray(l),
                            _np.ascontiguousarray(u))
     eq, upper, lower = c["equality"], c["upper"], c["lower"]

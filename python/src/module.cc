@@ -43,6 +43,16 @@ void expect_size(size_t got, size_t want, const char* name) {
                               .c_str());
 }
 
+// an optional array argument: null for None, else its data, held in `held`, of
+// `want` numbers (a ValueError naming it otherwise)
+template <class Arr>
+auto optional_array(const nb::object& o, Arr& held, size_t want, const char* name) -> decltype(held.data()) {
+  if (o.is_none()) return nullptr;
+  held = nb::cast<Arr>(o);
+  expect_size(held.size(), want, name);
+  return held.data();
+}
+
 // a NumPy array that owns v's storage (moved, not copied)
 template <class T>
 nb::ndarray<nb::numpy, T> out(std::vector<T>&& v, std::initializer_list<size_t> shape) {
@@ -180,45 +190,17 @@ nb::dict adjoint(const In<T>& P, const In<T>& A, const In<T>& b, const In<T>& x,
   expect_size(b.size(), B * m, "b");
   expect_size(x.size(), B * n, "x");
   expect_size(y.size(), B * m, "y");
-  // the gradients wanted (None: not computed)
+  // the gradients wanted (None: not computed) and those given (None: zero)
   Out<T> gP, gq, gA, gb;
   impulse::QpAdjointOut<T> out;
-  if (!gP_out.is_none()) {
-    gP = nb::cast<Out<T>>(gP_out);
-    expect_size(gP.size(), B * n * n, "the gradient of P");
-    out.gP = gP.data();
-  }
-  if (!gq_out.is_none()) {
-    gq = nb::cast<Out<T>>(gq_out);
-    expect_size(gq.size(), B * n, "the gradient of q");
-    out.gq = gq.data();
-  }
-  if (!gA_out.is_none()) {
-    gA = nb::cast<Out<T>>(gA_out);
-    expect_size(gA.size(), B * m * n, "the gradient of A");
-    out.gA = gA.data();
-  }
-  if (!gb_out.is_none()) {
-    gb = nb::cast<Out<T>>(gb_out);
-    expect_size(gb.size(), B * m, "the gradient of b");
-    out.gb = gb.data();
-  }
+  out.gP = optional_array(gP_out, gP, B * n * n, "the gradient of P");
+  out.gq = optional_array(gq_out, gq, B * n, "the gradient of q");
+  out.gA = optional_array(gA_out, gA, B * m * n, "the gradient of A");
+  out.gb = optional_array(gb_out, gb, B * m, "the gradient of b");
   In<T> gxa, gya, gva;
-  if (!gx.is_none()) {
-    gxa = nb::cast<In<T>>(gx);
-    expect_size(gxa.size(), B * n, "the gradient of x");
-    in.gx = gxa.data();
-  }
-  if (!gy.is_none()) {
-    gya = nb::cast<In<T>>(gy);
-    expect_size(gya.size(), B * m, "the gradient of y");
-    in.gy = gya.data();
-  }
-  if (!gv.is_none()) {
-    gva = nb::cast<In<T>>(gv);
-    expect_size(gva.size(), B, "the gradient of the value");
-    in.gv = gva.data();
-  }
+  in.gx = optional_array(gx, gxa, B * n, "the gradient of x");
+  in.gy = optional_array(gy, gya, B * m, "the gradient of y");
+  in.gv = optional_array(gv, gva, B, "the gradient of the value");
   in.P = P.data();
   in.A = A.data();
   in.b = b.data();

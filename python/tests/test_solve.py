@@ -190,20 +190,26 @@ def test_the_package_says_its_version_and_device():
     assert impulse.STATUS_NAMES[1] == "solved" and impulse.STATUS_NAMES[7] == "invalid_input"
 
 
-def test_osqp_form_matches_the_conic_form_and_its_kkt():
-    rng = np.random.default_rng(11)
-    B, n, m = 5, 6, 8
+def osqp_batch(seed, B, n=6, m=8):
+    """B strictly convex QPs in OSQP's form with every kind of row: 0-1 upper bounds,
+    2-3 lower bounds, 4-5 both, 6 an equality, 7 free"""
+    rng = np.random.default_rng(seed)
     M = rng.standard_normal((B, n, n))
     P = M @ M.transpose(0, 2, 1) / n + 0.1 * np.eye(n)
     q = rng.standard_normal((B, n))
     A = rng.standard_normal((B, m, n))
     l = np.full((B, m), -np.inf)
     u = np.full((B, m), np.inf)
-    u[:, 0:2] = rng.uniform(-0.5, 0.5, (B, 2))            # upper bounds
-    l[:, 2:4] = rng.uniform(-0.5, 0.5, (B, 2))            # lower bounds
-    l[:, 4:6] = -0.3; u[:, 4:6] = 0.2                     # both
-    l[:, 6] = u[:, 6] = rng.uniform(-0.2, 0.2, B)         # equality
-    # row 7 free
+    u[:, 0:2] = rng.uniform(-0.5, 0.5, (B, 2))
+    l[:, 2:4] = rng.uniform(-0.5, 0.5, (B, 2))
+    l[:, 4:6] = -0.3; u[:, 4:6] = 0.2
+    l[:, 6] = u[:, 6] = rng.uniform(-0.2, 0.2, B)
+    return P, q, A, l, u
+
+
+def test_osqp_form_matches_the_conic_form_and_its_kkt():
+    B = 5
+    P, q, A, l, u = osqp_batch(11, B)
     r = impulse.solve_qp_batch_osqp(P, q, A, l, u, eps=1e-10, max_iter=100000)
     assert r.status_names == ["solved"] * B
     x, y = r.x, r.y
@@ -222,23 +228,13 @@ def test_osqp_form_matches_the_conic_form_and_its_kkt():
 
 
 def test_the_clis_osqp_form_equals_solve_qp_batch_osqp(tmp_path):
-    """solve-batch --form osqp and impulse.solve_qp_batch_osqp: the same conversion (the
-    C++ one and the NumPy one), the same solutions bit for bit, y in the file's rows"""
+    """solve-batch --form osqp and impulse.solve_qp_batch_osqp: the same conversion
+    (host/batch/qp_forms), the same solutions bit for bit, y in the file's rows"""
     exe = cli()
     if exe is None:
         pytest.skip("no impulse CLI built (build/impulse; or set IMPULSE_CLI)")
-    rng = np.random.default_rng(5)
-    B, n, m = 40, 6, 8
-    M = rng.standard_normal((B, n, n))
-    P = M @ M.transpose(0, 2, 1) / n + 0.1 * np.eye(n)
-    q = rng.standard_normal((B, n))
-    A = rng.standard_normal((B, m, n))
-    l = np.full((B, m), -np.inf)
-    u = np.full((B, m), np.inf)
-    u[:, 0:2] = rng.uniform(-0.5, 0.5, (B, 2))
-    l[:, 2:4] = rng.uniform(-0.5, 0.5, (B, 2))
-    l[:, 4:6] = -0.3; u[:, 4:6] = 0.2
-    l[:, 6] = u[:, 6] = rng.uniform(-0.2, 0.2, B)
+    B, m = 40, 8
+    P, q, A, l, u = osqp_batch(5, B)
     np.savez(tmp_path / "osqp.npz", P=P, q=q, A=A, l=l, u=u)
     subprocess.run([exe, "solve-batch", "--form", "osqp", "--in", str(tmp_path / "osqp.npz"),
                     "--out", str(tmp_path / "sol.npz"), "--eps", "1e-7"], check=True, capture_output=True)
