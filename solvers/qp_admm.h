@@ -28,6 +28,9 @@
 
 IMPULSE_NAMESPACE_BEGIN
 
+// QpSettings::ipm_switch's default: the host batch path chooses it per shape
+constexpr int kQpIpmSwitchAuto = -1;
+
 // Solver settings; plain struct with documented defaults.
 template <class T>
 struct QpSettings {
@@ -134,17 +137,17 @@ struct QpSettings {
   // second-order cones): a solve whose residuals, extrapolated from its last
   // two checks, need more than ipm_switch further iterations to meet the
   // tolerance, checked from iteration ipm_switch/4 on, returns as at a stall,
-  // and the interior point solves it (0 = off, the default). On dense random
-  // QPs with half their rows active (ADMM 180-510 iterations at eps 1e-6, the
-  // interior point 8-13) one interior-point solve costs what 190-280 ADMM
-  // iterations in lanes do at n = 8 to 128, and 250 takes a batch's time per
-  // problem at n = 8, 16, 32, 64 from 40, 209, 1,014, 5,810 us to 39, 195,
-  // 719, 4,733 (lanes, one thread, 2-core Xeon); but on the recorded
-  // ContactNets QPs (sparse rows: an ADMM iteration is cheap, the dense
-  // interior point is not) it hands over 37 of the 500 "gt" ones at eps 1e-6
-  // and their time goes from 103 to 123 us, so it is off unless asked for
-  // (solve-batch --ipm-switch, solve_qp_batch(ipm_switch=)).
-  int ipm_switch = 0;
+  // and the interior point solves it. 0 = off; kQpIpmSwitchAuto (the default)
+  // = the host batch path sets it per batch to what one interior-point solve
+  // costs in ADMM iterations of that shape, by their operation counts
+  // (host/batch/qp_ipm.h: qp_ipm_switch_auto); elsewhere (the device, the
+  // real-time path, a solve outside the batch path) it means off. On dense
+  // random QPs with half their rows active ADMM needs 180-510 iterations at
+  // eps 1e-6 and the interior point 8-13: there the switch pays from n = 16
+  // on; on the recorded ContactNets QPs (sparse rows: an ADMM iteration is
+  // cheap, a dense interior-point one is not) ADMM finishes in 50-70 and the
+  // automatic threshold (647 iterations there) leaves them to it.
+  int ipm_switch = kQpIpmSwitchAuto;
   // duality gap (on by default): `solved` also needs
   //   |xᵀPx + qᵀx + bᵀy| <= eps_abs + eps_rel·max(|xᵀPx|, |qᵀx|, |bᵀy|)
   // (the primal objective minus the dual one, −½xᵀPx − bᵀy, in the original
@@ -187,7 +190,7 @@ struct QpSettings {
     if (!(rho_min > T(0) && rho_max >= rho_min)) return "need 0 < rho_min <= rho_max";
     if (!(psd_tol >= T(0))) return "psd_tol must be >= 0";
     if (scaling_iters < 0) return "scaling_iters must be >= 0";
-    if (ipm_switch < 0) return "ipm_switch must be >= 0";
+    if (ipm_switch < -1) return "ipm_switch must be -1 (automatic), 0 (off) or a number of iterations";
     return nullptr;
   }
 };

@@ -8,7 +8,7 @@
    later mnemonic (all begin with 'v': vaddpd, vmovsd, vfmadd...) and no ymm or
    zmm register in any function that is not in a lane set's namespace
    (impulse::isa_avx2, impulse::isa_avx512). A -march=native build fails here.
-2. Each LANE_OBJECT (host/batch/lane_solve.cc compiled for one set) defines no
+2. Each LANE_OBJECT (host/batch/lane_solve.cc or qp_ipm.cc compiled for one set) defines no
    global or weak symbol outside its set's namespace but its table function
    impulse_lane_kernels_<set>: an inline function or template instance compiled
    for AVX-512 that took the place of the baseline's at link time would run
@@ -82,7 +82,10 @@ def main():
     if lane_insns == 0:
         ok = False
         print("no AVX instruction in any lane kernel: the wide sets are not in this binary")
-    for obj in sys.argv[2:]:
+    # a set's object library has more than one object: ctest may pass them as one
+    # ';'-joined argument ($<TARGET_OBJECTS:...>)
+    objects = [o for arg in sys.argv[2:] for o in arg.split(";") if o]
+    for obj in objects:
         isa, leaks = leaked_symbols(obj)
         if leaks:
             ok = False

@@ -14,6 +14,7 @@
 #include "host/batch/generate.h"
 #include "host/batch/qp_batch.h"
 #include "host/batch/qp_file.h"
+#include "host/batch/qp_ipm.h"
 #include "tests/test_util.h"
 
 namespace impulse {
@@ -542,7 +543,7 @@ TEST(QpBatch, SlowProblemsSwitchToTheInteriorPoint) {
     SCOPED_TRACE(lanes ? "lanes" : "one at a time");
     QpSettings<double> st;
     st.eps_abs = st.eps_rel = 1e-6;
-    EXPECT_EQ(st.ipm_switch, 0);  // (off unless asked for)
+    EXPECT_EQ(st.ipm_switch, kQpIpmSwitchAuto);  // (the batch path chooses it: below)
     st.ipm_switch = 250;
     QpSettings<double> off = st;
     off.ipm_switch = 0;
@@ -588,8 +589,68 @@ TEST(QpBatch, SlowProblemsSwitchToTheInteriorPoint) {
   solve_batch(g.batch.cast<float>(), fl, opt, fs);
   for (int k = 0; k < g.batch.size; ++k) EXPECT_EQ(fs.ipm_iterations[k], 0) << "problem " << k;
   QpSettings<double> bad;
-  bad.ipm_switch = -1;
+  bad.ipm_switch = -2;
   EXPECT_NE(bad.validate(), nullptr);
+  bad.ipm_switch = kQpIpmSwitchAuto;
+  EXPECT_EQ(bad.validate(), nullptr);
+}
+
+// The default switch (kQpIpmSwitchAuto) is qp_ipm_switch_auto's threshold for
+// the batch's shape: on a fixed seed set of dense random QPs of each size
+// (half their rows active) every problem is solved to its known optimum, and
+// the interior point's share grows with n as ADMM's iterations do; the contact
+// QPs (sparse rows, ADMM's home) never switch. The rates are recorded here
+// (they are the method's, not timings: bench/solver_sizes.py measures speed).
+TEST(QpBatch, AutomaticSwitchByShape) {
+  struct Size {
+    int n, threshold, min_ipm, max_ipm;  // of 32 problems
+  };
+  // thresholds: the operation-count model (host/batch/qp_ipm.h); rates measured
+  // on these seeds (lanes, eps 1e-6) with a margin
+  for (const Size sz : {Size{4, 1823, 0, 4}, Size{8, 632, 0, 16}, Size{16, 280, 8, 32}, Size{32, 229, 28, 32},
+                        Size{64, 313, 28, 32}}) {
+    SCOPED_TRACE("n " + std::to_string(sz.n));
+    const GeneratedQps g = random_benchmark_batch(32, RandomQpShape{sz.n, 2 * sz.n, 0, 1.0}, 5);
+    EXPECT_EQ(qp_ipm_switch_auto(g.batch.shape()), sz.threshold);
+    QpSettings<double> st;
+    st.eps_abs = st.eps_rel = 1e-6;
+    QpSettings<double> fixed = st;
+    fixed.ipm_switch = sz.threshold;
+    BatchOptions opt;
+    opt.threads = 1;
+    QpSolutions<double> sol, same;
+    solve_batch(g.batch, st, opt, sol);
+    solve_batch(g.batch, fixed, opt, same);
+    int ipm = 0;
+    for (int k = 0; k < g.batch.size; ++k) {
+      ASSERT_EQ(sol.status[k], SolveStatus::kSolved) << "problem " << k;
+      const double ref = g.obj_opt[k];
+      // (ADMM's objective is first order in its residuals: 1e-6 to 6e-6 off at eps 1e-6
+      // on the few n = 4 and 8 ones it finishes; the interior point's is 1e-9 off)
+      EXPECT_NEAR(sol.objective[k], ref, (sol.ipm_iterations[k] > 0 ? 1e-8 : 1e-5) * (1 + std::abs(ref)))
+          << "problem " << k;
+      ipm += sol.ipm_iterations[k] > 0;
+      // auto is that number, bit for bit
+      EXPECT_EQ(sol.iterations[k], same.iterations[k]);
+      for (int i = 0; i < g.batch.n; ++i)
+        EXPECT_EQ(sol.x[size_t(k) * g.batch.n + i], same.x[size_t(k) * g.batch.n + i]) << "problem " << k;
+    }
+    std::printf("[ rate     ] n %d: %d of %d finished by the interior point (threshold %d)\n", sz.n, ipm,
+                g.batch.size, sz.threshold);
+    EXPECT_GE(ipm, sz.min_ipm);
+    EXPECT_LE(ipm, sz.max_ipm);
+  }
+  // the cube-loss QPs (octagon friction: sparse rows) stay with ADMM
+  const GeneratedQps c = cube_loss_batch(64, FrictionModel::kOctagon, 4);
+  EXPECT_GT(qp_ipm_switch_auto(c.batch.shape()), 500);
+  QpSettings<double> st;
+  st.eps_abs = st.eps_rel = 1e-6;
+  QpSolutions<double> sol;
+  solve_batch(c.batch, st, BatchOptions{}, sol);
+  for (int k = 0; k < c.batch.size; ++k) {
+    EXPECT_EQ(sol.status[k], SolveStatus::kSolved) << "problem " << k;
+    EXPECT_EQ(sol.ipm_iterations[k], 0) << "problem " << k;
+  }
 }
 
 TEST(RandomBenchmarkQps, KnownOptimumIsOneAndTheSolverFindsIt) {

@@ -84,13 +84,41 @@ inline std::string data_absent(const std::string& what, const std::string& looke
          (downloadable ? "" : " (says where to get them)");
 }
 
+// The directories fresh_dir made, removed when the test process that made them
+// exits normally (a forked child that exits leaves them to its parent), unless
+// IMPULSE_KEEP_TEST_DIRS is set (to look at what a test wrote). ctest runs every
+// test in its own process: without this, each suite run left its sweeps, runs
+// and figures (hundreds of MB) in the temp dir.
+class TestDirs {
+ public:
+  static TestDirs& get() {
+    static TestDirs dirs;
+    return dirs;
+  }
+  void add(const std::string& p) {
+    if (std::find(paths_.begin(), paths_.end(), p) == paths_.end()) paths_.push_back(p);
+  }
+  ~TestDirs() {
+    if (::getpid() != owner_ || std::getenv("IMPULSE_KEEP_TEST_DIRS") != nullptr) return;
+    std::error_code ec;
+    for (const std::string& p : paths_) std::filesystem::remove_all(p, ec);
+  }
+
+ private:
+  TestDirs() : owner_(::getpid()) {}
+  pid_t owner_;
+  std::vector<std::string> paths_;
+};
+
 // An empty directory under the test temp dir, per process (ctest runs the tests
-// of one file in parallel processes): TMP/PREFIX<pid>_NAME.
+// of one file in parallel processes): TMP/PREFIX<pid>_NAME, removed at exit
+// (TestDirs).
 inline std::string fresh_dir(const std::string& prefix, const std::string& name) {
   const std::filesystem::path p =
       std::filesystem::path(::testing::TempDir()) / (prefix + std::to_string(::getpid()) + "_" + name);
   std::filesystem::remove_all(p);
   std::filesystem::create_directories(p);
+  TestDirs::get().add(p.string());
   return p.string();
 }
 

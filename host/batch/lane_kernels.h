@@ -96,6 +96,22 @@ struct PlanarApJob {
   int threads = 1;
 };
 
+// One problem for the set's interior point (host/batch/qp_ipm.h's
+// qp_ipm_solve, which fills it): the problem as QpShape and the pointers name
+// it, the settings (a QpSettings<T>) in, the QpInfo<T> out.
+template <class T>
+struct IpmJob {
+  int n = 0, nnz = 0;
+  int n_zero = 0, n_nonneg = 0, n_soc = 0;
+  const int* a_row_ptr = nullptr;  // m + 1
+  const int* a_col = nullptr;      // nnz
+  const T *P = nullptr, *q = nullptr, *A = nullptr, *b = nullptr;
+  T *x = nullptr, *y = nullptr;
+  const void* settings = nullptr;  // a QpSettings<T>
+  int max_iter = 1;
+  void* info = nullptr;            // a QpInfo<T>
+};
+
 struct Kernels {
   LaneIsa isa = LaneIsa::kSse2;
   int bytes = 16;
@@ -107,6 +123,9 @@ struct Kernels {
   void (*each_float)(const QpJob<float>&) = nullptr;
   void (*each_double)(const QpJob<double>&) = nullptr;
   void (*planar_ap)(const PlanarApJob&) = nullptr;
+  // the interior point (host/batch/qp_ipm.cc, compiled for this set)
+  void (*ipm_float)(const IpmJob<float>&) = nullptr;
+  void (*ipm_double)(const IpmJob<double>&) = nullptr;
 };
 
 // the kernels of the set in use

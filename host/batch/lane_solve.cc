@@ -298,6 +298,14 @@ void solve_each_double(const lanes::QpJob<double>& j) { solve_qp_each(j); }
 }  // namespace impulse
 
 // the set's table (host/batch/lane_kernels.cc calls the one this CPU runs)
+namespace impulse {
+inline namespace IMPULSE_ISA {
+// host/batch/qp_ipm.cc, compiled for this set too
+template <class T>
+void qp_ipm_job(const lanes::IpmJob<T>& job);
+}  // namespace IMPULSE_ISA
+}  // namespace impulse
+
 extern "C" void IMPULSE_CAT(impulse_lane_kernels_, IMPULSE_ISA)(impulse::lanes::Kernels* k) {
   using namespace impulse;
   k->bytes = kLaneBytes;
@@ -310,4 +318,6 @@ extern "C" void IMPULSE_CAT(impulse_lane_kernels_, IMPULSE_ISA)(impulse::lanes::
   k->each_float = &solve_each_float;
   k->each_double = &solve_each_double;
   k->planar_ap = &solve_planar_ap;
+  k->ipm_float = &qp_ipm_job<float>;
+  k->ipm_double = &qp_ipm_job<double>;
 }

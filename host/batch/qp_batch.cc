@@ -546,10 +546,15 @@ void solve_cpu(const QpBatchView<T>& batch, const QpSettings<T>& settings,
   static_assert(std::is_trivially_copyable<QpSettings<T>>::value && std::is_trivially_copyable<QpInfo<T>>::value,
                 "the lane kernels take settings and give results as bytes");
   const QpShape shape = batch.shape();
-  LaneCtx<T> ctx{&batch, &shape, &settings, qp_ipm_eligible(shape), &out};
-  // the switch to the interior point only where it applies (QpSettings::ipm_switch)
+  // the switch to the interior point only where it applies (QpSettings::ipm_switch),
+  // its automatic threshold from the batch's shape
   QpSettings<T> run = settings;
-  if (!ctx.ipm_eligible) run.ipm_switch = 0;
+  const bool ipm_eligible = qp_ipm_eligible(shape);
+  if (!ipm_eligible)
+    run.ipm_switch = 0;
+  else if (run.ipm_switch == kQpIpmSwitchAuto)
+    run.ipm_switch = qp_ipm_switch_auto(shape);
+  LaneCtx<T> ctx{&batch, &shape, &run, ipm_eligible, &out};
   lanes::QpJob<T> j;
   j.size = batch.size;
   j.n = batch.n;

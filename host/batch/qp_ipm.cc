@@ -1,4 +1,22 @@
+// The interior point (host/batch/qp_ipm.h), compiled once per instruction set
+// with the CPU lanes (CMakeLists.txt: the impulse_lanes_<set> object libraries,
+// IMPULSE_ISA naming the set) and run through the set's table
+// (host/batch/lane_kernels.h, lanes::IpmJob): its dense products (Eigen's
+// blocked kernels: the Newton matrix's rank-m update, the Cholesky factor, the
+// triangular solves) take the widest vectors this CPU has. Eigen's namespace is
+// renamed for each set (the compile definition Eigen=impulse_eigen_<set>), so
+// that no Eigen template instance compiled for AVX-512 can stand in for the
+// baseline's at link time (tests/check_portable.py).
+#if !defined(IMPULSE_ISA)
+#error "host/batch/qp_ipm.cc is compiled once per instruction set with IMPULSE_ISA defined (CMakeLists.txt)"
+#endif
+
+#include <cstring>
+#include <type_traits>
+
+#include "host/batch/lane_kernels.h"
 #include "host/batch/qp_ipm.h"
+#include "solvers/lanes.h"
 
 // small dense products, one problem per worker thread: no OpenMP teams inside
 #define EIGEN_DONT_PARALLELIZE
@@ -8,72 +26,83 @@
 #include <limits>
 #include <vector>
 
-namespace impulse {
+IMPULSE_NAMESPACE_BEGIN
 
 namespace {
+
+// vectors of this set's own instance (std::vector<T> would be a template
+// instance shared with the baseline's: tests/check_portable.py)
+template <class T>
+using IsaVector = std::vector<T, LaneAllocator<T>>;
 
 using Mat = Eigen::MatrixXd;
 using Vec = Eigen::VectorXd;
 
 // The reduced Newton system [H0 + δI, Eᵀ; E, −δI] of one iteration, with H0 =
 // P + A_inᵀ W A_in, E = A_eq; solves with iterative refinement against δ = 0.
+// H0 is formed as a symmetric rank-m update of P (its lower triangle: half a
+// general product's work); the matrices keep their storage between iterations.
 class NewtonSystem {
  public:
   // false when no regularization up to 1e-2 makes the factors exist
   bool factor(const Mat& P, const Mat& Ain, const Vec& w, const Mat& Aeq) {
     H0_ = P;
-    H0_.noalias() += Ain.transpose() * w.asDiagonal() * Ain;
+    if (Ain.rows() > 0) {
+      Bt_ = Ain.transpose() * w.cwiseSqrt().asDiagonal();
+      H0_.selfadjointView<Eigen::Lower>().rankUpdate(Bt_);
+    }
     Aeq_ = &Aeq;
     // absolute (the data are equilibrated): relative to H0's diagonal, which
     // grows as 1/s on the active rows, δ would swamp the other directions
     for (delta_ = 1e-10; delta_ <= 1e-2; delta_ *= 100) {
-      Mat H = H0_;
-      H.diagonal().array() += delta_;
-      llt_h_.compute(H);
+      H_ = H0_;
+      H_.diagonal().array() += delta_;
+      llt_h_.compute(H_);  // reads the lower triangle
       if (llt_h_.info() != Eigen::Success) continue;
       if (Aeq.rows() == 0) return true;
-      Mat HinvEt = llt_h_.solve(Aeq.transpose());
-      Mat S = Aeq * HinvEt;
-      S.diagonal().array() += delta_;
-      llt_s_.compute(S);
+      HinvEt_ = llt_h_.solve(Aeq.transpose());
+      S_.noalias() = Aeq * HinvEt_;
+      S_.diagonal().array() += delta_;
+      llt_s_.compute(S_);
       if (llt_s_.info() == Eigen::Success) return true;
     }
     return false;
   }
 
-  void solve(const Vec& g1, const Vec& g2, Vec& dx, Vec& dy) const {
+  void solve(const Vec& g1, const Vec& g2, Vec& dx, Vec& dy) {
     solve_regularized(g1, g2, dx, dy);
     for (int pass = 0; pass < 3; ++pass) {  // refinement against the unregularized system
-      Vec r1 = g1 - H0_ * dx;
-      Vec r2 = g2;
+      r1_ = g1;
+      r1_.noalias() -= H0_.selfadjointView<Eigen::Lower>() * dx;
+      r2_ = g2;
       if (Aeq_->rows() > 0) {
-        r1.noalias() -= Aeq_->transpose() * dy;
-        r2.noalias() -= *Aeq_ * dx;
+        r1_.noalias() -= Aeq_->transpose() * dy;
+        r2_.noalias() -= *Aeq_ * dx;
       }
-      Vec cx, cy;
-      solve_regularized(r1, r2, cx, cy);
-      dx += cx;
-      dy += cy;
+      solve_regularized(r1_, r2_, cx_, cy_);
+      dx += cx_;
+      dy += cy_;
     }
   }
 
  private:
-  void solve_regularized(const Vec& g1, const Vec& g2, Vec& dx, Vec& dy) const {
+  void solve_regularized(const Vec& g1, const Vec& g2, Vec& dx, Vec& dy) {
     if (Aeq_->rows() == 0) {
       dx = llt_h_.solve(g1);
       dy.resize(0);
       return;
     }
     // (E H⁻¹ Eᵀ + δI) dy = E H⁻¹ g₁ − g₂, then H dx = g₁ − Eᵀ dy
-    const Vec hg = llt_h_.solve(g1);
-    dy = llt_s_.solve(*Aeq_ * hg - g2);
+    hg_ = llt_h_.solve(g1);
+    dy = llt_s_.solve(*Aeq_ * hg_ - g2);
     dx = llt_h_.solve(g1 - Aeq_->transpose() * dy);
   }
 
-  Mat H0_;
+  Mat H0_, H_, Bt_, HinvEt_, S_;
+  Vec r1_, r2_, cx_, cy_, hg_;
   const Mat* Aeq_ = nullptr;
   double delta_ = 0;
-  Eigen::LLT<Mat> llt_h_, llt_s_;
+  Eigen::LLT<Mat, Eigen::Lower> llt_h_, llt_s_;
 };
 
 // the largest step in (0, 1] keeping v + α dv ≥ 0
@@ -84,12 +113,8 @@ double max_step(const Vec& v, const Vec& dv) {
   return a;
 }
 
-}  // namespace
-
-bool qp_ipm_eligible(const QpShape& sh) { return sh.cones.n_soc == 0; }
-
 template <class T>
-QpInfo<T> qp_ipm_solve(const QpShape& sh, const T* P_, const T* q_, const T* A_, const T* b_, T* x_out,
+QpInfo<T> ipm_solve(const QpShape& sh, const T* P_, const T* q_, const T* A_, const T* b_, T* x_out,
                        T* y_out, const QpSettings<T>& st, int max_iter) {
   const int n = sh.n, m = sh.m(), n_eq = sh.cones.n_zero;
   QpInfo<T> info;
@@ -123,7 +148,7 @@ QpInfo<T> qp_ipm_solve(const QpShape& sh, const T* P_, const T* q_, const T* A_,
     return info;
   }
   // the rows kept: zero cones, then the nonnegative rows with a bound (b < +inf)
-  std::vector<int> in_rows;
+  IsaVector<int> in_rows;
   for (int r = n_eq; r < m; ++r)
     if (std::isfinite(b[r])) in_rows.push_back(r);
   const int n_in = int(in_rows.size());
@@ -138,8 +163,10 @@ QpInfo<T> qp_ipm_solve(const QpShape& sh, const T* P_, const T* q_, const T* A_,
       if (m > 0) v = std::max(v, As.col(j).cwiseAbs().maxCoeff());
       dcol[j] = v < 1e-4 ? 1.0 : 1.0 / std::sqrt(std::min(v, 1e4));
     }
+    // the rows' maxima by columns (A is stored by columns)
+    const Vec rmax = n > 0 ? Vec(As.cwiseAbs().rowwise().maxCoeff()) : Vec::Zero(m);
     for (int r = 0; r < m; ++r) {
-      const double v = n > 0 ? As.row(r).cwiseAbs().maxCoeff() : 0.0;
+      const double v = rmax[r];
       erow[r] = v < 1e-4 ? 1.0 : 1.0 / std::sqrt(std::min(v, 1e4));
     }
     Ps = dcol.asDiagonal() * Ps * dcol.asDiagonal();
@@ -193,11 +220,11 @@ QpInfo<T> qp_ipm_solve(const QpShape& sh, const T* P_, const T* q_, const T* A_,
   // by construction, the interior point's only in the limit: its residuals can
   // vanish while sᵀz is still large, so check_gap = false does not switch it
   // off here); fills info's residuals
-  const std::vector<double> Pv(P_, P_ + size_t(n) * n), Av(A_, A_ + sh.a.nnz);
+  const IsaVector<double> Pv(P_, P_ + size_t(n) * n), Av(A_, A_ + sh.a.nnz);
   const QpData<double, UnitStride> d{unit_view(static_cast<const double*>(Pv.data())),
                                      unit_view(static_cast<const double*>(q.data())),
                                      unit_view(Av.data()), unit_view(static_cast<const double*>(b.data()))};
-  std::vector<double> work(qp_work_host_size(n, m));
+  IsaVector<double> work(qp_work_host_size(n, m));
   auto w = QpWork<double, UnitStride>::carve(unit_view(qp_work_align(work.data())), n, m);
   detail::qp_equilibrate(sh, d, w, 0, 1.0);  // D = E = c = 1
   QpSettings<double> check_st;
@@ -225,7 +252,7 @@ QpInfo<T> qp_ipm_solve(const QpShape& sh, const T* P_, const T* q_, const T* A_,
 
   SolveStatus status = SolveStatus::kMaxIterations;
   int it = 0;
-  Vec dx, dy, dz, ds;
+  Vec dx, dy, dz, ds, adx;
   for (;; ++it) {
     if (!x.allFinite() || !yeq.allFinite() || !z.allFinite() || !s.allFinite()) {
       status = SolveStatus::kNumericalError;
@@ -250,8 +277,9 @@ QpInfo<T> qp_ipm_solve(const QpShape& sh, const T* P_, const T* q_, const T* A_,
     auto direction = [&](const Vec& rsz) {
       const Vec g1 = -rd - Ain.transpose() * (zs.cwiseProduct(ri) - rsz.cwiseQuotient(s));
       sys.solve(g1, -re, dx, dy);
-      dz = zs.cwiseProduct(Ain * dx + ri) - rsz.cwiseQuotient(s);
-      ds = -ri - Ain * dx;
+      adx.noalias() = Ain * dx;
+      dz = zs.cwiseProduct(adx + ri) - rsz.cwiseQuotient(s);
+      ds = -ri - adx;
     };
     // predictor (affine scaling), then the centred corrector
     direction(s.cwiseProduct(z));
@@ -280,10 +308,31 @@ QpInfo<T> qp_ipm_solve(const QpShape& sh, const T* P_, const T* q_, const T* A_,
   return info;
 }
 
-template QpInfo<float> qp_ipm_solve(const QpShape&, const float*, const float*, const float*,
-                                    const float*, float*, float*, const QpSettings<float>&, int);
-template QpInfo<double> qp_ipm_solve(const QpShape&, const double*, const double*, const double*,
-                                     const double*, double*, double*, const QpSettings<double>&,
-                                     int);
+}  // namespace
 
-}  // namespace impulse
+// the set's table entry (host/batch/lane_kernels.h): the job's plain data as
+// this set's types
+template <class T>
+void qp_ipm_job(const lanes::IpmJob<T>& j) {
+  static_assert(std::is_trivially_copyable<QpSettings<T>>::value, "settings cross as bytes");
+  static_assert(std::is_trivially_copyable<QpInfo<T>>::value, "results cross as bytes");
+  QpSettings<T> st;
+  std::memcpy(static_cast<void*>(&st), j.settings, sizeof st);
+  QpShape sh;
+  sh.n = j.n;
+  sh.cones.n_zero = j.n_zero;
+  sh.cones.n_nonneg = j.n_nonneg;
+  sh.cones.n_soc = j.n_soc;
+  sh.a.rows = sh.m();
+  sh.a.cols = j.n;
+  sh.a.nnz = j.nnz;
+  sh.a.row_ptr = j.a_row_ptr;
+  sh.a.col = j.a_col;
+  const QpInfo<T> info = ipm_solve(sh, j.P, j.q, j.A, j.b, j.x, j.y, st, j.max_iter);
+  std::memcpy(j.info, static_cast<const void*>(&info), sizeof info);
+}
+
+template void qp_ipm_job(const lanes::IpmJob<float>&);
+template void qp_ipm_job(const lanes::IpmJob<double>&);
+
+IMPULSE_NAMESPACE_END

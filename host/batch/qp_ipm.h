@@ -40,6 +40,12 @@
 // Iterations count the Newton systems solved, the starting point's included
 // (a problem solved at the start reports 1).
 //
+// Each iteration forms P + A_inᵀ W A_in as a symmetric rank update (Eigen's
+// blocked kernels) and factors it by Cholesky. The method is compiled once per
+// instruction set with the CPU lanes (host/batch/qp_ipm.cc, lane_kernels.h) and
+// runs with the set in use: like the lanes' results, its answers may differ in
+// the last bits from one set to another, never otherwise.
+//
 // Host only; it allocates (dense matrices of (n + m)² at most): it is not on
 // the real-time path, whose solver keeps ADMM's restart.
 #pragma once
@@ -50,6 +56,15 @@ namespace impulse {
 
 // true when the interior point applies: only zero and nonnegative cones.
 bool qp_ipm_eligible(const QpShape& sh);
+
+// QpSettings::ipm_switch's automatic value (kQpIpmSwitchAuto) for problems of
+// this shape: one interior-point solve's cost in ADMM iterations, by their
+// operation counts (an ADMM iteration: n² + 2 nnz(A) + 4(m + n); an interior-
+// point one: m_in n²/2 + n³/6 + the equality rows' Schur complement + 10(n² +
+// mn) + a fixed 15,000, 15 of them), at least 1. Dense random QPs (m = 2n):
+// 632 at n = 8, 280 at 16, 229 at 32, 313 at 64, 531 at 128; the recorded
+// ContactNets QPs (n 32, m 80, A 15% dense): 647.
+int qp_ipm_switch_auto(const QpShape& sh);
 
 // Solves one problem (P row-major n × n, A in sh's pattern, b of sh.m()
 // rows) cold, in double whatever T, in at most `max_iter` (≥ 1) iterations with

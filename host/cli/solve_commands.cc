@@ -32,7 +32,7 @@ struct SolveArgs {
   std::string in, out, form = "conic", backend = "cpu", precision = "double", lanes = "on", gap = "on",
                        layout = "auto";
   int threads = 0, max_iter = 4000, anderson = -1;  // anderson < 0: the precision's default
-  int ipm_switch = 0;
+  std::string ipm_switch = "auto";  // "auto" or a number of iterations (0 = off)
   double eps = 1e-5;
   bool time_each = false, json = false;
 };
@@ -54,7 +54,7 @@ Solved<T> solve(const SolveArgs& a, const QpBatch<double>& b64, const QpFile* wa
   st.max_iter = a.max_iter;
   st.check_gap = a.gap == "on";
   if (a.anderson >= 0) st.anderson = a.anderson;
-  st.ipm_switch = a.ipm_switch;
+  st.ipm_switch = a.ipm_switch == "auto" ? kQpIpmSwitchAuto : std::stoi(a.ipm_switch);
   BatchOptions opt;
   opt.backend = parse_backend(a.backend);
   opt.threads = a.threads;
@@ -380,8 +380,21 @@ void add_solve_commands(CLI::App& app, Commands& out) {
                     "float; problems without second-order cones; the GPU runs without it)");
   solve->add_option("--ipm-switch", sa->ipm_switch,
                     "CPU, double: hand a problem to the interior point once ADMM's residuals extrapolate to more "
-                    "than this many further iterations (0 = off; problems without second-order cones)")
-      ->check(CLI::NonNegativeNumber);
+                    "than this many further iterations (0 = off; auto = one interior-point solve's cost in ADMM "
+                    "iterations, from the batch's shape; problems without second-order cones)")
+      ->check(CLI::Validator(
+          [](std::string& v) -> std::string {
+            if (v == "auto") return "";
+            std::size_t used = 0;
+            int k = -1;
+            try {
+              k = std::stoi(v, &used);
+            } catch (const std::exception&) {
+              used = 0;
+            }
+            return used == v.size() && k >= 0 ? "" : "expected auto or a number of iterations >= 0, got '" + v + "'";
+          },
+          "auto|N"));
   solve->add_option("--layout", sa->layout,
                     "CUDA: thread = a thread per problem, warp = a warp per problem (n <= 32, its shared memory "
                     "within 48 KB), auto (default) = warp for 16 <= n <= 32 where it fits")

@@ -91,7 +91,7 @@ def _array(name, a, dtype, ndim, shape):
 
 def solve_qp_batch(P, q, A, b, cones, *, eps=1e-5, max_iter=4000, precision="double", backend="cpu",
                    threads=0, lanes=True, warm=None, factors=None, reuse_factors=False,
-                   ipm_switch=0) -> QpResult:
+                   ipm_switch="auto") -> QpResult:
     """Solve B conic QPs of one shape.
 
     P (B, n, n) symmetric positive semidefinite, q (B, n), A (B, m, n), b (B, m);
@@ -113,8 +113,9 @@ def solve_qp_batch(P, q, A, b, cones, *, eps=1e-5, max_iter=4000, precision="dou
     reuse_factors: start from the ones it holds (P and A unchanged since its last
     solve: only q and b changed). ipm_switch: hand a problem to the interior point once
     ADMM's residuals extrapolate to more than this many further iterations (CPU, double,
-    no second-order cones; 0 = off: it pays on dense QPs ADMM needs hundreds of
-    iterations on, 250 there, and costs time on the contact QPs).
+    no second-order cones; 0 = off; "auto", the default: one interior-point solve's
+    cost in ADMM iterations, from the batch's shape, which hands dense QPs ADMM needs
+    hundreds of iterations on to the interior point and leaves the contact QPs to ADMM).
 
     Each problem keeps its own status (one bad problem never spoils the others);
     wrong shapes, dtypes or options raise ValueError naming the array or option.
@@ -133,8 +134,10 @@ def solve_qp_batch(P, q, A, b, cones, *, eps=1e-5, max_iter=4000, precision="dou
         raise ValueError(f"eps: expected a positive tolerance, got {eps!r}")
     if int(max_iter) < 1:
         raise ValueError(f"max_iter: expected at least 1, got {max_iter!r}")
-    if int(ipm_switch) < 0:
-        raise ValueError(f"ipm_switch: expected 0 (off) or more iterations, got {ipm_switch!r}")
+    if isinstance(ipm_switch, str) and ipm_switch == "auto":
+        ipm_switch = -1  # QpSettings' kQpIpmSwitchAuto
+    elif isinstance(ipm_switch, str) or isinstance(ipm_switch, bool) or int(ipm_switch) < 0:
+        raise ValueError(f"ipm_switch: expected 'auto', 0 (off) or more iterations, got {ipm_switch!r}")
     if int(threads) < 0:
         raise ValueError(f"threads: expected 0 (all cores) or more, got {threads!r}")
     dtype = _np.float64 if precision == "double" else _np.float32

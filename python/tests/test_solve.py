@@ -125,14 +125,24 @@ def test_the_switch_to_the_interior_point_is_the_clis(tmp_path):
     np.testing.assert_array_equal(res.ipm_iterations, sol["ipm_iterations"])
     # without it these go to the interior point too, but only at a stall (Anderson's budget
     # of max_iter / 8 spent): later, and fewer of them
-    off = impulse.solve_qp_batch(P, q, A, b, cones, eps=1e-6)
+    off = impulse.solve_qp_batch(P, q, A, b, cones, eps=1e-6, ipm_switch=0)
     assert off.iterations.sum() > res.iterations.sum()
     assert (off.ipm_iterations > 0).sum() <= (res.ipm_iterations > 0).sum()
     admm_on = (res.iterations - res.ipm_iterations)[res.ipm_iterations > 0]
     admm_off = (off.iterations - off.ipm_iterations)[off.ipm_iterations > 0]
     assert admm_on.max() < admm_off.min()
-    with pytest.raises(ValueError, match="ipm_switch"):
-        impulse.solve_qp_batch(P, q, A, b, cones, ipm_switch=-1)
+    # the default, "auto" (a threshold from the batch's shape), as the CLI's default, bit for bit
+    subprocess.run([exe, "solve-batch", "--in", str(f), "--out", str(tmp_path / "auto.npz"), "--eps", "1e-6"],
+                   check=True, capture_output=True)
+    cli_auto = np.load(tmp_path / "auto.npz")
+    auto = impulse.solve_qp_batch(P, q, A, b, cones, eps=1e-6)
+    np.testing.assert_array_equal(auto.x, cli_auto["x"])
+    np.testing.assert_array_equal(auto.ipm_iterations, cli_auto["ipm_iterations"])
+    np.testing.assert_array_equal(auto.x, impulse.solve_qp_batch(P, q, A, b, cones, eps=1e-6, ipm_switch="auto").x)
+    assert auto.solved.all() and (auto.ipm_iterations > 0).sum() >= 2
+    for bad in (-1, "fast", True):
+        with pytest.raises(ValueError, match="ipm_switch"):
+            impulse.solve_qp_batch(P, q, A, b, cones, ipm_switch=bad)
 
 
 def test_bad_input_is_refused_by_name():
