@@ -104,6 +104,10 @@ def main():
                             (("train", "--epochs", "many", "--out", d + "/r"), "--epochs"),
                             (("eval",), "--run"),
                             (("solve-batch", "--in", "x.npz", "--out", d + "/s.npz", "--lanes", "maybe"), "--lanes"),
+                            (("solve-batch", "--in", "x.npz", "--out", d + "/s.npz", "--ipm-switch", "-1"), "--ipm-switch"),
+                            (("solve-batch", "--in", "x.npz", "--out", d + "/s.npz", "--ipm-switch", "+5"), "--ipm-switch"),
+                            (("solve-batch", "--in", "x.npz", "--out", d + "/s.npz", "--ipm-switch", "99999999999"),
+                             "--ipm-switch"),
                             (("no-such-command",), "no-such-command"),
                             (("generate-tosses", "--gap", "vortex", "--out", d + "/t.npz"), "--gap"),
                             (("eval", "--run", d, "--tosses", "all"), "--tosses")):

@@ -616,29 +616,43 @@ TEST(QpBatch, AutomaticSwitchByShape) {
     st.eps_abs = st.eps_rel = 1e-6;
     QpSettings<double> fixed = st;
     fixed.ipm_switch = sz.threshold;
-    BatchOptions opt;
-    opt.threads = 1;
-    QpSolutions<double> sol, same;
-    solve_batch(g.batch, st, opt, sol);
-    solve_batch(g.batch, fixed, opt, same);
-    int ipm = 0;
-    for (int k = 0; k < g.batch.size; ++k) {
-      ASSERT_EQ(sol.status[k], SolveStatus::kSolved) << "problem " << k;
-      const double ref = g.obj_opt[k];
-      // (ADMM's objective is first order in its residuals: 1e-6 to 6e-6 off at eps 1e-6
-      // on the few n = 4 and 8 ones it finishes; the interior point's is 1e-9 off)
-      EXPECT_NEAR(sol.objective[k], ref, (sol.ipm_iterations[k] > 0 ? 1e-8 : 1e-5) * (1 + std::abs(ref)))
-          << "problem " << k;
-      ipm += sol.ipm_iterations[k] > 0;
-      // auto is that number, bit for bit
-      EXPECT_EQ(sol.iterations[k], same.iterations[k]);
-      for (int i = 0; i < g.batch.n; ++i)
-        EXPECT_EQ(sol.x[size_t(k) * g.batch.n + i], same.x[size_t(k) * g.batch.n + i]) << "problem " << k;
+    QpSettings<double> off = st;
+    off.ipm_switch = 0;
+    for (bool lanes : {true, false}) {
+      SCOPED_TRACE(lanes ? "lanes" : "one at a time");
+      BatchOptions opt;
+      opt.threads = 1;
+      opt.lanes = lanes;
+      QpSolutions<double> sol, same, admm;
+      solve_batch(g.batch, st, opt, sol);
+      solve_batch(g.batch, fixed, opt, same);
+      solve_batch(g.batch, off, opt, admm);
+      int ipm = 0;
+      long total = 0, total_off = 0;
+      for (int k = 0; k < g.batch.size; ++k) {
+        ASSERT_EQ(sol.status[k], SolveStatus::kSolved) << "problem " << k;
+        const double ref = g.obj_opt[k];
+        // (ADMM's objective is first order in its residuals: 1e-6 to 6e-6 off at eps 1e-6
+        // on the few n = 4 and 8 ones it finishes; the interior point's is 1e-9 off)
+        EXPECT_NEAR(sol.objective[k], ref, (sol.ipm_iterations[k] > 0 ? 1e-8 : 1e-5) * (1 + std::abs(ref)))
+            << "problem " << k;
+        ipm += sol.ipm_iterations[k] > 0;
+        total += sol.iterations[k];
+        total_off += admm.iterations[k];
+        // auto is that number, bit for bit
+        EXPECT_EQ(sol.iterations[k], same.iterations[k]);
+        for (int i = 0; i < g.batch.n; ++i)
+          EXPECT_EQ(sol.x[size_t(k) * g.batch.n + i], same.x[size_t(k) * g.batch.n + i]) << "problem " << k;
+      }
+      std::printf("[ rate     ] n %d, %s: %d of %d finished by the interior point (threshold %d)\n", sz.n,
+                  lanes ? "lanes" : "one at a time", ipm, g.batch.size, sz.threshold);
+      EXPECT_GE(ipm, sz.min_ipm);
+      EXPECT_LE(ipm, sz.max_ipm);
+      // where problems switch, the batch takes fewer iterations than with the switch off
+      if (sz.min_ipm > 0) {
+        EXPECT_LT(total, total_off);
+      }
     }
-    std::printf("[ rate     ] n %d: %d of %d finished by the interior point (threshold %d)\n", sz.n, ipm,
-                g.batch.size, sz.threshold);
-    EXPECT_GE(ipm, sz.min_ipm);
-    EXPECT_LE(ipm, sz.max_ipm);
   }
   // the cube-loss QPs (octagon friction: sparse rows) stay with ADMM
   const GeneratedQps c = cube_loss_batch(64, FrictionModel::kOctagon, 4);

@@ -113,8 +113,9 @@ struct QpSolutions {
   // the final ρ of each solve (QpInfo::rho; kept, as x and y are, when resize keeps
   // the shape): with BatchOptions::warm_rho the next warm-started solve starts there
   std::vector<T> rho;
-  // of `iterations`, those of the interior-point finish after a stall (CPU,
-  // double: QpSettings::stall_return, host/batch/qp_ipm.h); 0 for most problems
+  // of `iterations`, those of the interior-point finish after a stall or the
+  // switch to it (CPU, double: QpSettings::stall_return and ipm_switch,
+  // host/batch/qp_ipm.h); 0 where ADMM finished the problem
   std::vector<int> ipm_iterations;
   std::vector<double> solve_us;  // per-problem wall time (CPU backend only, when timed)
 

@@ -44,7 +44,8 @@
 // blocked kernels) and factors it by Cholesky. The method is compiled once per
 // instruction set with the CPU lanes (host/batch/qp_ipm.cc, lane_kernels.h) and
 // runs with the set in use: like the lanes' results, its answers may differ in
-// the last bits from one set to another, never otherwise.
+// the last bits from one set to another (and so, rarely, an iteration count),
+// never otherwise.
 //
 // Host only; it allocates (dense matrices of (n + m)² at most): it is not on
 // the real-time path, whose solver keeps ADMM's restart.

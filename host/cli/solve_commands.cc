@@ -385,14 +385,14 @@ void add_solve_commands(CLI::App& app, Commands& out) {
       ->check(CLI::Validator(
           [](std::string& v) -> std::string {
             if (v == "auto") return "";
-            std::size_t used = 0;
-            int k = -1;
+            // digits only (std::stoi alone would take a sign and leading blanks)
+            bool ok = !v.empty() && std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; });
             try {
-              k = std::stoi(v, &used);
+              if (ok) (void)std::stoi(v);
             } catch (const std::exception&) {
-              used = 0;
+              ok = false;  // out of int's range
             }
-            return used == v.size() && k >= 0 ? "" : "expected auto or a number of iterations >= 0, got '" + v + "'";
+            return ok ? "" : "expected auto or a number of iterations >= 0, got '" + v + "'";
           },
           "auto|N"));
   solve->add_option("--layout", sa->layout,

@@ -140,6 +140,10 @@ def test_the_switch_to_the_interior_point_is_the_clis(tmp_path):
     np.testing.assert_array_equal(auto.ipm_iterations, cli_auto["ipm_iterations"])
     np.testing.assert_array_equal(auto.x, impulse.solve_qp_batch(P, q, A, b, cones, eps=1e-6, ipm_switch="auto").x)
     assert auto.solved.all() and (auto.ipm_iterations > 0).sum() >= 2
+    # and it is not "off": the hand-overs come early (off's come only at a stall)
+    assert auto.iterations.sum() < off.iterations.sum()
+    auto_admm = (auto.iterations - auto.ipm_iterations)[auto.ipm_iterations > 0]
+    assert auto_admm.max() < admm_off.min()
     for bad in (-1, "fast", True):
         with pytest.raises(ValueError, match="ipm_switch"):
             impulse.solve_qp_batch(P, q, A, b, cones, ipm_switch=bad)
