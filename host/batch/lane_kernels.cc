@@ -61,9 +61,10 @@ lanes::Kernels table_of(LaneIsa isa) {
   k.isa = isa;
   // the solver types cross as bytes: the same definitions must have the same size
   if (k.settings_bytes[0] != sizeof(QpSettings<float>) || k.settings_bytes[1] != sizeof(QpSettings<double>) ||
-      k.info_bytes[0] != sizeof(QpInfo<float>) || k.info_bytes[1] != sizeof(QpInfo<double>))
+      k.info_bytes[0] != sizeof(QpInfo<float>) || k.info_bytes[1] != sizeof(QpInfo<double>) ||
+      k.shape_bytes != sizeof(QpShape))
     throw Error(std::string("lane kernels ") + to_string(isa) +
-                ": their QpSettings / QpInfo differ in size from this build's (a build that mixes versions?)");
+                ": their QpSettings / QpInfo / QpShape differ in size from this build's (a build that mixes versions?)");
   return k;
 }
 

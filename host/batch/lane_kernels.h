@@ -97,14 +97,12 @@ struct PlanarApJob {
 };
 
 // One problem for the set's interior point (host/batch/qp_ipm.h's
-// qp_ipm_solve, which fills it): the problem as QpShape and the pointers name
-// it, the settings (a QpSettings<T>) in, the QpInfo<T> out.
+// qp_ipm_solve, which fills it): its shape (a QpShape) and data, the settings
+// (a QpSettings<T>) in, the QpInfo<T> out; the three cross as bytes, as the
+// batch kernels' settings and results do.
 template <class T>
 struct IpmJob {
-  int n = 0, nnz = 0;
-  int n_zero = 0, n_nonneg = 0, n_soc = 0;
-  const int* a_row_ptr = nullptr;  // m + 1
-  const int* a_col = nullptr;      // nnz
+  const void* shape = nullptr;     // a QpShape
   const T *P = nullptr, *q = nullptr, *A = nullptr, *b = nullptr;
   T *x = nullptr, *y = nullptr;
   const void* settings = nullptr;  // a QpSettings<T>
@@ -117,6 +115,7 @@ struct Kernels {
   int bytes = 16;
   size_t settings_bytes[2] = {0, 0};  // sizeof QpSettings<float>, <double> as the kernels see it
   size_t info_bytes[2] = {0, 0};      // sizeof QpInfo<float>, <double>
+  size_t shape_bytes = 0;             // sizeof QpShape
   void (*qp_float)(const QpJob<float>&) = nullptr;
   void (*qp_double)(const QpJob<double>&) = nullptr;
   // the same batch one problem at a time (BatchOptions::lanes false)

@@ -313,6 +313,7 @@ extern "C" void IMPULSE_CAT(impulse_lane_kernels_, IMPULSE_ISA)(impulse::lanes::
   k->settings_bytes[1] = sizeof(QpSettings<double>);
   k->info_bytes[0] = sizeof(QpInfo<float>);
   k->info_bytes[1] = sizeof(QpInfo<double>);
+  k->shape_bytes = sizeof(QpShape);
   k->qp_float = &solve_qp_float;
   k->qp_double = &solve_qp_double;
   k->each_float = &solve_each_float;

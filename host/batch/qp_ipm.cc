@@ -316,18 +316,11 @@ template <class T>
 void qp_ipm_job(const lanes::IpmJob<T>& j) {
   static_assert(std::is_trivially_copyable<QpSettings<T>>::value, "settings cross as bytes");
   static_assert(std::is_trivially_copyable<QpInfo<T>>::value, "results cross as bytes");
+  static_assert(std::is_trivially_copyable<QpShape>::value, "the shape crosses as bytes");
   QpSettings<T> st;
   std::memcpy(static_cast<void*>(&st), j.settings, sizeof st);
   QpShape sh;
-  sh.n = j.n;
-  sh.cones.n_zero = j.n_zero;
-  sh.cones.n_nonneg = j.n_nonneg;
-  sh.cones.n_soc = j.n_soc;
-  sh.a.rows = sh.m();
-  sh.a.cols = j.n;
-  sh.a.nnz = j.nnz;
-  sh.a.row_ptr = j.a_row_ptr;
-  sh.a.col = j.a_col;
+  std::memcpy(static_cast<void*>(&sh), j.shape, sizeof sh);
   const QpInfo<T> info = ipm_solve(sh, j.P, j.q, j.A, j.b, j.x, j.y, st, j.max_iter);
   std::memcpy(j.info, static_cast<const void*>(&info), sizeof info);
 }

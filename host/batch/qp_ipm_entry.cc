@@ -35,13 +35,7 @@ template <class T>
 QpInfo<T> qp_ipm_solve(const QpShape& sh, const T* P, const T* q, const T* A, const T* b, T* x, T* y,
                        const QpSettings<T>& st, int max_iter) {
   lanes::IpmJob<T> j;
-  j.n = sh.n;
-  j.nnz = sh.a.nnz;
-  j.n_zero = sh.cones.n_zero;
-  j.n_nonneg = sh.cones.n_nonneg;
-  j.n_soc = sh.cones.n_soc;
-  j.a_row_ptr = sh.a.row_ptr;
-  j.a_col = sh.a.col;
+  j.shape = &sh;
   j.P = P;
   j.q = q;
   j.A = A;

@@ -135,7 +135,7 @@ def solve_qp_batch(P, q, A, b, cones, *, eps=1e-5, max_iter=4000, precision="dou
     if int(max_iter) < 1:
         raise ValueError(f"max_iter: expected at least 1, got {max_iter!r}")
     if isinstance(ipm_switch, str) and ipm_switch == "auto":
-        ipm_switch = -1  # QpSettings' kQpIpmSwitchAuto
+        ipm_switch = _impulse.IPM_SWITCH_AUTO  # QpSettings' kQpIpmSwitchAuto
     elif isinstance(ipm_switch, str) or isinstance(ipm_switch, bool) or int(ipm_switch) < 0:
         raise ValueError(f"ipm_switch: expected 'auto', 0 (off) or more iterations, got {ipm_switch!r}")
     if int(threads) < 0:

@@ -294,6 +294,8 @@ void bind_learning(nb::module_& m);  // python/src/learning.cc
 
 NB_MODULE(_impulse, m) {
   m.doc() = "impulse's compiled core (use the impulse package)";
+  // QpSettings::ipm_switch's automatic value (solve_qp_batch(ipm_switch="auto"))
+  m.attr("IPM_SWITCH_AUTO") = impulse::kQpIpmSwitchAuto;
   nb::register_exception_translator([](const std::exception_ptr& p, void*) {
     try {
       std::rethrow_exception(p);
