@@ -42,13 +42,20 @@ def help_options(out):
     block = out.split("Options:", 1)[1].split("\n\n")[0]
     opts = {}
     for ln in block.splitlines():
-        m = re.match(r"^\s{2}(-\S+)(?:\s+(\S+(?: REQUIRED)?))?(?:\s{2,}.*)?$", ln)
+        # "  --name TYPE[=DEFAULT] [REQUIRED]  description": the type may hold spaces
+        # ("INT:INT in [2 - 5]=4"), and a long one leaves a single space before the description
+        m = re.match(r"^\s{2}(-\S+)(.*)$", ln)
         if not m or ln.startswith("   "):
             continue
-        name, typ = m.group(1), m.group(2) or ""
+        name, typ = m.group(1), re.split(r"\s{2,}", m.group(2).strip(), maxsplit=1)[0]
         if name.startswith("-h,"):
             continue
-        opts[name] = "required" if "REQUIRED" in typ else (typ.split("=", 1)[1] if "=" in typ else "")
+        if "REQUIRED" in typ.split():
+            opts[name] = "required"
+        elif "=" in typ:
+            opts[name] = typ.split("=", 1)[1].split()[0]
+        else:
+            opts[name] = ""
     return opts
 
 

@@ -17,14 +17,18 @@
 namespace impulse {
 namespace {
 
+// the planner as `impulse plan` runs it (its starts included), the criteria recomputed
 void expect_valid(int fingers) {
-  CioTask t;
-  t.fingers = fingers;
-  const CioProblem pb(t);
-  const CioOptions o;
-  const CioResult r = optimize_cio(pb, o);
-  const PlanCheck c = check_plan(pb, r.theta, o.weights, HandReplayOptions{});
+  PlanRunOptions o;
+  o.task.fingers = fingers;
+  o.figures = false;
+  o.out = testing::fresh_dir("plan_valid_", std::to_string(fingers));
+  std::ostringstream log;
+  const PlanRun run = run_plan(o, log);
+  const CioProblem pb(o.task);
+  const PlanCheck c = check_plan(pb, run.result.theta, CioOptions().weights, HandReplayOptions{});
   SCOPED_TRACE("N = " + std::to_string(fingers));
+  EXPECT_EQ(c.success, run.check.success);
   EXPECT_LT(c.plan_final_error, 0.01);
   EXPECT_LT(c.forces.final_error, 0.01) << "replay 1, the planned forces";
   EXPECT_LT(c.hand.final_error, 0.01) << "replay 2, the kinematic hand";

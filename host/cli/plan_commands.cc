@@ -5,6 +5,7 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "host/cli/commands.h"
 #include "host/planning/plan_report.h"
@@ -41,24 +42,40 @@ void add_plan_commands(CLI::App& app, Commands& out) {
   auto* c = app.add_subcommand("plan", "contact-invariant optimization: plan a hand moving a capsule, replay it twice, check it");
   struct Args {
     PlanRunOptions o;
-    std::string task = "capsule-move", target;
+    std::string task = "capsule-move", target, targets;
+    int threads = 0;
   };
   auto a = std::make_shared<Args>();
   a->o.figure_script = source_file("host/planning/plan_figures.py");
   c->add_option("--task", a->task, "the task (capsule-move: the capsule from rest on the ground to --target)")
       ->check(CLI::IsMember({"capsule-move"}));
   c->add_option("--fingers", a->o.task.fingers, "fingertips N (2-5)")->check(CLI::Range(2, 5));
-  c->add_option("--target", a->target, "the capsule's final centre x,y,z in metres (default 0.15,0,0.08)");
+  auto* one = c->add_option("--target", a->target,
+                             "the capsule's final centre x,y,z in metres (default 0.15,0,0.08); supported: 0.05-0.25 m from the "
+                             "start horizontally, any direction, height 0.04-0.12 m");
+  c->add_option("--targets", a->targets,
+                "a CSV file of targets, one x,y,z per row (optional header x,y,z): a plan each, in parallel, into "
+                "OUT/target_<row>/, and OUT/targets.csv")
+      ->excludes(one);
+  c->add_option("--threads", a->threads, "with --targets: plans at once (0: all cores)")->check(CLI::NonNegativeNumber);
   c->add_option("--keyframes", a->o.task.keyframes, "keyframes over the motion")->check(CLI::Range(3, 20));
   c->add_option("--method", a->o.method, "cio (the repaired method) | notes (the 2017 notes' settings)")
       ->check(CLI::IsMember({"cio", "notes"}));
   c->add_option("--notes-iterations", a->o.notes_iterations, "quasi-Newton iterations of --method notes")
       ->check(CLI::PositiveNumber);
+  c->add_option("--starts", a->o.starts, "starts tried in turn until a plan is valid (the first valid plan is kept)")
+      ->check(CLI::Range(1, 16));
   c->add_option("--squeeze", a->o.hand.squeeze, "replay 2: how far a hand sphere on the surface presses in, m")
       ->check(CLI::Range(0.0, 0.004));
   c->add_option("--out", a->o.out, "the output folder")->required();
   c->add_flag("!--no-figures", a->o.figures, "skip the figures");
   out.push_back({c, [a] {
+                   if (!a->targets.empty()) {
+                     const std::vector<PlanRun> runs = run_plan_targets(a->o, read_targets(a->targets), a->threads, std::cout);
+                     for (const PlanRun& r : runs)
+                       if (!r.check.success) return 5;
+                     return 0;
+                   }
                    if (!a->target.empty()) a->o.task.target = parse_point(a->target, "--target");
                    const PlanRun r = run_plan(a->o, std::cout);
                    return r.check.success ? 0 : 5;

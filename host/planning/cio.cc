@@ -17,6 +17,20 @@ namespace {
 
 Eigen::Vector3d block(const Eigen::VectorXd& x, int at) { return x.segment<3>(at); }
 
+// the force gate γ = δ² / (δ² + ‖e^O‖² + ‖e^H‖²) (CioWeights::gate; 1 when δ = 0)
+double gate(const Eigen::Vector3d& eo, const Eigen::Vector3d& eh, double delta) {
+  if (!(delta > 0)) return 1.0;
+  const double d2 = delta * delta;
+  return d2 / (d2 + eo.squaredNorm() + eh.squaredNorm());
+}
+
+// e^O and e^H of contact j (< N a fingertip, N the palm, above: the ground) at a sample
+void contact_errors(const Capsule& cap, int j, int N, const Eigen::Vector3d& r, const Eigen::Vector3d& hand_point,
+                    Eigen::Vector3d& eo, Eigen::Vector3d& eh) {
+  eo = project_to_capsule(cap, r).point - r;
+  eh = (j <= N ? hand_point : project_to_ground(r).point) - r;
+}
+
 }  // namespace
 
 CioProblem::CioProblem(const CioTask& t) : task_(t) {
@@ -84,7 +98,8 @@ std::vector<Eigen::Quaterniond> CioProblem::orientations(const Eigen::VectorXd& 
   return q;
 }
 
-Eigen::VectorXd CioProblem::initial_guess() const {
+Eigen::VectorXd CioProblem::initial_guess(int start) const {
+  if (start < 0) throw Error("plan: start index must be >= 0, got " + std::to_string(start));
   Eigen::VectorXd x = Eigen::VectorXd::Zero(size());
   const int N = task_.fingers;
   const double R = task_.radius, H = task_.half_length;
@@ -95,7 +110,7 @@ Eigen::VectorXd CioProblem::initial_guess() const {
     const Eigen::Vector3d palm_at = o + Eigen::Vector3d(0, 0, R + 0.06);
     x.segment<3>(palm(k)) = palm_at;
     for (int i = 0; i < N; ++i) {  // around the capsule's middle, 1 cm off its surface
-      const double ang = 2 * M_PI * (i + 0.5) / N;
+      const double ang = 2 * M_PI * (i + 0.5 + start * 0.381966) / N;
       const Eigen::Vector3d f = o + Eigen::Vector3d(H * std::cos(ang) * 0.8, (R + 0.01) * std::sin(ang), 0.02);
       x.segment<3>(finger(i, k)) = f;
       x.segment<3>(contact(i, k)) = f;
@@ -122,6 +137,9 @@ void CioProblem::bounds(Eigen::VectorXd& lo, Eigen::VectorXd& hi) const {
   // holds it), and it starts where the task puts it
   for (int k = 0; k < K_; ++k) lo(obj(k) + 2) = task_.radius;
   lo.segment<3>(obj(0)) = hi.segment<3>(obj(0)) = task_.start;
+  // and, unless the task says otherwise, ends at the target: a constraint, not a penalty
+  // traded against the others (as a penalty, the force gate's costs left plans 1-2 cm short)
+  if (task_.target_as_bound) lo.segment<3>(obj(K_ - 1)) = hi.segment<3>(obj(K_ - 1)) = task_.target;
   for (int k = 0; k < (task_.free_orientation ? 1 : K_); ++k) {  // and with the orientation it starts in
     lo.segment<3>(rot(k)).setZero();
     hi.segment<3>(rot(k)).setZero();
@@ -150,6 +168,7 @@ double CioProblem::evaluate(const Eigen::VectorXd& x, const CioWeights& w, Eigen
     std::vector<double> g_c;
     std::vector<CapsuleProjection> proj;
     std::vector<Eigen::Vector3d> eo, eh;
+    std::vector<double> gamma, ceff;  // the gate γ(e) and c γ, per contact
     // the orientation (SLERP): q, the world inertia, ω; gradients with respect to a left
     // rotation-vector perturbation ε of q(t) and to ω
     SlerpSample sl;
@@ -198,6 +217,9 @@ double CioProblem::evaluate(const Eigen::VectorXd& x, const CioWeights& w, Eigen
       else
         hand = project_to_ground(a.r[static_cast<size_t>(j)]).point;
       a.eh.push_back(hand - a.r[static_cast<size_t>(j)]);
+      const double gm = gate(a.eo.back(), a.eh.back(), w.gate);
+      a.gamma.push_back(gm);
+      a.ceff.push_back(a.c[static_cast<size_t>(j)] * gm);
     }
   }
   // gradient of a cost with respect to e^O / e^H of (s, j), pushed to r, x_O and the hand
@@ -289,7 +311,7 @@ double CioProblem::evaluate(const Eigen::VectorXd& x, const CioWeights& w, Eigen
   // physics: one batch over the samples
   {
     std::vector<PhysicsSample> ps;
-    for (const At& a : at) ps.push_back(physics_sample(a.xo, a.ao, a.sl.q, a.sl.omega, a.r, a.c));
+    for (const At& a : at) ps.push_back(physics_sample(a.xo, a.ao, a.sl.q, a.sl.omega, a.r, a.ceff));
     const std::vector<PhysicsGradient> pg = physics_values(ps, physics_options(w, 1));
     for (int s = 0; s < S; ++s) {
       const PhysicsGradient& g = pg[static_cast<size_t>(s)];
@@ -307,7 +329,14 @@ double CioProblem::evaluate(const Eigen::VectorXd& x, const CioWeights& w, Eigen
       }
       for (int j = 0; j < J; ++j) {
         a.g_r[static_cast<size_t>(j)] += f * g.d_r[static_cast<size_t>(j)];
-        a.g_c[static_cast<size_t>(j)] += f * g.d_c[static_cast<size_t>(j)];
+        // c_eff = c γ(e): to c, and through γ' = −γ²/δ² · 2e to e^O and e^H
+        const double dce = f * g.d_c[static_cast<size_t>(j)], gm = a.gamma[static_cast<size_t>(j)];
+        a.g_c[static_cast<size_t>(j)] += dce * gm;
+        if (w.gate > 0) {
+          const double k = -dce * a.c[static_cast<size_t>(j)] * gm * gm / (w.gate * w.gate) * 2;
+          push_eo(s, j, k * a.eo[static_cast<size_t>(j)]);
+          push_eh(s, j, k * a.eh[static_cast<size_t>(j)]);
+        }
         if (j <= N) {  // the frame follows the capsule's normal at r_j's projection: n = −normal
           const Eigen::Vector3d dn =
               f * contact_frame_gradient_to_normal(ps[static_cast<size_t>(s)].frame[static_cast<size_t>(j)].col(0),
@@ -482,16 +511,23 @@ std::vector<CioSample> CioProblem::samples(const Eigen::VectorXd& x, const CioWe
     c.q = sl.q;
     c.omega = sl.omega;
     for (int i = 0; i < N; ++i) c.fingertips.push_back(interp([&](int k) { return finger(i, k); }, sw.value));
+    const Capsule cap = capsule_at(c.x_obj, c.q);
+    std::vector<double> ceff;
     for (int j = 0; j < J; ++j) {
       c.contacts.push_back(interp([&](int k) { return contact(j, k); }, sw.value));
       c.c.push_back(x(weight(j, sw.interval)));
+      Eigen::Vector3d eo, eh;
+      contact_errors(cap, j, N, c.contacts.back(), j < N ? c.fingertips[static_cast<size_t>(j)] : c.palm, eo, eh);
+      c.gate.push_back(gate(eo, eh, w.gate));
+      ceff.push_back(c.c.back() * c.gate.back());
     }
-    ps.push_back(physics_sample(c.x_obj, c.accel, c.q, c.omega, c.contacts, c.c));
+    ps.push_back(physics_sample(c.x_obj, c.accel, c.q, c.omega, c.contacts, ceff));
     out.push_back(c);
   }
   const std::vector<PhysicsGradient> pg = physics_values(ps, physics_options(w, 0));
   for (size_t s = 0; s < out.size(); ++s) {
-    for (int j = 0; j < J; ++j) out[s].forces.push_back(out[s].c[static_cast<size_t>(j)] * pg[s].force[static_cast<size_t>(j)]);
+    for (int j = 0; j < J; ++j)
+      out[s].forces.push_back(out[s].c[static_cast<size_t>(j)] * out[s].gate[static_cast<size_t>(j)] * pg[s].force[static_cast<size_t>(j)]);
     out[s].residual_force = pg[s].residual_force;
     out[s].residual_moment = pg[s].residual_moment;
   }
@@ -505,6 +541,7 @@ CioOptions notes_options(int iterations) {
   o.weights.cones = false;
   o.weights.weight_bounds = 1e4;
   o.weights.ground = o.weights.penetration;  // one penetration weight
+  o.weights.gate = 0;                         // every contact pushes with c F
   o.finite_differences = true;
   return o;
 }
@@ -519,7 +556,7 @@ CioGaps contact_gaps(const CioProblem& pb, const std::vector<CioSample>& samples
   for (const CioSample& s : samples) {
     const Capsule cap = pb.capsule_at(s.x_obj, s.q);
     for (int j = 0; j < J; ++j) {
-      if (s.c[static_cast<size_t>(j)] <= 0.5) continue;
+      if (s.c[static_cast<size_t>(j)] <= 0.5 && !(s.forces[static_cast<size_t>(j)].norm() > kPlanActiveForce * pb.mass() * 9.81)) continue;
       const Eigen::Vector3d& r = s.contacts[static_cast<size_t>(j)];
       ++g.active;
       g.object = std::max(g.object, std::abs(project_to_capsule(cap, r).distance));
@@ -569,6 +606,9 @@ CioResult optimize_cio(const CioProblem& problem, const CioOptions& opt) {
     w.physics = opt.stages[st].physics;
     // the floor's penalty rises with the physics weight, reaching `ground` in the last stage
     w.ground = opt.weights.ground * opt.stages[st].physics / opt.stages.back().physics;
+    // the force gate tightens as the physics weight rises, reaching `gate` in the last stage
+    // (δ ∝ 1/√w_physics: at the first stages no gate, the contacts still far from the object)
+    w.gate = opt.weights.gate * std::sqrt(opt.stages.back().physics / opt.stages[st].physics);
     Eigen::VectorXd best = res.theta;
     double best_f = problem.evaluate(best, w);
     int iteration = 0;

@@ -23,7 +23,7 @@
 //                       moments weighted by m / I_min there):
 //                       forces in friction cones about the capsule's inward normal (hand
 //                       contacts) or +z (ground), one batch over the samples, envelope gradient
-//   task                ‖x_O(T) − target‖², once, plus ‖ẋ_O‖² + ‖ω‖² at T and at every
+//   task                ‖x_O(T) − target‖², once (0 when the target is a bound, the default), plus ‖ẋ_O‖² + ‖ω‖² at T and at every
 //                       sample of the first interval (not times dt): at the target, from rest
 //                       to rest
 //   penetration         hand points inside the capsule or below the ground; the capsule's end
@@ -55,6 +55,7 @@ struct CioTask {
   double reach = 0.12;  // fingertip to palm, m
   double mu = 0.8;      // friction of every contact
   bool free_orientation = true;  // false: the capsule keeps its initial orientation (bounds)
+  bool target_as_bound = true;   // the last object keyframe fixed at the target (false: the task term only)
 };
 
 struct CioWeights {
@@ -69,6 +70,12 @@ struct CioWeights {
   bool no_slip = true;   // ė relative to the touched material points (above)
   bool cones = true;     // forces in friction cones
   double weight_bounds = 0;  // > 0: c ∈ [0, 1] as this quadratic penalty (the notes), not bounds
+  // > 0: a contact pushes with c γ F, γ = δ² / (δ² + ‖e^O‖² + ‖e^H‖²), δ = gate (m): force
+  // only where the contact point touches both the object and its hand point (or the
+  // floor). Without it (the notes, gate = 0) a contact 11 mm off the object with c = 0.43
+  // carried 13% of the weight in a plan no replay followed; the contact-invariance cost
+  // c ‖e‖² alone is cheap at such gaps.
+  double gate = 1e-3;
 };
 
 struct CioTerms {
@@ -83,6 +90,7 @@ struct CioSample {
   Eigen::Vector3d omega = Eigen::Vector3d::Zero();        // its angular velocity, world
   std::vector<Eigen::Vector3d> fingertips, contacts, forces;  // forces: world, from the inner QP (times c)
   std::vector<double> c;
+  std::vector<double> gate;  // γ per contact (1 without the gate): forces are c γ F
   Eigen::Vector3d residual_force = Eigen::Vector3d::Zero(), residual_moment = Eigen::Vector3d::Zero();  // the inner QP's ρ
 };
 
@@ -96,7 +104,9 @@ class CioProblem {
   // hand above the object, fingertips around it, contact points at their hand points
   // (ground ones under the capsule's ends), the object on a straight line to the
   // target, every c = 0.5. bounds(): c in [0, 1], the first object keyframe at the start
-  Eigen::VectorXd initial_guess() const;
+  // start > 0: the same with the fingertips turned about the vertical by 0.382 · start of
+  // their spacing 360°/N (the planner's further starts, plan_report.h)
+  Eigen::VectorXd initial_guess(int start = 0) const;
   void bounds(Eigen::VectorXd& lower, Eigen::VectorXd& upper) const;
   double evaluate(const Eigen::VectorXd& theta, const CioWeights& w, Eigen::VectorXd* grad = nullptr,
                   CioTerms* terms = nullptr) const;
@@ -150,7 +160,12 @@ struct CioOptions {
 // how far an active contact (weight c > 0.5) may lie from the object's surface and
 // from its fingertip, palm or the ground in a valid plan (check_plan), m
 constexpr double kPlanContactGap = 0.002;
-// the plan's active contacts at its keyframe samples: how many, and the largest
+// a contact carrying more than this share of the object's weight is active whatever its
+// weight c (with c <= 0.5 it still pushes with c γ F: a force from a contact the criteria
+// would otherwise not ask to touch anything)
+constexpr double kPlanActiveForce = 0.01;
+// the plan's active contacts (c > 0.5, or a force over kPlanActiveForce m g) at its samples:
+// how many, and the largest
 // distance of one from the object's surface and from its hand point (fingertip,
 // palm, ground)
 struct CioGaps {

@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <mutex>
 #include <iomanip>
 #include <memory>
 #include <ostream>
@@ -12,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "host/batch/parallel.h"
 #include "host/planning/capsule.h"
 #include "io/figure_script.h"
 #include "io/file_lock.h"
@@ -89,11 +92,20 @@ PlanCheck check_plan(const CioProblem& pb, const Eigen::VectorXd& theta, const C
   return c;
 }
 
+double PlanCheck::worst_ratio() const {
+  return std::max({plan_final_error / 0.01, forces.final_error / 0.01, hand.final_error / 0.01, worst_object_gap / kPlanContactGap,
+                   worst_hand_gap / kPlanContactGap, cones_ok ? 0.0 : 2.0});
+}
+
 PlanRun run_plan(const PlanRunOptions& o, std::ostream& log) {
   if (o.out.empty()) throw Error("plan: --out is required");
   if (o.method != "cio" && o.method != "notes") throw Error("plan: --method must be cio or notes, got '" + o.method + "'");
   if (o.notes_iterations < 1) throw Error("plan: --notes-iterations must be >= 1");
-  const CioProblem pb(o.task);  // validates the task
+  if (o.starts < 1) throw Error("plan: --starts must be >= 1, got " + std::to_string(o.starts));
+  if (o.method == "cio") check_target(o.task, "--target");
+  CioTask task = o.task;
+  if (o.method == "notes") task.target_as_bound = false;  // the notes' task was a penalty
+  const CioProblem pb(task);  // validates the task
   fs::create_directories(o.out);
   const FileLock lock((fs::path(o.out) / ".lock").string(), o.out, "another impulse plan",
                       "wait for it or choose another --out");
@@ -109,14 +121,29 @@ PlanRun run_plan(const PlanRunOptions& o, std::ostream& log) {
   log << "plan: " << o.task.fingers << " fingers, target (" << o.task.target.transpose() << "), method " << o.method
       << ", " << pb.size() << " variables, " << stages << " stage(s)\n";
   PlanRun run;
-  run.result = optimize_cio(pb, co);
+  for (int start = 0; start < o.starts; ++start) {
+    co.start = pb.initial_guess(start);
+    CioResult result = optimize_cio(pb, co);
+    log << "plan: start " << start + 1 << " optimized in " << std::setprecision(3) << result.seconds << " s";
+    if (result.polish_rounds > 0)
+      log << " (the last stage " << result.polish_rounds << " more time(s): contacts were over "
+          << kPlanContactGap * 1e3 << " mm off)";
+    log << "; replaying\n";
+    PlanCheck check = check_plan(pb, result.theta, co.weights, o.hand);
+    ++run.starts_tried;
+    run.seconds += result.seconds;
+    const bool better = start == 0 || check.worst_ratio() < run.check.worst_ratio();
+    if (better) {
+      run.result = std::move(result);
+      run.check = check;
+      run.start = start;
+    }
+    if (run.check.success) break;
+    if (start + 1 < o.starts)
+      log << "plan: start " << start + 1 << " is not valid (worst criterion at " << std::setprecision(3) << check.worst_ratio()
+          << " of its bound); trying start " << start + 2 << "\n";
+  }
   run.plan = pb.samples(run.result.theta, co.weights);
-  log << "plan: optimized in " << std::setprecision(3) << run.result.seconds << " s";
-  if (run.result.polish_rounds > 0)
-    log << " (the last stage " << run.result.polish_rounds << " more time(s): contacts were over "
-        << kPlanContactGap * 1e3 << " mm off)";
-  log << "; replaying\n";
-  run.check = check_plan(pb, run.result.theta, co.weights, o.hand);
   const PlanCheck& c = run.check;
   const int N = o.task.fingers, J = pb.contacts();
 
@@ -200,9 +227,11 @@ PlanRun run_plan(const PlanRunOptions& o, std::ostream& log) {
         {"sample_dt_s", o.task.dt}}},
       {"method", o.method},
       {"variables", pb.size()},
-      {"seconds", run.result.seconds},
+      {"seconds", run.seconds},
       {"final_terms", terms_json(run.result.stage_terms.back())},
       {"polish_rounds", run.result.polish_rounds},
+      {"start", run.start + 1},
+      {"starts_tried", run.starts_tried},
       {"criteria",
        {{"plan_final_error_m", c.plan_final_error},
         {"replay_forces", replay_json(c.forces)},
@@ -244,6 +273,119 @@ PlanRun run_plan(const PlanRunOptions& o, std::ostream& log) {
   }
   log << "plan: wrote " << run.files.size() << " files to " << o.out << "\n";
   return run;
+}
+
+void check_target(const CioTask& t, const std::string& what) {
+  const Eigen::Vector3d d = t.target - t.start;
+  const double horizontal = d.head<2>().norm(), z = t.target(2);
+  std::ostringstream m;
+  m << std::setprecision(4);
+  if (!(horizontal >= kTargetDistance[0] && horizontal <= kTargetDistance[1]))
+    m << what << ": the target (" << t.target.transpose() << ") lies " << horizontal << " m from the start horizontally; plan supports "
+      << kTargetDistance[0] << "-" << kTargetDistance[1] << " m";
+  else if (!(z >= kTargetHeight[0] && z <= kTargetHeight[1]))
+    m << what << ": the target (" << t.target.transpose() << ") is at height " << z << " m; plan supports " << kTargetHeight[0]
+      << "-" << kTargetHeight[1] << " m (the capsule's centre; it rests at " << t.radius << " m)";
+  else
+    return;
+  throw Error(m.str());
+}
+
+std::vector<Eigen::Vector3d> read_targets(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw Error(path + ": cannot open the targets file");
+  std::vector<Eigen::Vector3d> out;
+  std::string line;
+  int row = 0;
+  while (std::getline(in, line)) {
+    ++row;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.find_first_not_of(" \t") == std::string::npos || line[line.find_first_not_of(" \t")] == '#') continue;
+    std::string compact;
+    for (char ch : line)
+      if (ch != ' ' && ch != '\t') compact += ch;
+    if (out.empty() && compact == "x,y,z") continue;  // the header
+    std::stringstream ss(compact);
+    std::string item;
+    std::vector<double> v;
+    while (std::getline(ss, item, ',')) {
+      size_t used = 0;
+      double x = 0;
+      try {
+        x = std::stod(item, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used == 0 || used != item.size() || !std::isfinite(x))
+        throw Error(path + ": row " + std::to_string(row) + ": '" + item + "' is not a finite number (expected x,y,z in metres)");
+      v.push_back(x);
+    }
+    if (v.size() != 3 || compact.back() == ',')
+      throw Error(path + ": row " + std::to_string(row) + ": expected 3 values x,y,z, got '" + line + "'");
+    out.emplace_back(v[0], v[1], v[2]);
+  }
+  if (out.empty()) throw Error(path + ": no targets (one x,y,z per row)");
+  return out;
+}
+
+std::vector<PlanRun> run_plan_targets(const PlanRunOptions& o, const std::vector<Eigen::Vector3d>& targets, int threads,
+                                      std::ostream& log) {
+  if (o.out.empty()) throw Error("plan: --out is required");
+  if (targets.empty()) throw Error("plan: no targets");
+  for (size_t i = 0; i < targets.size(); ++i) {  // every target checked before any plan runs
+    CioTask t = o.task;
+    t.target = targets[i];
+    if (o.method == "cio") check_target(t, "target " + std::to_string(i + 1));
+  }
+  fs::create_directories(o.out);
+  const FileLock lock((fs::path(o.out) / ".lock").string(), o.out, "another impulse plan",
+                      "wait for it or choose another --out");
+  const int n = static_cast<int>(targets.size());
+  log << "plan: " << n << " targets, " << o.task.fingers << " fingers, on " << std::min(resolve_threads(threads), n)
+      << " thread(s); one line per plan as it finishes\n";
+  log.flush();
+  std::vector<PlanRun> runs(targets.size());
+  std::mutex mu;
+  int done = 0;
+  auto folder = [&](int i) {
+    std::ostringstream f;
+    f << "target_" << std::setw(3) << std::setfill('0') << i + 1;
+    return (fs::path(o.out) / f.str()).string();
+  };
+  parallel_for(n, std::min(resolve_threads(threads), n), [&](int, int begin, int end) {
+    for (int i = begin; i < end; ++i) {
+      PlanRunOptions one = o;
+      one.task.target = targets[static_cast<size_t>(i)];
+      one.out = folder(i);
+      std::ostringstream one_log;
+      runs[static_cast<size_t>(i)] = run_plan(one, one_log);
+      write_text_atomic((fs::path(one.out) / "log.txt").string(), one_log.str());
+      const PlanCheck& c = runs[static_cast<size_t>(i)].check;
+      const std::lock_guard<std::mutex> g(mu);
+      log << "  [" << ++done << "/" << n << "] target " << i + 1 << " (" << targets[static_cast<size_t>(i)].transpose() << "): "
+          << (c.success ? "valid" : "NOT valid") << ", start " << runs[static_cast<size_t>(i)].start + 1 << " of "
+          << runs[static_cast<size_t>(i)].starts_tried << ", " << std::setprecision(3) << runs[static_cast<size_t>(i)].seconds << " s\n";
+      log.flush();
+    }
+  });
+  std::ostringstream tc;
+  tc << std::setprecision(9)
+     << "row,x,y,z,fingers,valid,plan_final_error_m,replay_forces_final_error_m,replay_hand_final_error_m,"
+        "worst_object_gap_m,worst_hand_gap_m,worst_cone_violation_N,start,starts_tried,seconds,folder\n";
+  int valid = 0;
+  for (int i = 0; i < n; ++i) {
+    const PlanRun& r = runs[static_cast<size_t>(i)];
+    const PlanCheck& c = r.check;
+    valid += c.success;
+    const Eigen::Vector3d& t = targets[static_cast<size_t>(i)];
+    tc << i + 1 << ',' << t(0) << ',' << t(1) << ',' << t(2) << ',' << o.task.fingers << ',' << (c.success ? 1 : 0) << ','
+       << c.plan_final_error << ',' << c.forces.final_error << ',' << c.hand.final_error << ',' << c.worst_object_gap << ','
+       << c.worst_hand_gap << ',' << c.worst_cone_violation << ',' << r.start + 1 << ',' << r.starts_tried << ',' << r.seconds << ','
+       << fs::path(folder(i)).filename().string() << '\n';
+  }
+  write_text_atomic((fs::path(o.out) / "targets.csv").string(), tc.str());
+  log << "plan: " << valid << " of " << n << " plans valid by the criteria; " << (fs::path(o.out) / "targets.csv").string() << "\n";
+  return runs;
 }
 
 }  // namespace impulse

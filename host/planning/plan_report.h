@@ -44,6 +44,8 @@ struct PlanCheck {
   double worst_dense_residual_force = 0;  // N, ‖ρ_F‖ at the replay's steps between the samples
   int active = 0;                    // (sample, contact) pairs with c > 0.5
   bool final_ok = false, contacts_ok = false, cones_ok = false, success = false;
+  // how far from valid: the largest of each criterion's figure over its bound (<= 1: valid)
+  double worst_ratio() const;
 };
 
 // the criteria on a plan (the optimized variables theta under weights w): contacts and
@@ -56,6 +58,9 @@ struct PlanRunOptions {
   CioTask task;
   std::string method = "cio";  // cio (the repaired method) | notes (notes_options)
   int notes_iterations = 100;
+  // starts (CioProblem::initial_guess(0), (1), ...) tried in turn until a plan is valid by
+  // the criteria; the plan kept is the first valid one, else the one nearest to valid
+  int starts = 4;
   HandReplayOptions hand;
   std::string out, figure_script, python = "python3";
   bool figures = true;
@@ -65,9 +70,29 @@ struct PlanRun {
   CioResult result;
   std::vector<CioSample> plan;
   PlanCheck check;
+  int start = 0, starts_tried = 0;  // the start of the plan kept, and how many were optimized
+  double seconds = 0;               // optimizing, all starts together
   std::vector<std::string> files;  // every file written into the folder (CSVs, summary.json, figures)
 };
 
 PlanRun run_plan(const PlanRunOptions& options, std::ostream& log);
+
+// The targets capsule-move supports (run_plan refuses others, naming the bound): the
+// capsule's final centre at a horizontal distance of kTargetDistance from its start, in any
+// direction, at a height of kTargetHeight (m). Tested over a spread of this range.
+constexpr double kTargetDistance[2] = {0.05, 0.25}, kTargetHeight[2] = {0.04, 0.12};
+void check_target(const CioTask& task, const std::string& what);
+
+// A targets file: one target x,y,z (m) per row, an optional header row "x,y,z", '#' comments.
+// Errors name the file and the row.
+std::vector<Eigen::Vector3d> read_targets(const std::string& path);
+
+// `impulse plan --targets FILE`: a plan for every target (options.task.target replaced), on
+// `threads` threads (0: all cores), each in OUT/target_<row>/ as run_plan writes it (its log
+// in log.txt there), and OUT/targets.csv: per target its validity, the criteria's figures,
+// the start kept and the seconds. One line of the log per finished plan; the results are the
+// same on any number of threads.
+std::vector<PlanRun> run_plan_targets(const PlanRunOptions& options, const std::vector<Eigen::Vector3d>& targets, int threads,
+                                      std::ostream& log);
 
 }  // namespace impulse

@@ -1,0 +1,152 @@
+// Planning for any target in the supported range (host/planning/plan_report.h, issue 48):
+// a fixed spread of targets over the range, N = 3 and 4, at least 95% of the plans valid by
+// the criteria; `--targets` files, their errors and the refusal of targets outside the
+// range; the batch's results the same on one thread and on two.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "host/planning/plan_report.h"
+#include "solvers/error.h"
+#include "test_util.h"
+
+namespace impulse {
+namespace {
+
+// 12 directions 30° apart; the distances and heights cycle through the range's ends and
+// middle, so every corner of the range is met
+std::vector<Eigen::Vector3d> spread() {
+  std::vector<Eigen::Vector3d> t;
+  const double d[3] = {kTargetDistance[0], 0.5 * (kTargetDistance[0] + kTargetDistance[1]), kTargetDistance[1]};
+  const double h[4] = {kTargetHeight[0], kTargetHeight[0] + (kTargetHeight[1] - kTargetHeight[0]) / 3,
+                       kTargetHeight[1] - (kTargetHeight[1] - kTargetHeight[0]) / 3, kTargetHeight[1]};
+  for (int i = 0; i < 12; ++i) {
+    const double a = i * M_PI / 6;
+    t.emplace_back(d[i % 3] * std::cos(a), d[i % 3] * std::sin(a), h[i % 4]);
+  }
+  return t;
+}
+
+TEST(PlanningTargets, NinetyFivePercentOfASpreadAreValid) {
+  const std::vector<Eigen::Vector3d> targets = spread();
+  int valid = 0, plans = 0;
+  std::ostringstream why;
+  for (int fingers : {3, 4}) {
+    PlanRunOptions o;
+    o.task.fingers = fingers;
+    o.figures = false;
+    o.out = testing::fresh_dir("plan_spread_", std::to_string(fingers));
+    std::ostringstream log;
+    const std::vector<PlanRun> runs = run_plan_targets(o, targets, 0, log);
+    ASSERT_EQ(runs.size(), targets.size());
+    for (size_t i = 0; i < runs.size(); ++i) {
+      ++plans;
+      valid += runs[i].check.success;
+      if (!runs[i].check.success)
+        why << "N = " << fingers << ", target (" << targets[i].transpose() << "): worst criterion at "
+            << runs[i].check.worst_ratio() << " of its bound\n";
+    }
+  }
+  EXPECT_GE(valid, static_cast<int>(std::ceil(0.95 * plans))) << valid << " of " << plans << " valid\n" << why.str();
+}
+
+TEST(PlanningTargets, TargetsOutsideTheRangeAreRefusedByName) {
+  PlanRunOptions o;
+  o.figures = false;
+  o.out = testing::fresh_dir("plan_range_", "a");
+  std::ostringstream log;
+  for (const Eigen::Vector3d& t : {Eigen::Vector3d(0.3, 0, 0.08), Eigen::Vector3d(0.01, 0.02, 0.08),
+                                   Eigen::Vector3d(0.1, 0.1, 0.2), Eigen::Vector3d(0.1, 0, 0.01)}) {
+    o.task.target = t;
+    try {
+      run_plan(o, log);
+      ADD_FAILURE() << "target " << t.transpose() << " was planned";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("--target"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("plan supports"), std::string::npos) << e.what();
+    }
+  }
+  // in a batch, the row is named and nothing runs
+  try {
+    run_plan_targets(o, {Eigen::Vector3d(0.1, 0, 0.05), Eigen::Vector3d(0.4, 0, 0.05)}, 1, log);
+    ADD_FAILURE() << "a batch with a target out of range ran";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("target 2"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(std::filesystem::exists(o.out + "/targets.csv"));
+}
+
+TEST(PlanningTargets, TargetsFilesAreReadAndTheirErrorsNamed) {
+  const std::string dir = testing::fresh_dir("plan_targets_file_", "a");
+  auto file = [&](const std::string& name, const std::string& text) {
+    std::ofstream(dir + "/" + name) << text;
+    return dir + "/" + name;
+  };
+  const std::vector<Eigen::Vector3d> t = read_targets(file("ok.csv", "x, y, z\n# a comment\n0.1,0,0.05\r\n\n-0.1, 0.2 ,0.12\n"));
+  ASSERT_EQ(t.size(), 2u);
+  EXPECT_EQ(t[1], Eigen::Vector3d(-0.1, 0.2, 0.12));
+  auto refused = [&](const std::string& name, const std::string& text, const std::string& says) {
+    try {
+      read_targets(file(name, text));
+      ADD_FAILURE() << name << " was read";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(name), std::string::npos) << e.what();
+    }
+  };
+  refused("two.csv", "0.1,0,0.05\n0.1,0\n", "row 2: expected 3 values");
+  refused("four.csv", "0.1,0,0.05,1\n", "row 1: expected 3 values");
+  refused("word.csv", "x,y,z\n0.1,zero,0.05\n", "row 2: 'zero' is not a finite number");
+  refused("nan.csv", "0.1,nan,0.05\n", "'nan' is not a finite number");
+  refused("trailing.csv", "0.1,0,0.05,\n", "expected 3 values");
+  refused("empty.csv", "x,y,z\n", "no targets");
+  refused("missing.csv", "", "no targets");
+  try {
+    read_targets(dir + "/absent.csv");
+    ADD_FAILURE();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot open"), std::string::npos);
+  }
+}
+
+// every column but the seconds
+std::string without_seconds(const std::string& csv) {
+  std::istringstream in(csv);
+  std::ostringstream out;
+  std::string line;
+  while (std::getline(in, line)) {
+    std::vector<std::string> cells;
+    std::stringstream ss(line);
+    std::string c;
+    while (std::getline(ss, c, ',')) cells.push_back(c);
+    for (size_t i = 0; i < cells.size(); ++i)
+      if (i != 14) out << cells[i] << ',';
+    out << '\n';
+  }
+  return out.str();
+}
+
+TEST(PlanningTargets, ABatchIsTheSameOnOneThreadAndOnTwo) {
+  PlanRunOptions o;
+  o.task.fingers = 3;
+  o.figures = false;
+  o.starts = 1;
+  const std::vector<Eigen::Vector3d> targets = {Eigen::Vector3d(0.1, 0.05, 0.06), Eigen::Vector3d(-0.08, -0.1, 0.1)};
+  std::string csv[2];
+  for (int threads : {1, 2}) {
+    o.out = testing::fresh_dir("plan_batch_", std::to_string(threads));
+    std::ostringstream log;
+    const std::vector<PlanRun> runs = run_plan_targets(o, targets, threads, log);
+    EXPECT_NE(log.str().find("[2/2]"), std::string::npos) << "a line per finished plan";
+    csv[threads - 1] = testing::read_text_file(o.out + "/targets.csv");
+    EXPECT_EQ(std::count(csv[threads - 1].begin(), csv[threads - 1].end(), '\n'), 3) << "a header and a row per target";
+    EXPECT_EQ(testing::read_text_file(o.out + "/target_002/plan.csv").empty(), false);
+    EXPECT_NE(testing::read_text_file(o.out + "/target_001/log.txt").find("plan: wrote"), std::string::npos);
+  }
+  EXPECT_EQ(without_seconds(csv[0]), without_seconds(csv[1]));
+}
+
+}  // namespace
+}  // namespace impulse
