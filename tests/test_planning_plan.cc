@@ -132,6 +132,12 @@ TEST(PlanningPlan, RunWritesItsFilesDeterministicallyAndRefusesASecondWriter) {
   bad.method = "bfgs";
   EXPECT_THROW(run_plan(bad, log), Error);
   bad = o2;
+  bad.starts = 0;
+  EXPECT_THROW(run_plan(bad, log), Error);
+  bad = o2;
+  bad.perturb = 0.5;
+  EXPECT_THROW(run_plan(bad, log), Error);
+  bad = o2;
   bad.task.fingers = 9;
   EXPECT_THROW(run_plan(bad, log), Error);
   bad = o2;

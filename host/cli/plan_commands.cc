@@ -65,6 +65,8 @@ void add_plan_commands(CLI::App& app, Commands& out) {
       ->check(CLI::PositiveNumber);
   c->add_option("--starts", a->o.starts, "starts tried in turn until a plan is valid (the first valid plan is kept)")
       ->check(CLI::Range(1, 16));
+  c->add_option("--perturb", a->o.perturb,
+                "for sensitivity studies: the starts' variables scaled by 1 +- this (alternating) and the weights by 1 + this");
   c->add_option("--squeeze", a->o.hand.squeeze, "replay 2: how far a hand sphere on the surface presses in, m")
       ->check(CLI::Range(0.0, 0.004));
   c->add_option("--out", a->o.out, "the output folder")->required();

@@ -109,7 +109,16 @@ PlanRun run_plan(const PlanRunOptions& o, std::ostream& log) {
   fs::create_directories(o.out);
   const FileLock lock((fs::path(o.out) / ".lock").string(), o.out, "another impulse plan",
                       "wait for it or choose another --out");
+  if (!(std::abs(o.perturb) < 0.01)) throw Error("plan: --perturb must be below 0.01 in size, got " + std::to_string(o.perturb));
   CioOptions co = o.method == "notes" ? notes_options(o.notes_iterations) : CioOptions{};
+  if (o.perturb != 0) {
+    CioWeights& w = co.weights;
+    for (double* v : {&w.task, &w.penetration, &w.reach, &w.smooth, &w.ground, &w.lambda, &w.gate}) *v *= 1 + o.perturb;
+    for (CioStage& st : co.stages) {
+      st.ci *= 1 + o.perturb;
+      st.physics *= 1 + o.perturb;
+    }
+  }
   const int every = o.method == "notes" ? 5 : 200;
   const size_t stages = co.stages.size();
   co.progress = [&](int stage, int it, const CioTerms& tm) {
@@ -123,6 +132,7 @@ PlanRun run_plan(const PlanRunOptions& o, std::ostream& log) {
   PlanRun run;
   for (int start = 0; start < o.starts; ++start) {
     co.start = pb.initial_guess(start);
+    for (Eigen::Index i = 0; i < co.start.size(); ++i) co.start(i) *= 1 + (i % 2 ? -o.perturb : o.perturb);
     CioResult result = optimize_cio(pb, co);
     log << "plan: start " << start + 1 << " optimized in " << std::setprecision(3) << result.seconds << " s";
     if (result.polish_rounds > 0)
