@@ -2,15 +2,19 @@
 """The planner over its target range (issue 48): `impulse plan --targets` for a grid of targets
 (8 directions, 3 distances, 3 heights over the supported range) and each hand size, then a
 table (validity per hand size, distance and height; times; starts used) and the validity map
-as a figure: per hand size, the targets seen from above, filled when valid.
+as a figure: per hand size, the targets seen from above, filled when valid. Then capsule-turn
+for a spread of turns (--turns) and each hand size, as a table.
 
     python3 bench/plan_targets.py --impulse build/impulse --out bench/results/plan_targets_DATE
 
-Writes OUT/targets.csv (the grid), OUT/N<n>/ (the plans), OUT/plan_targets.md, OUT/plan_targets.png.
+Writes OUT/targets.csv (the grid), OUT/N<n>/ (the plans), OUT/turn_<deg>_N<n>/ (the turns),
+OUT/plan_targets.md, OUT/plan_targets.png.
 """
 import argparse
 import csv
+import json
 import math
+from concurrent.futures import ThreadPoolExecutor
 import os
 import subprocess
 import sys
@@ -32,6 +36,7 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--fingers", default="3,4,5")
     ap.add_argument("--threads", default="0")
+    ap.add_argument("--turns", default="45,-45,90,-90,135,180", help="capsule-turn's turns, degrees ('' for none)")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     targets = grid()
@@ -80,6 +85,33 @@ def main():
             lines.append("- N = %d, target (%s, %s, %s): final errors plan %.1f, replay 1 %.1f, replay 2 %.1f mm; gaps %.2f / %.2f mm" % (
                 n, r["x"], r["y"], r["z"], 1e3 * float(r["plan_final_error_m"]), 1e3 * float(r["replay_forces_final_error_m"]),
                 1e3 * float(r["replay_hand_final_error_m"]), 1e3 * float(r["worst_object_gap_m"]), 1e3 * float(r["worst_hand_gap_m"])))
+    turns = [float(t) for t in a.turns.split(",") if t]
+    if turns:
+        def turn(job):
+            deg, n = job
+            folder = os.path.join(a.out, "turn_%g_N%d" % (deg, n))
+            if not os.path.exists(os.path.join(folder, "summary.json")):
+                subprocess.run([a.impulse, "plan", "--task", "capsule-turn", "--turn=%g" % deg, "--fingers", str(n),
+                                "--out", folder, "--no-figures"], stdout=subprocess.DEVNULL)
+            return deg, n, json.load(open(os.path.join(folder, "summary.json")))
+        jobs = [(deg, n) for n in results for deg in turns]
+        with ThreadPoolExecutor(2) as ex:
+            done = list(ex.map(turn, jobs))
+        lines += ["", "## capsule-turn", "",
+                  "`impulse plan --task capsule-turn --turn DEG --fingers N` (lifted 5 cm above the start, turned; "
+                  "valid: both ends of the axis within 1 cm of the target's in the plan and both replays, contacts, cones).", "",
+                  "| turn ° | " + " | ".join("N=%d" % n for n in results) + " |", "|---|" + "---|" * len(results)]
+        for deg in turns:
+            cells = []
+            for d, n, sm in done:
+                if d != deg:
+                    continue
+                e = sm["criteria"]["final_ends_error_m"]
+                cells.append("%s (ends %.1f / %.1f mm, start %d, %.1f s)" % (
+                    "valid" if sm["success"] else "**not**", 1e3 * e["replay_forces"], 1e3 * e["replay_hand"], sm["start"], sm["seconds"]))
+            lines.append("| %g | %s |" % (deg, " | ".join(cells)))
+        v = sum(sm["success"] for _, _, sm in done)
+        lines += ["", "capsule-turn: %d of %d valid." % (v, len(done))]
     with open(os.path.join(a.out, "plan_targets.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
     print("\n".join(lines))

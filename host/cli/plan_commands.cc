@@ -44,11 +44,16 @@ void add_plan_commands(CLI::App& app, Commands& out) {
     PlanRunOptions o;
     std::string task = "capsule-move", target, targets;
     int threads = 0;
+    double turn_deg = 90;
   };
   auto a = std::make_shared<Args>();
   a->o.figure_script = source_file("host/planning/plan_figures.py");
-  c->add_option("--task", a->task, "the task (capsule-move: the capsule from rest on the ground to --target)")
-      ->check(CLI::IsMember({"capsule-move"}));
+  c->add_option("--task", a->task,
+                "the task (capsule-move: the capsule from rest on the ground to --target; capsule-turn: lifted above its "
+                "start to --target's height (default 0.08) and turned by --turn about the vertical)")
+      ->check(CLI::IsMember({"capsule-move", "capsule-turn"}));
+  auto* turn = c->add_option("--turn", a->turn_deg, "capsule-turn: the turn about the vertical, degrees (-180 to 180, not 0)")
+                   ->check(CLI::Range(-180.0, 180.0));
   c->add_option("--fingers", a->o.task.fingers, "fingertips N (2-5)")->check(CLI::Range(2, 5));
   auto* one = c->add_option("--target", a->target,
                              "the capsule's final centre x,y,z in metres (default 0.15,0,0.08); supported: 0.05-0.25 m from the "
@@ -71,7 +76,15 @@ void add_plan_commands(CLI::App& app, Commands& out) {
       ->check(CLI::Range(0.0, 0.004));
   c->add_option("--out", a->o.out, "the output folder")->required();
   c->add_flag("!--no-figures", a->o.figures, "skip the figures");
-  out.push_back({c, [a] {
+  out.push_back({c, [a, turn] {
+                   if (a->task != "capsule-turn" && turn->count() > 0) throw Error("--turn: only capsule-turn turns (--task capsule-turn)");
+                   if (a->task == "capsule-turn") {
+                     if (a->turn_deg == 0) throw Error("--turn: capsule-turn needs a turn other than 0 (capsule-move has none)");
+                     a->o.task.turn = a->turn_deg * M_PI / 180;
+                     const Eigen::Vector3d above = a->o.task.start + Eigen::Vector3d(0, 0, 0.05);
+                     a->o.task.target = a->target.empty() ? above : parse_point(a->target, "--target");
+                     if (!a->targets.empty()) throw Error("--targets: capsule-turn turns in place; give its height with --target");
+                   }
                    if (!a->targets.empty()) {
                      const std::vector<PlanRun> runs = run_plan_targets(a->o, read_targets(a->targets), a->threads, std::cout);
                      for (const PlanRun& r : runs)

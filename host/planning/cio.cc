@@ -40,12 +40,18 @@ CioProblem::CioProblem(const CioTask& t) : task_(t) {
   if (!(t.duration > 0) || !(t.dt > 0) || t.dt > t.duration) throw Error("plan: need 0 < dt <= duration");
   if (!t.start.allFinite() || !t.target.allFinite()) throw Error("plan: start and target must be finite");
   if (!(t.reach > 0) || !(t.mu > 0)) throw Error("plan: reach and mu must be > 0");
+  if (!std::isfinite(t.turn) || std::abs(t.turn) > M_PI) throw Error("plan: the turn must be within ±180°");
+  if (t.turn != 0 && !t.free_orientation) throw Error("plan: a turn needs a free orientation");
   K_ = t.keyframes;
   S_ = static_cast<int>(std::lround(t.duration / t.dt)) + 1;
   const LinkInertia li = capsule_inertia(t.radius, t.half_length, t.density);
   mass_ = li.mass;
   inertia_body_ = li.inertia_com;
   moment_weight_ = mass_ / li.inertia_com.diagonal().minCoeff();  // 1/ℓ², ℓ the smallest radius of gyration
+}
+
+Eigen::Quaterniond CioTask::target_orientation() const {
+  return Eigen::Quaterniond(Eigen::AngleAxisd(turn, Eigen::Vector3d::UnitZ()));
 }
 
 Capsule CioProblem::capsule_at(const Eigen::Vector3d& centre, const Eigen::Quaterniond& q) const {
@@ -66,13 +72,13 @@ Eigen::Matrix3d CioProblem::world_inertia(const Eigen::Quaterniond& q) const {
 
 PhysicsSample CioProblem::physics_sample(const Eigen::Vector3d& xo, const Eigen::Vector3d& ao, const Eigen::Quaterniond& q,
                                          const Eigen::Vector3d& omega, const std::vector<Eigen::Vector3d>& r,
-                                         const std::vector<double>& c) const {
+                                         const std::vector<double>& c, const Eigen::Vector3d& impulse_rate) const {
   PhysicsSample p;
   p.mass = mass_;
   p.moment_weight = moment_weight_;
   p.x_obj = xo;
   p.accel = ao;
-  p.Ldot = omega.cross(world_inertia(q) * omega);  // within an interval ω is constant, I_w turns
+  p.Ldot = omega.cross(world_inertia(q) * omega) + impulse_rate;  // within an interval ω is constant, I_w turns
   p.r = r;
   p.c = c;
   const Capsule cap = capsule_at(xo, q);
@@ -107,17 +113,21 @@ Eigen::VectorXd CioProblem::initial_guess(int start) const {
     const double s = static_cast<double>(k) / (K_ - 1);
     const Eigen::Vector3d o = (1 - s) * task_.start + s * task_.target;
     x.segment<3>(obj(k)) = o;
+    // a turn: the orientation keyframes turn evenly, the hand's layout with them
+    const Eigen::Matrix3d Rk = Eigen::AngleAxisd(s * task_.turn, Eigen::Vector3d::UnitZ()).toRotationMatrix();
+    x.segment<3>(rot(k)) = Eigen::Vector3d(0, 0, s * task_.turn);
     const Eigen::Vector3d palm_at = o + Eigen::Vector3d(0, 0, R + 0.06);
     x.segment<3>(palm(k)) = palm_at;
     for (int i = 0; i < N; ++i) {  // around the capsule's middle, 1 cm off its surface
       const double ang = 2 * M_PI * (i + 0.5 + start * 0.381966) / N;
-      const Eigen::Vector3d f = o + Eigen::Vector3d(H * std::cos(ang) * 0.8, (R + 0.01) * std::sin(ang), 0.02);
+      const Eigen::Vector3d f = o + Rk * Eigen::Vector3d(H * std::cos(ang) * 0.8, (R + 0.01) * std::sin(ang), 0.02);
       x.segment<3>(finger(i, k)) = f;
       x.segment<3>(contact(i, k)) = f;
     }
     x.segment<3>(contact(N, k)) = palm_at;
-    x.segment<3>(contact(N + 1, k)) = Eigen::Vector3d(o(0) - H, o(1), 0);
-    x.segment<3>(contact(N + 2, k)) = Eigen::Vector3d(o(0) + H, o(1), 0);
+    const Eigen::Vector3d end = Rk * Eigen::Vector3d(H, 0, 0);
+    x.segment<3>(contact(N + 1, k)) = Eigen::Vector3d(o(0) - end(0), o(1) - end(1), 0);
+    x.segment<3>(contact(N + 2, k)) = Eigen::Vector3d(o(0) + end(0), o(1) + end(1), 0);
   }
   for (int j = 0; j < contacts(); ++j)
     for (int m = 0; m < K_ - 1; ++m) x(weight(j, m)) = 0.5;
@@ -140,6 +150,8 @@ void CioProblem::bounds(Eigen::VectorXd& lo, Eigen::VectorXd& hi) const {
   // and, unless the task says otherwise, ends at the target: a constraint, not a penalty
   // traded against the others (as a penalty, the force gate's costs left plans 1-2 cm short)
   if (task_.target_as_bound) lo.segment<3>(obj(K_ - 1)) = hi.segment<3>(obj(K_ - 1)) = task_.target;
+  if (task_.target_as_bound && task_.turn != 0)  // and turned as the task says
+    lo.segment<3>(rot(K_ - 1)) = hi.segment<3>(rot(K_ - 1)) = Eigen::Vector3d(0, 0, task_.turn);
   for (int k = 0; k < (task_.free_orientation ? 1 : K_); ++k) {  // and with the orientation it starts in
     lo.segment<3>(rot(k)).setZero();
     hi.segment<3>(rot(k)).setZero();
@@ -311,7 +323,14 @@ double CioProblem::evaluate(const Eigen::VectorXd& x, const CioWeights& w, Eigen
   // physics: one batch over the samples
   {
     std::vector<PhysicsSample> ps;
-    for (const At& a : at) ps.push_back(physics_sample(a.xo, a.ao, a.sl.q, a.sl.omega, a.r, a.ceff));
+    // a knot between samples s − 1 and s: sample s's forces turn ω_{s−1} into ω_s
+    auto knot = [&](int s) { return w.knot_forces && s > 0 && at[static_cast<size_t>(s)].sl.interval != at[static_cast<size_t>(s - 1)].sl.interval; };
+    for (int s = 0; s < S; ++s) {
+      const At& a = at[static_cast<size_t>(s)];
+      const Eigen::Vector3d rate = knot(s) ? Eigen::Vector3d(a.Iw * (a.sl.omega - at[static_cast<size_t>(s - 1)].sl.omega) / dt)
+                                           : Eigen::Vector3d::Zero();
+      ps.push_back(physics_sample(a.xo, a.ao, a.sl.q, a.sl.omega, a.r, a.ceff, rate));
+    }
     const std::vector<PhysicsGradient> pg = physics_values(ps, physics_options(w, 1));
     for (int s = 0; s < S; ++s) {
       const PhysicsGradient& g = pg[static_cast<size_t>(s)];
@@ -326,6 +345,13 @@ double CioProblem::evaluate(const Eigen::VectorXd& x, const CioWeights& w, Eigen
         const Eigen::Vector3d gl = f * g.d_Ldot;
         a.g_om += (skew(om) * a.Iw - skew(a.Iw * om)).transpose() * gl;
         a.g_rot += (skew(om) * (a.Iw * skew(om) - skew(a.Iw * om))).transpose() * gl;
+        if (knot(s)) {  // + I_w u / dt, u = ω_s − ω_{s−1}; δ(I_w u) = (I_w [u]× − [I_w u]×) ε
+          At& prev = at[static_cast<size_t>(s - 1)];
+          const Eigen::Vector3d u = om - prev.sl.omega;
+          a.g_om += a.Iw * gl / dt;
+          prev.g_om -= a.Iw * gl / dt;
+          a.g_rot += (a.Iw * skew(u) - skew(a.Iw * u)).transpose() * gl / dt;
+        }
       }
       for (int j = 0; j < J; ++j) {
         a.g_r[static_cast<size_t>(j)] += f * g.d_r[static_cast<size_t>(j)];
@@ -373,9 +399,10 @@ double CioProblem::evaluate(const Eigen::VectorXd& x, const CioWeights& w, Eigen
     }
   }
   // SLERP's ω is constant on each interval and jumps at the knots: the jump takes an
-  // angular impulse I_w Δω, charged as the physics term charges an unexplained moment
-  // over one sample, w_physics w_M ‖I_w Δω / dt‖² dt
-  for (int s = 1; s < S; ++s) {
+  // angular impulse I_w Δω. Without knot_forces (the notes) it is charged as the physics
+  // term charges an unexplained moment over one sample, w_physics w_M ‖I_w Δω / dt‖² dt;
+  // with them, the knot's sample asks its forces for it (above)
+  for (int s = 1; s < S && !w.knot_forces; ++s) {
     At& a = at[static_cast<size_t>(s - 1)];
     At& b = at[static_cast<size_t>(s)];
     if (a.sl.interval == b.sl.interval) continue;
@@ -493,6 +520,7 @@ std::vector<CioSample> CioProblem::samples(const Eigen::VectorXd& x, const CioWe
   const std::vector<Eigen::Quaterniond> keys = orientations(x);
   std::vector<CioSample> out;
   std::vector<PhysicsSample> ps;
+  int interval_before = 0;
   for (int s = 0; s < S; ++s) {
     const double t = std::min(task_.duration, s * dt);
     const SplineWeights sw = catmull_rom_weights(K_, task_.duration, t);
@@ -521,7 +549,11 @@ std::vector<CioSample> CioProblem::samples(const Eigen::VectorXd& x, const CioWe
       c.gate.push_back(gate(eo, eh, w.gate));
       ceff.push_back(c.c.back() * c.gate.back());
     }
-    ps.push_back(physics_sample(c.x_obj, c.accel, c.q, c.omega, c.contacts, ceff));
+    Eigen::Vector3d rate = Eigen::Vector3d::Zero();
+    if (w.knot_forces && !out.empty() && sl.interval != interval_before)
+      rate = world_inertia(c.q) * (c.omega - out.back().omega) / dt;
+    interval_before = sl.interval;
+    ps.push_back(physics_sample(c.x_obj, c.accel, c.q, c.omega, c.contacts, ceff, rate));
     out.push_back(c);
   }
   const std::vector<PhysicsGradient> pg = physics_values(ps, physics_options(w, 0));
@@ -542,6 +574,7 @@ CioOptions notes_options(int iterations) {
   o.weights.weight_bounds = 1e4;
   o.weights.ground = o.weights.penetration;  // one penetration weight
   o.weights.gate = 0;                         // every contact pushes with c F
+  o.weights.knot_forces = false;              // ω's jumps charged only
   o.finite_differences = true;
   return o;
 }

@@ -28,7 +28,8 @@
 //                       to rest
 //   penetration         hand points inside the capsule or below the ground; the capsule's end
 //                       spheres below the ground (weight `ground`); the jumps of ω at the knots
-//                       count with the physics term
+//                       count with the physics term (the knot's sample asks its forces for the
+//                       angular impulse, CioWeights::knot_forces)
 //   reach               (‖p_i − x_P‖ − reach)₊²
 //   smoothness          ‖ẍ_P‖² + Σ‖p̈_i‖² (a small regularizer of the hand's motion)
 #pragma once
@@ -56,6 +57,12 @@ struct CioTask {
   double mu = 0.8;      // friction of every contact
   bool free_orientation = true;  // false: the capsule keeps its initial orientation (bounds)
   bool target_as_bound = true;   // the last object keyframe fixed at the target (false: the task term only)
+  // capsule-turn: the capsule ends turned by this angle (rad) about the vertical, its last
+  // orientation keyframe fixed there (a bound, with target_as_bound); 0: capsule-move, the
+  // final orientation free
+  double turn = 0;
+  const char* name() const { return turn != 0 ? "capsule-turn" : "capsule-move"; }
+  Eigen::Quaterniond target_orientation() const;
 };
 
 struct CioWeights {
@@ -76,6 +83,10 @@ struct CioWeights {
   // carried 13% of the weight in a plan no replay followed; the contact-invariance cost
   // c ‖e‖² alone is cheap at such gaps.
   double gate = 1e-3;
+  // SLERP's ω jumps at the knots. true: the sample at a knot asks its contact forces for the
+  // angular impulse, L̇ += I_w Δω / dt (what a replay under the planned forces needs to turn
+  // the object at all); false: the jump is charged as an unexplained moment only
+  bool knot_forces = true;
 };
 
 struct CioTerms {
@@ -134,7 +145,7 @@ class CioProblem {
   // (fingertips, palm) or +z (ground)
   PhysicsSample physics_sample(const Eigen::Vector3d& xo, const Eigen::Vector3d& ao, const Eigen::Quaterniond& q,
                                const Eigen::Vector3d& omega, const std::vector<Eigen::Vector3d>& r,
-                               const std::vector<double>& c) const;
+                               const std::vector<double>& c, const Eigen::Vector3d& impulse_rate) const;
   PhysicsQpOptions physics_options(const CioWeights& w, int threads) const;
 };
 

@@ -86,6 +86,25 @@ PlanCheck check_plan(const CioProblem& pb, const Eigen::VectorXd& theta, const C
     r->orientation = aq;
   }
   c.final_ok = c.plan_final_error <= 0.01 && c.forces.final_error <= 0.01 && c.hand.final_error <= 0.01;
+  if (t.turn != 0) {
+    const Eigen::Vector3d want = t.target_orientation() * Eigen::Vector3d::UnitX();
+    auto axis_error = [&](const Eigen::Quaterniond& q) {
+      return std::acos(std::min(1.0, std::abs((q * Eigen::Vector3d::UnitX()).dot(want))));
+    };
+    auto ends_error = [&](const Eigen::Vector3d& x, const Eigen::Quaterniond& q) {
+      const Eigen::Vector3d h = t.half_length * (q * Eigen::Vector3d::UnitX()), hw = t.half_length * want;
+      const double same = std::max((x + h - t.target - hw).norm(), (x - h - t.target + hw).norm());
+      const double flipped = std::max((x + h - t.target + hw).norm(), (x - h - t.target - hw).norm());
+      return std::min(same, flipped);
+    };
+    c.plan_axis_error = axis_error(plan.back().q);
+    c.forces_axis_error = axis_error(c.forces.orientation.back());
+    c.hand_axis_error = axis_error(c.hand.orientation.back());
+    c.plan_ends_error = ends_error(plan.back().x_obj, plan.back().q);
+    c.forces_ends_error = ends_error(c.forces.replayed.back(), c.forces.orientation.back());
+    c.hand_ends_error = ends_error(c.hand.replayed.back(), c.hand.orientation.back());
+    c.final_ok = c.final_ok && std::max({c.plan_ends_error, c.forces_ends_error, c.hand_ends_error}) <= 0.01;
+  }
   c.contacts_ok = c.worst_object_gap <= kPlanContactGap && c.worst_hand_gap <= kPlanContactGap;
   c.cones_ok = c.worst_cone_violation <= 1e-6 * mg;
   c.success = c.final_ok && c.contacts_ok && c.cones_ok;
@@ -93,7 +112,8 @@ PlanCheck check_plan(const CioProblem& pb, const Eigen::VectorXd& theta, const C
 }
 
 double PlanCheck::worst_ratio() const {
-  return std::max({plan_final_error / 0.01, forces.final_error / 0.01, hand.final_error / 0.01, worst_object_gap / kPlanContactGap,
+  return std::max({plan_final_error / 0.01, forces.final_error / 0.01, hand.final_error / 0.01,
+                   std::max({plan_ends_error, forces_ends_error, hand_ends_error}) / 0.01, worst_object_gap / kPlanContactGap,
                    worst_hand_gap / kPlanContactGap, cones_ok ? 0.0 : 2.0});
 }
 
@@ -102,6 +122,7 @@ PlanRun run_plan(const PlanRunOptions& o, std::ostream& log) {
   if (o.method != "cio" && o.method != "notes") throw Error("plan: --method must be cio or notes, got '" + o.method + "'");
   if (o.notes_iterations < 1) throw Error("plan: --notes-iterations must be >= 1");
   if (o.starts < 1) throw Error("plan: --starts must be >= 1, got " + std::to_string(o.starts));
+  if (o.method == "notes" && o.task.turn != 0) throw Error("plan: --method notes plans capsule-move only (the notes' task)");
   if (o.method == "cio") check_target(o.task, "--target");
   CioTask task = o.task;
   if (o.method == "notes") task.target_as_bound = false;  // the notes' task was a penalty
@@ -127,7 +148,7 @@ PlanRun run_plan(const PlanRunOptions& o, std::ostream& log) {
         << tm.total << " (task " << tm.task << ", contact " << tm.ci << ", physics " << tm.physics << ")\n";
     log.flush();
   };
-  log << "plan: " << o.task.fingers << " fingers, target (" << o.task.target.transpose() << "), method " << o.method
+  log << "plan: " << o.task.name() << ", " << o.task.fingers << " fingers, target (" << o.task.target.transpose() << "), method " << o.method
       << ", " << pb.size() << " variables, " << stages << " stage(s)\n";
   PlanRun run;
   for (int start = 0; start < o.starts; ++start) {
@@ -224,7 +245,8 @@ PlanRun run_plan(const PlanRunOptions& o, std::ostream& log) {
   };
   const nlohmann::json summary = {
       {"task",
-       {{"name", "capsule-move"},
+       {{"name", o.task.name()},
+        {"turn_deg", o.task.turn * 180 / M_PI},
         {"fingers", N},
         {"start", {o.task.start(0), o.task.start(1), o.task.start(2)}},
         {"target", {o.task.target(0), o.task.target(1), o.task.target(2)}},
@@ -248,6 +270,8 @@ PlanRun run_plan(const PlanRunOptions& o, std::ostream& log) {
         {"replay_hand", replay_json(c.hand)},
         {"replay_forces_strict_hand_only", replay_json(c.hand_forces_only)},
         {"final_within_1cm", c.final_ok},
+        {"final_axis_error_rad", {{"plan", c.plan_axis_error}, {"replay_forces", c.forces_axis_error}, {"replay_hand", c.hand_axis_error}}},
+        {"final_ends_error_m", {{"plan", c.plan_ends_error}, {"replay_forces", c.forces_ends_error}, {"replay_hand", c.hand_ends_error}}},
         {"active_contacts", c.active},
         {"worst_active_object_gap_m", c.worst_object_gap},
         {"worst_active_hand_gap_m", c.worst_hand_gap},
@@ -266,8 +290,12 @@ PlanRun run_plan(const PlanRunOptions& o, std::ostream& log) {
   log << std::setprecision(3) << "plan: final object " << c.plan_final_error * 1e3 << " mm from the target (replay 1: "
       << c.forces.final_error * 1e3 << " mm, replay 2: " << c.hand.final_error * 1e3 << " mm; largest deviations "
       << c.forces.max_deviation * 1e3 << " and " << c.hand.max_deviation * 1e3 << " mm; replay 1 under the hand's forces only: "
-      << c.hand_forces_only.final_error * 1e3 << " mm)\n"
-      << "plan: active contacts within " << c.worst_object_gap * 1e3 << " mm of the object and " << c.worst_hand_gap * 1e3
+      << c.hand_forces_only.final_error * 1e3 << " mm)\n";
+  if (o.task.turn != 0)
+    log << "plan: final axis " << c.plan_axis_error << " rad from the target's (replay 1: " << c.forces_axis_error
+        << " rad, replay 2: " << c.hand_axis_error << " rad); its ends " << c.plan_ends_error * 1e3 << " mm from the target's (replay 1: "
+        << c.forces_ends_error * 1e3 << " mm, replay 2: " << c.hand_ends_error * 1e3 << " mm)\n";
+  log << "plan: active contacts within " << c.worst_object_gap * 1e3 << " mm of the object and " << c.worst_hand_gap * 1e3
       << " mm of their hand points; worst cone violation " << c.worst_cone_violation << " N; unexplained force up to "
       << c.worst_residual_force << " N at the samples, " << c.worst_dense_residual_force << " N between them (weight " << pb.mass() * 9.81 << " N)\n"
       << "plan: " << (c.success ? "valid" : "NOT valid") << " by the criteria; " << o.out << "/summary.json\n";
@@ -290,7 +318,10 @@ void check_target(const CioTask& t, const std::string& what) {
   const double horizontal = d.head<2>().norm(), z = t.target(2);
   std::ostringstream m;
   m << std::setprecision(4);
-  if (!(horizontal >= kTargetDistance[0] && horizontal <= kTargetDistance[1]))
+  if (t.turn != 0 && horizontal > 1e-9)
+    m << what << ": capsule-turn turns the capsule in place: the target (" << t.target.transpose()
+      << ") must lie above the start, got " << horizontal << " m from it horizontally";
+  else if (t.turn == 0 && !(horizontal >= kTargetDistance[0] && horizontal <= kTargetDistance[1]))
     m << what << ": the target (" << t.target.transpose() << ") lies " << horizontal << " m from the start horizontally; plan supports "
       << kTargetDistance[0] << "-" << kTargetDistance[1] << " m";
   else if (!(z >= kTargetHeight[0] && z <= kTargetHeight[1]))

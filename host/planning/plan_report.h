@@ -13,7 +13,8 @@
 // The last line of the log says how many files it wrote ("plan: wrote N files to OUT").
 //
 // Criteria (each reported with its figure):
-//   final object within 1 cm of the target in both replays (and in the plan);
+//   final object within 1 cm of the target in both replays (and in the plan); capsule-turn:
+//   both ends of its axis within 1 cm of the target's too;
 //   every active contact (c > 0.5) within 2 mm of the object's surface and of its hand
 //   point (the ground's plane for a ground contact);
 //   every force in its friction cone (to 1e-6 m g);
@@ -34,6 +35,12 @@ namespace impulse {
 
 struct PlanCheck {
   double plan_final_error = 0;       // m
+  // capsule-turn: the final axis's angle from the target's (rad; the axis as a line, a capsule
+  // looking the same turned end for end or rolled about it), and the criterion: both ends of
+  // the axis segment within 1 cm of the target's (m; the capsule-move criterion for the whole
+  // capsule), in the plan and both replays
+  double plan_axis_error = 0, forces_axis_error = 0, hand_axis_error = 0;
+  double plan_ends_error = 0, forces_ends_error = 0, hand_ends_error = 0;
   ReplayResult forces, hand;         // replay 1, replay 2 (replayed: at the cost's samples)
   ReplayResult hand_forces_only;     // replay 1, strict (replay.h): reported, not a criterion
   double worst_object_gap = 0;       // m, over active contacts and samples
@@ -83,6 +90,7 @@ PlanRun run_plan(const PlanRunOptions& options, std::ostream& log);
 // The targets capsule-move supports (run_plan refuses others, naming the bound): the
 // capsule's final centre at a horizontal distance of kTargetDistance from its start, in any
 // direction, at a height of kTargetHeight (m). Tested over a spread of this range.
+// capsule-turn (task.turn != 0): the target above the start, at a height of kTargetHeight.
 constexpr double kTargetDistance[2] = {0.05, 0.25}, kTargetHeight[2] = {0.04, 0.12};
 void check_target(const CioTask& task, const std::string& what);
 
