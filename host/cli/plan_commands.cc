@@ -68,7 +68,7 @@ void add_plan_commands(CLI::App& app, Commands& out) {
       ->check(CLI::IsMember({"cio", "notes"}));
   c->add_option("--notes-iterations", a->o.notes_iterations, "quasi-Newton iterations of --method notes")
       ->check(CLI::PositiveNumber);
-  c->add_option("--starts", a->o.starts, "starts tried in turn until a plan is valid (the first valid plan is kept)")
+  c->add_option("--starts", a->o.starts, "starts tried in turn until a plan is valid (the first valid plan is kept; --method cio)")
       ->check(CLI::Range(1, 16));
   c->add_option("--perturb", a->o.perturb,
                 "for sensitivity studies: the starts' variables scaled by 1 +- this (alternating) and the weights by 1 + this");

@@ -122,6 +122,7 @@ PlanRun run_plan(const PlanRunOptions& o, std::ostream& log) {
   if (o.method != "cio" && o.method != "notes") throw Error("plan: --method must be cio or notes, got '" + o.method + "'");
   if (o.notes_iterations < 1) throw Error("plan: --notes-iterations must be >= 1");
   if (o.starts < 1) throw Error("plan: --starts must be >= 1, got " + std::to_string(o.starts));
+  if (!(std::abs(o.perturb) < 0.01)) throw Error("plan: --perturb must be below 0.01 in size, got " + std::to_string(o.perturb));
   if (o.method == "notes" && o.task.turn != 0) throw Error("plan: --method notes plans capsule-move only (the notes' task)");
   if (o.method == "cio") check_target(o.task, "--target");
   CioTask task = o.task;
@@ -130,7 +131,6 @@ PlanRun run_plan(const PlanRunOptions& o, std::ostream& log) {
   fs::create_directories(o.out);
   const FileLock lock((fs::path(o.out) / ".lock").string(), o.out, "another impulse plan",
                       "wait for it or choose another --out");
-  if (!(std::abs(o.perturb) < 0.01)) throw Error("plan: --perturb must be below 0.01 in size, got " + std::to_string(o.perturb));
   CioOptions co = o.method == "notes" ? notes_options(o.notes_iterations) : CioOptions{};
   if (o.perturb != 0) {
     CioWeights& w = co.weights;
@@ -151,7 +151,8 @@ PlanRun run_plan(const PlanRunOptions& o, std::ostream& log) {
   log << "plan: " << o.task.name() << ", " << o.task.fingers << " fingers, target (" << o.task.target.transpose() << "), method " << o.method
       << ", " << pb.size() << " variables, " << stages << " stage(s)\n";
   PlanRun run;
-  for (int start = 0; start < o.starts; ++start) {
+  const int starts = o.method == "notes" ? 1 : o.starts;  // the notes' method is reproduced as it was: once
+  for (int start = 0; start < starts; ++start) {
     co.start = pb.initial_guess(start);
     for (Eigen::Index i = 0; i < co.start.size(); ++i) co.start(i) *= 1 + (i % 2 ? -o.perturb : o.perturb);
     CioResult result = optimize_cio(pb, co);
@@ -170,7 +171,7 @@ PlanRun run_plan(const PlanRunOptions& o, std::ostream& log) {
       run.start = start;
     }
     if (run.check.success) break;
-    if (start + 1 < o.starts)
+    if (start + 1 < starts)
       log << "plan: start " << start + 1 << " is not valid (worst criterion at " << std::setprecision(3) << check.worst_ratio()
           << " of its bound); trying start " << start + 2 << "\n";
   }
