@@ -20,6 +20,13 @@ import subprocess
 import sys
 
 
+def write_atomic(path, text):
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
 def grid():
     rows = []
     for d in (0.08, 0.16, 0.24):
@@ -41,8 +48,7 @@ def main():
     os.makedirs(a.out, exist_ok=True)
     targets = grid()
     tfile = os.path.join(a.out, "targets.csv")
-    with open(tfile, "w") as f:
-        f.write("x,y,z\n" + "".join("%g,%g,%g\n" % t for t in targets))
+    write_atomic(tfile, "x,y,z\n" + "".join("%g,%g,%g\n" % t for t in targets))
     results = {}
     for n in [int(x) for x in a.fingers.split(",")]:
         folder = os.path.join(a.out, "N%d" % n)
@@ -90,9 +96,11 @@ def main():
         def turn(job):
             deg, n = job
             folder = os.path.join(a.out, "turn_%g_N%d" % (deg, n))
-            if not os.path.exists(os.path.join(folder, "summary.json")):
-                subprocess.run([a.impulse, "plan", "--task", "capsule-turn", "--turn=%g" % deg, "--fingers", str(n),
-                                "--out", folder, "--no-figures"], stdout=subprocess.DEVNULL)
+            if not os.path.exists(os.path.join(folder, "summary.json")):  # resumes (run_plan writes it last)
+                p = subprocess.run([a.impulse, "plan", "--task", "capsule-turn", "--turn=%g" % deg, "--fingers", str(n),
+                                    "--out", folder, "--no-figures"], stdout=subprocess.DEVNULL)
+                if p.returncode not in (0, 5):
+                    sys.exit("plan_targets: impulse plan --task capsule-turn --turn %g failed (%d)" % (deg, p.returncode))
             return deg, n, json.load(open(os.path.join(folder, "summary.json")))
         jobs = [(deg, n) for n in results for deg in turns]
         with ThreadPoolExecutor(2) as ex:
@@ -112,8 +120,7 @@ def main():
             lines.append("| %g | %s |" % (deg, " | ".join(cells)))
         v = sum(sm["success"] for _, _, sm in done)
         lines += ["", "capsule-turn: %d of %d valid." % (v, len(done))]
-    with open(os.path.join(a.out, "plan_targets.md"), "w") as f:
-        f.write("\n".join(lines) + "\n")
+    write_atomic(os.path.join(a.out, "plan_targets.md"), "\n".join(lines) + "\n")
     print("\n".join(lines))
     try:
         import matplotlib

@@ -75,6 +75,22 @@ TEST(PlanningCio, EveryTermsGradientMatchesFiniteDifferences) {
     x0(pb.contact(t.fingers + 2, k)) -= 1e-3;
   }
   check_gradient(pb, x0, CioWeights(), "all terms near the initial guess");
+  // a turn (large jumps of ω at the knots, whose impulses the forces are asked for), near
+  // capsule-turn's initial guess
+  CioTask tt = t;
+  tt.turn = M_PI / 2;
+  tt.target = tt.start + Eigen::Vector3d(0, 0, 0.05);
+  const CioProblem turn(tt);
+  Eigen::VectorXd xt = turn.initial_guess();
+  for (int k = 0; k < tt.keyframes; ++k) {
+    xt(turn.obj(k) + 2) += 1e-3;
+    for (int j = tt.fingers + 1; j < turn.contacts(); ++j)  // in from the ends' kink, as above
+      xt.segment<2>(turn.contact(j, k)) =
+          xt.segment<2>(turn.obj(k)) + 0.98 * (xt.segment<2>(turn.contact(j, k)) - xt.segment<2>(turn.obj(k)));
+    xt.segment<3>(turn.rot(k)) += 0.05 * Eigen::Vector3d(n(rng), n(rng), n(rng)) * (k > 0 && k + 1 < tt.keyframes);
+  }
+  check_gradient(turn, xt, only("physics"), "physics, a turn", 1e-5);
+  check_gradient(turn, xt, only("task"), "task, a turn");
 }
 
 TEST(PlanningCio, BadTasksAreNamed) {

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -68,14 +69,26 @@ TEST(PlanningTargets, TargetsOutsideTheRangeAreRefusedByName) {
       EXPECT_NE(std::string(e.what()).find("plan supports"), std::string::npos) << e.what();
     }
   }
-  // in a batch, the row is named and nothing runs
+  // in a batch, the target is named (by its name when given) and nothing is written
+  o.out = testing::fresh_dir("plan_range_", "b") + "/batch";
+  const std::vector<Eigen::Vector3d> two = {Eigen::Vector3d(0.1, 0, 0.05), Eigen::Vector3d(0.4, 0, 0.05)};
   try {
-    run_plan_targets(o, {Eigen::Vector3d(0.1, 0, 0.05), Eigen::Vector3d(0.4, 0, 0.05)}, 1, log);
+    run_plan_targets(o, two, 1, log);
     ADD_FAILURE() << "a batch with a target out of range ran";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("target 2"), std::string::npos) << e.what();
   }
-  EXPECT_FALSE(std::filesystem::exists(o.out + "/targets.csv"));
+  try {
+    run_plan_targets(o, two, 1, log, {"t.csv: row 2", "t.csv: row 4"});
+    ADD_FAILURE() << "a batch with a target out of range ran";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("t.csv: row 4"), std::string::npos) << e.what();
+  }
+  PlanRunOptions bad = o;
+  bad.starts = 0;
+  EXPECT_THROW(run_plan_targets(bad, {two[0]}, 1, log), Error);
+  EXPECT_THROW(run_plan_targets(o, {two[0]}, -1, log), Error) << "a negative thread count";
+  EXPECT_FALSE(std::filesystem::exists(o.out)) << "nothing written before the checks pass";
 }
 
 TEST(PlanningTargets, TargetsFilesAreReadAndTheirErrorsNamed) {
@@ -101,6 +114,12 @@ TEST(PlanningTargets, TargetsFilesAreReadAndTheirErrorsNamed) {
   refused("word.csv", "x,y,z\n0.1,zero,0.05\n", "row 2: 'zero' is not a finite number");
   refused("nan.csv", "0.1,nan,0.05\n", "'nan' is not a finite number");
   refused("trailing.csv", "0.1,0,0.05,\n", "expected 3 values");
+  refused("space.csv", "0.1 5,0,0.05\n", "'0.1 5' is not a finite number");
+  {  // the rows of the file, for the names of its targets
+    std::vector<int> rows;
+    read_targets(file("rows.csv", "x,y,z\n# c\n0.1,0,0.05\n\n-0.1,0.2,0.12\n"), &rows);
+    EXPECT_EQ(rows, (std::vector<int>{3, 5}));
+  }
   refused("empty.csv", "x,y,z\n", "no targets");
   refused("missing.csv", "", "no targets");
   try {

@@ -60,7 +60,7 @@ void add_plan_commands(CLI::App& app, Commands& out) {
                              "start horizontally, any direction, height 0.04-0.12 m");
   c->add_option("--targets", a->targets,
                 "a CSV file of targets, one x,y,z per row (optional header x,y,z): a plan each, in parallel, into "
-                "OUT/target_<row>/, and OUT/targets.csv")
+                "OUT/target_<n>/, and OUT/targets.csv")
       ->excludes(one);
   c->add_option("--threads", a->threads, "with --targets: plans at once (0: all cores)")->check(CLI::NonNegativeNumber);
   c->add_option("--keyframes", a->o.task.keyframes, "keyframes over the motion")->check(CLI::Range(3, 20));
@@ -86,7 +86,11 @@ void add_plan_commands(CLI::App& app, Commands& out) {
                      if (!a->targets.empty()) throw Error("--targets: capsule-turn turns in place; give its height with --target");
                    }
                    if (!a->targets.empty()) {
-                     const std::vector<PlanRun> runs = run_plan_targets(a->o, read_targets(a->targets), a->threads, std::cout);
+                     std::vector<int> rows;
+                     const std::vector<Eigen::Vector3d> targets = read_targets(a->targets, &rows);
+                     std::vector<std::string> names;
+                     for (int r : rows) names.push_back(a->targets + ": row " + std::to_string(r));
+                     const std::vector<PlanRun> runs = run_plan_targets(a->o, targets, a->threads, std::cout, names);
                      for (const PlanRun& r : runs)
                        if (!r.check.success) return 5;
                      return 0;

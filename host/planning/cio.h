@@ -168,7 +168,7 @@ struct CioOptions {
   // at most this many times
   int polish_rounds = 2;
 };
-// how far an active contact (weight c > 0.5) may lie from the object's surface and
+// how far an active contact (contact_gaps below) may lie from the object's surface and
 // from its fingertip, palm or the ground in a valid plan (check_plan), m
 constexpr double kPlanContactGap = 0.002;
 // a contact carrying more than this share of the object's weight is active whatever its

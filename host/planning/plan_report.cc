@@ -8,6 +8,7 @@
 #include <fstream>
 #include <mutex>
 #include <iomanip>
+#include <limits>
 #include <memory>
 #include <ostream>
 #include <sstream>
@@ -93,9 +94,9 @@ PlanCheck check_plan(const CioProblem& pb, const Eigen::VectorXd& theta, const C
     };
     auto ends_error = [&](const Eigen::Vector3d& x, const Eigen::Quaterniond& q) {
       const Eigen::Vector3d h = t.half_length * (q * Eigen::Vector3d::UnitX()), hw = t.half_length * want;
-      const double same = std::max((x + h - t.target - hw).norm(), (x - h - t.target + hw).norm());
-      const double flipped = std::max((x + h - t.target + hw).norm(), (x - h - t.target - hw).norm());
-      return std::min(same, flipped);
+      // each end tracked through the motion (the replays integrate the orientation): a capsule
+      // that did not turn 180° is not taken for one that did, end for end
+      return std::max((x + h - t.target - hw).norm(), (x - h - t.target + hw).norm());
     };
     c.plan_axis_error = axis_error(plan.back().q);
     c.forces_axis_error = axis_error(c.forces.orientation.back());
@@ -112,18 +113,30 @@ PlanCheck check_plan(const CioProblem& pb, const Eigen::VectorXd& theta, const C
 }
 
 double PlanCheck::worst_ratio() const {
-  return std::max({plan_final_error / 0.01, forces.final_error / 0.01, hand.final_error / 0.01,
-                   std::max({plan_ends_error, forces_ends_error, hand_ends_error}) / 0.01, worst_object_gap / kPlanContactGap,
-                   worst_hand_gap / kPlanContactGap, cones_ok ? 0.0 : 2.0});
+  double worst = cones_ok ? 0.0 : 2.0;
+  for (double r : {plan_final_error / 0.01, forces.final_error / 0.01, hand.final_error / 0.01, plan_ends_error / 0.01,
+                   forces_ends_error / 0.01, hand_ends_error / 0.01, worst_object_gap / kPlanContactGap, worst_hand_gap / kPlanContactGap})
+    worst = std::isfinite(r) ? std::max(worst, r) : std::numeric_limits<double>::infinity();  // a NaN is the worst
+  return worst;
 }
 
-PlanRun run_plan(const PlanRunOptions& o, std::ostream& log) {
+namespace {
+
+// the options' checks, before any folder is made (the target's range apart)
+void check_options(const PlanRunOptions& o) {
   if (o.out.empty()) throw Error("plan: --out is required");
   if (o.method != "cio" && o.method != "notes") throw Error("plan: --method must be cio or notes, got '" + o.method + "'");
   if (o.notes_iterations < 1) throw Error("plan: --notes-iterations must be >= 1");
   if (o.starts < 1) throw Error("plan: --starts must be >= 1, got " + std::to_string(o.starts));
   if (!(std::abs(o.perturb) < 0.01)) throw Error("plan: --perturb must be below 0.01 in size, got " + std::to_string(o.perturb));
   if (o.method == "notes" && o.task.turn != 0) throw Error("plan: --method notes plans capsule-move only (the notes' task)");
+  (void)CioProblem(o.task);  // the task's own checks
+}
+
+}  // namespace
+
+PlanRun run_plan(const PlanRunOptions& o, std::ostream& log) {
+  check_options(o);
   if (o.method == "cio") check_target(o.task, "--target");
   CioTask task = o.task;
   if (o.method == "notes") task.target_as_bound = false;  // the notes' task was a penalty
@@ -164,7 +177,7 @@ PlanRun run_plan(const PlanRunOptions& o, std::ostream& log) {
     PlanCheck check = check_plan(pb, result.theta, co.weights, o.hand);
     ++run.starts_tried;
     run.seconds += result.seconds;
-    const bool better = start == 0 || check.worst_ratio() < run.check.worst_ratio();
+    const bool better = start == 0 || (check.success && !run.check.success) || check.worst_ratio() < run.check.worst_ratio();
     if (better) {
       run.result = std::move(result);
       run.check = check;
@@ -333,7 +346,8 @@ void check_target(const CioTask& t, const std::string& what) {
   throw Error(m.str());
 }
 
-std::vector<Eigen::Vector3d> read_targets(const std::string& path) {
+std::vector<Eigen::Vector3d> read_targets(const std::string& path, std::vector<int>* rows) {
+  if (rows) rows->clear();
   std::ifstream in(path);
   if (!in) throw Error(path + ": cannot open the targets file");
   std::vector<Eigen::Vector3d> out;
@@ -343,14 +357,21 @@ std::vector<Eigen::Vector3d> read_targets(const std::string& path) {
     ++row;
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.find_first_not_of(" \t") == std::string::npos || line[line.find_first_not_of(" \t")] == '#') continue;
-    std::string compact;
-    for (char ch : line)
-      if (ch != ' ' && ch != '\t') compact += ch;
-    if (out.empty() && compact == "x,y,z") continue;  // the header
-    std::stringstream ss(compact);
-    std::string item;
+    // the fields, each trimmed (a space inside one is an error, not a separator)
+    std::vector<std::string> fields;
+    {
+      std::stringstream ss(line);
+      std::string f;
+      while (std::getline(ss, f, ',')) {
+        const size_t a = f.find_first_not_of(" \t"), b = f.find_last_not_of(" \t");
+        fields.push_back(a == std::string::npos ? std::string() : f.substr(a, b - a + 1));
+      }
+      if (!line.empty() && line.back() == ',') fields.emplace_back();
+    }
+    if (out.empty() && fields == std::vector<std::string>{"x", "y", "z"}) continue;  // the header
+    if (fields.size() != 3) throw Error(path + ": row " + std::to_string(row) + ": expected 3 values x,y,z, got '" + line + "'");
     std::vector<double> v;
-    while (std::getline(ss, item, ',')) {
+    for (const std::string& item : fields) {
       size_t used = 0;
       double x = 0;
       try {
@@ -362,22 +383,23 @@ std::vector<Eigen::Vector3d> read_targets(const std::string& path) {
         throw Error(path + ": row " + std::to_string(row) + ": '" + item + "' is not a finite number (expected x,y,z in metres)");
       v.push_back(x);
     }
-    if (v.size() != 3 || compact.back() == ',')
-      throw Error(path + ": row " + std::to_string(row) + ": expected 3 values x,y,z, got '" + line + "'");
     out.emplace_back(v[0], v[1], v[2]);
+    if (rows) rows->push_back(row);
   }
   if (out.empty()) throw Error(path + ": no targets (one x,y,z per row)");
   return out;
 }
 
 std::vector<PlanRun> run_plan_targets(const PlanRunOptions& o, const std::vector<Eigen::Vector3d>& targets, int threads,
-                                      std::ostream& log) {
-  if (o.out.empty()) throw Error("plan: --out is required");
+                                      std::ostream& log, const std::vector<std::string>& names) {
+  check_options(o);
   if (targets.empty()) throw Error("plan: no targets");
+  if (!names.empty() && names.size() != targets.size()) throw Error("plan: a name for each target, or none");
+  resolve_threads(threads);  // names a bad count
   for (size_t i = 0; i < targets.size(); ++i) {  // every target checked before any plan runs
     CioTask t = o.task;
     t.target = targets[i];
-    if (o.method == "cio") check_target(t, "target " + std::to_string(i + 1));
+    if (o.method == "cio") check_target(t, names.empty() ? "target " + std::to_string(i + 1) : names[i]);
   }
   fs::create_directories(o.out);
   const FileLock lock((fs::path(o.out) / ".lock").string(), o.out, "another impulse plan",
@@ -412,7 +434,7 @@ std::vector<PlanRun> run_plan_targets(const PlanRunOptions& o, const std::vector
   });
   std::ostringstream tc;
   tc << std::setprecision(9)
-     << "row,x,y,z,fingers,valid,plan_final_error_m,replay_forces_final_error_m,replay_hand_final_error_m,"
+     << "target,x,y,z,fingers,valid,plan_final_error_m,replay_forces_final_error_m,replay_hand_final_error_m,"
         "worst_object_gap_m,worst_hand_gap_m,worst_cone_violation_N,start,starts_tried,seconds,folder\n";
   int valid = 0;
   for (int i = 0; i < n; ++i) {

@@ -15,8 +15,8 @@
 // Criteria (each reported with its figure):
 //   final object within 1 cm of the target in both replays (and in the plan); capsule-turn:
 //   both ends of its axis within 1 cm of the target's too;
-//   every active contact (c > 0.5) within 2 mm of the object's surface and of its hand
-//   point (the ground's plane for a ground contact);
+//   every active contact (c > 0.5, or carrying over kPlanActiveForce of the weight) within
+//   2 mm of the object's surface and of its hand point (the ground's plane for a ground contact);
 //   every force in its friction cone (to 1e-6 m g);
 //   the largest deviation of each replay from the plan (reported, no threshold).
 // A second writer of the same folder is refused; files are written atomically.
@@ -49,7 +49,7 @@ struct PlanCheck {
   double worst_residual_force = 0;   // N, the inner QPs' unexplained force ‖ρ_F‖ (reported)
   double worst_residual_moment = 0;  // N m, ‖ρ_M‖
   double worst_dense_residual_force = 0;  // N, ‖ρ_F‖ at the replay's steps between the samples
-  int active = 0;                    // (sample, contact) pairs with c > 0.5
+  int active = 0;                    // active (sample, contact) pairs (cio.h's contact_gaps)
   bool final_ok = false, contacts_ok = false, cones_ok = false, success = false;
   // how far from valid: the largest of each criterion's figure over its bound (<= 1: valid)
   double worst_ratio() const;
@@ -96,15 +96,16 @@ constexpr double kTargetDistance[2] = {0.05, 0.25}, kTargetHeight[2] = {0.04, 0.
 void check_target(const CioTask& task, const std::string& what);
 
 // A targets file: one target x,y,z (m) per row, an optional header row "x,y,z", '#' comments.
-// Errors name the file and the row.
-std::vector<Eigen::Vector3d> read_targets(const std::string& path);
+// Errors name the file and the row; `rows` (optional) gets each target's row in the file.
+std::vector<Eigen::Vector3d> read_targets(const std::string& path, std::vector<int>* rows = nullptr);
 
 // `impulse plan --targets FILE`: a plan for every target (options.task.target replaced), on
-// `threads` threads (0: all cores), each in OUT/target_<row>/ as run_plan writes it (its log
+// `threads` threads (0: all cores), the n-th in OUT/target_<n>/ as run_plan writes it (its log
 // in log.txt there), and OUT/targets.csv: per target its validity, the criteria's figures,
 // the start kept and the seconds. One line of the log per finished plan; the results are the
-// same on any number of threads.
+// same on any number of threads. Every option and target is checked before anything is
+// written; `names` (optional, one per target, e.g. "FILE: row 3") name them in errors.
 std::vector<PlanRun> run_plan_targets(const PlanRunOptions& options, const std::vector<Eigen::Vector3d>& targets, int threads,
-                                      std::ostream& log);
+                                      std::ostream& log, const std::vector<std::string>& names = {});
 
 }  // namespace impulse
