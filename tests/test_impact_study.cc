@@ -32,13 +32,7 @@ std::vector<std::vector<std::string>> read_csv(const std::string& path) {
   std::vector<std::vector<std::string>> out;
   std::ifstream f(path);
   std::string line;
-  while (std::getline(f, line)) {
-    std::vector<std::string> c;
-    std::stringstream ss(line);
-    std::string x;
-    while (std::getline(ss, x, ',')) c.push_back(x);
-    out.push_back(c);
-  }
+  while (std::getline(f, line)) out.push_back(testing::csv_cells(line));
   return out;
 }
 

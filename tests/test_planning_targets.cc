@@ -136,10 +136,7 @@ std::string without_seconds(const std::string& csv) {
   std::ostringstream out;
   std::string line;
   while (std::getline(in, line)) {
-    std::vector<std::string> cells;
-    std::stringstream ss(line);
-    std::string c;
-    while (std::getline(ss, c, ',')) cells.push_back(c);
+    const std::vector<std::string> cells = testing::csv_cells(line);
     for (size_t i = 0; i < cells.size(); ++i)
       if (i != 14) out << cells[i] << ',';
     out << '\n';

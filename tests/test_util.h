@@ -139,6 +139,15 @@ inline std::string read_text_file(const std::string& path) {
   return ss.str();
 }
 
+// the comma-separated cells of one line of a CSV file (no quoting)
+inline std::vector<std::string> csv_cells(const std::string& line) {
+  std::vector<std::string> cells;
+  std::stringstream ss(line);
+  std::string c;
+  while (std::getline(ss, c, ',')) cells.push_back(c);
+  return cells;
+}
+
 struct Kkt {
   double stationarity = 0;   // ||Px + q + A^T y||_inf
   double primal = 0;         // distance of s = b - Ax from K (inf-norm style)

@@ -81,8 +81,7 @@ void add_plan_commands(CLI::App& app, Commands& out) {
                    if (a->task == "capsule-turn") {
                      if (a->turn_deg == 0) throw Error("--turn: capsule-turn needs a turn other than 0 (capsule-move has none)");
                      a->o.task.turn = a->turn_deg * M_PI / 180;
-                     const Eigen::Vector3d above = a->o.task.start + Eigen::Vector3d(0, 0, 0.05);
-                     a->o.task.target = a->target.empty() ? above : parse_point(a->target, "--target");
+                     a->o.task.target = a->o.task.start + Eigen::Vector3d(0, 0, 0.05);  // --target below may set the height
                      if (!a->targets.empty()) throw Error("--targets: capsule-turn turns in place; give its height with --target");
                    }
                    if (!a->targets.empty()) {

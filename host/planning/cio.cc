@@ -24,11 +24,20 @@ double gate(const Eigen::Vector3d& eo, const Eigen::Vector3d& eh, double delta) 
   return d2 / (d2 + eo.squaredNorm() + eh.squaredNorm());
 }
 
-// e^O and e^H of contact j (< N a fingertip, N the palm, above: the ground) at a sample
-void contact_errors(const Capsule& cap, int j, int N, const Eigen::Vector3d& r, const Eigen::Vector3d& hand_point,
+// e^O and e^H of contact j (< N a fingertip, N the palm, above: the ground) at a sample,
+// from r's closest point on the object
+void contact_errors(const Eigen::Vector3d& on_object, int j, int N, const Eigen::Vector3d& r, const Eigen::Vector3d& hand_point,
                     Eigen::Vector3d& eo, Eigen::Vector3d& eh) {
-  eo = project_to_capsule(cap, r).point - r;
+  eo = on_object - r;
   eh = (j <= N ? hand_point : project_to_ground(r).point) - r;
+}
+
+// the angular impulse a knot asks of its sample's forces (CioWeights::knot_forces): where
+// SLERP's interval changes between the previous sample and this one, I_w (ω − ω_prev) / dt
+Eigen::Vector3d knot_rate(bool on, int interval, int interval_prev, const Eigen::Matrix3d& Iw, const Eigen::Vector3d& omega,
+                          const Eigen::Vector3d& omega_prev, double dt) {
+  if (!on || interval == interval_prev) return Eigen::Vector3d::Zero();
+  return Iw * (omega - omega_prev) / dt;
 }
 
 }  // namespace
@@ -220,15 +229,10 @@ double CioProblem::evaluate(const Eigen::VectorXd& x, const CioWeights& w, Eigen
     const Capsule cap = capsule_at(a.xo, a.sl.q);
     for (int j = 0; j < J; ++j) {
       a.proj.push_back(project_to_capsule(cap, a.r[static_cast<size_t>(j)]));
-      a.eo.push_back(a.proj.back().point - a.r[static_cast<size_t>(j)]);
-      Eigen::Vector3d hand;
-      if (j < N)
-        hand = a.p[static_cast<size_t>(j)];
-      else if (j == N)
-        hand = a.xp;
-      else
-        hand = project_to_ground(a.r[static_cast<size_t>(j)]).point;
-      a.eh.push_back(hand - a.r[static_cast<size_t>(j)]);
+      Eigen::Vector3d eo, eh;
+      contact_errors(a.proj.back().point, j, N, a.r[static_cast<size_t>(j)], j < N ? a.p[static_cast<size_t>(j)] : a.xp, eo, eh);
+      a.eo.push_back(eo);
+      a.eh.push_back(eh);
       const double gm = gate(a.eo.back(), a.eh.back(), w.gate);
       a.gamma.push_back(gm);
       a.ceff.push_back(a.c[static_cast<size_t>(j)] * gm);
@@ -327,9 +331,9 @@ double CioProblem::evaluate(const Eigen::VectorXd& x, const CioWeights& w, Eigen
     auto knot = [&](int s) { return w.knot_forces && s > 0 && at[static_cast<size_t>(s)].sl.interval != at[static_cast<size_t>(s - 1)].sl.interval; };
     for (int s = 0; s < S; ++s) {
       const At& a = at[static_cast<size_t>(s)];
-      const Eigen::Vector3d rate = knot(s) ? Eigen::Vector3d(a.Iw * (a.sl.omega - at[static_cast<size_t>(s - 1)].sl.omega) / dt)
-                                           : Eigen::Vector3d::Zero();
-      ps.push_back(physics_sample(a.xo, a.ao, a.sl.q, a.sl.omega, a.r, a.ceff, rate));
+      const At& prev = at[static_cast<size_t>(std::max(0, s - 1))];
+      ps.push_back(physics_sample(a.xo, a.ao, a.sl.q, a.sl.omega, a.r, a.ceff,
+                                  knot_rate(w.knot_forces, a.sl.interval, prev.sl.interval, a.Iw, a.sl.omega, prev.sl.omega, dt)));
     }
     const std::vector<PhysicsGradient> pg = physics_values(ps, physics_options(w, 1));
     for (int s = 0; s < S; ++s) {
@@ -545,13 +549,14 @@ std::vector<CioSample> CioProblem::samples(const Eigen::VectorXd& x, const CioWe
       c.contacts.push_back(interp([&](int k) { return contact(j, k); }, sw.value));
       c.c.push_back(x(weight(j, sw.interval)));
       Eigen::Vector3d eo, eh;
-      contact_errors(cap, j, N, c.contacts.back(), j < N ? c.fingertips[static_cast<size_t>(j)] : c.palm, eo, eh);
+      contact_errors(project_to_capsule(cap, c.contacts.back()).point, j, N, c.contacts.back(),
+                     j < N ? c.fingertips[static_cast<size_t>(j)] : c.palm, eo, eh);
       c.gate.push_back(gate(eo, eh, w.gate));
       ceff.push_back(c.c.back() * c.gate.back());
     }
-    Eigen::Vector3d rate = Eigen::Vector3d::Zero();
-    if (w.knot_forces && !out.empty() && sl.interval != interval_before)
-      rate = world_inertia(c.q) * (c.omega - out.back().omega) / dt;
+    const Eigen::Vector3d rate = out.empty() ? Eigen::Vector3d::Zero()
+                                             : knot_rate(w.knot_forces, sl.interval, interval_before, world_inertia(c.q), c.omega,
+                                                         out.back().omega, dt);
     interval_before = sl.interval;
     ps.push_back(physics_sample(c.x_obj, c.accel, c.q, c.omega, c.contacts, ceff, rate));
     out.push_back(c);

@@ -86,7 +86,7 @@ PlanCheck check_plan(const CioProblem& pb, const Eigen::VectorXd& theta, const C
     r->replayed = at;
     r->orientation = aq;
   }
-  c.final_ok = c.plan_final_error <= 0.01 && c.forces.final_error <= 0.01 && c.hand.final_error <= 0.01;
+  c.final_ok = std::max({c.plan_final_error, c.forces.final_error, c.hand.final_error}) <= kPlanFinalError;
   if (t.turn != 0) {
     const Eigen::Vector3d want = t.target_orientation() * Eigen::Vector3d::UnitX();
     auto axis_error = [&](const Eigen::Quaterniond& q) {
@@ -104,7 +104,7 @@ PlanCheck check_plan(const CioProblem& pb, const Eigen::VectorXd& theta, const C
     c.plan_ends_error = ends_error(plan.back().x_obj, plan.back().q);
     c.forces_ends_error = ends_error(c.forces.replayed.back(), c.forces.orientation.back());
     c.hand_ends_error = ends_error(c.hand.replayed.back(), c.hand.orientation.back());
-    c.final_ok = c.final_ok && std::max({c.plan_ends_error, c.forces_ends_error, c.hand_ends_error}) <= 0.01;
+    c.final_ok = c.final_ok && std::max({c.plan_ends_error, c.forces_ends_error, c.hand_ends_error}) <= kPlanFinalError;
   }
   c.contacts_ok = c.worst_object_gap <= kPlanContactGap && c.worst_hand_gap <= kPlanContactGap;
   c.cones_ok = c.worst_cone_violation <= 1e-6 * mg;
@@ -114,8 +114,9 @@ PlanCheck check_plan(const CioProblem& pb, const Eigen::VectorXd& theta, const C
 
 double PlanCheck::worst_ratio() const {
   double worst = cones_ok ? 0.0 : 2.0;
-  for (double r : {plan_final_error / 0.01, forces.final_error / 0.01, hand.final_error / 0.01, plan_ends_error / 0.01,
-                   forces_ends_error / 0.01, hand_ends_error / 0.01, worst_object_gap / kPlanContactGap, worst_hand_gap / kPlanContactGap})
+  const double F = kPlanFinalError, G = kPlanContactGap;
+  for (double r : {plan_final_error / F, forces.final_error / F, hand.final_error / F, plan_ends_error / F, forces_ends_error / F,
+                   hand_ends_error / F, worst_object_gap / G, worst_hand_gap / G})
     worst = std::isfinite(r) ? std::max(worst, r) : std::numeric_limits<double>::infinity();  // a NaN is the worst
   return worst;
 }

@@ -33,6 +33,10 @@
 
 namespace impulse {
 
+// how far the capsule may end from the target (its centre; capsule-turn: each end of its
+// axis) in the plan and in both replays, m
+constexpr double kPlanFinalError = 0.01;
+
 struct PlanCheck {
   double plan_final_error = 0;       // m
   // capsule-turn: the final axis's angle from the target's (rad; the axis as a line, a capsule
