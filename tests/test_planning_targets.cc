@@ -164,6 +164,37 @@ TEST(PlanningTargets, ABatchIsTheSameOnOneThreadAndOnTwo) {
   EXPECT_EQ(without_seconds(csv[0]), without_seconds(csv[1]));
 }
 
+// a plan that stops with an error (here: its folder cannot be made, a file is in the
+// way) does not stop the batch: the other target's plan is made and both rows are written
+TEST(PlanningTargets, ATargetThatFailsDoesNotStopTheBatch) {
+  PlanRunOptions o;
+  o.task.fingers = 3;
+  o.figures = false;
+  o.starts = 1;
+  o.out = testing::fresh_dir("plan_batch_fail", "");
+  std::filesystem::create_directories(o.out);
+  std::ofstream(o.out + "/target_002") << "a file where target 2's folder would go\n";
+  const std::vector<Eigen::Vector3d> targets = {Eigen::Vector3d(0.1, 0.05, 0.06), Eigen::Vector3d(-0.08, -0.1, 0.1)};
+  std::ostringstream log;
+  std::vector<PlanRun> runs;
+  ASSERT_NO_THROW(runs = run_plan_targets(o, targets, 2, log));
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_TRUE(runs[0].error.empty()) << runs[0].error;
+  EXPECT_FALSE(testing::read_text_file(o.out + "/target_001/plan.csv").empty()) << "target 1 planned";
+  EXPECT_FALSE(runs[1].check.success);
+  EXPECT_NE(runs[1].error.find("target_002"), std::string::npos) << "the error names the folder: " << runs[1].error;
+  EXPECT_NE(log.str().find("stopped with an error"), std::string::npos) << log.str();
+  const std::string csv = testing::read_text_file(o.out + "/targets.csv");
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 3) << csv;
+  EXPECT_NE(csv.find(",folder,error\n"), std::string::npos) << csv;
+  std::istringstream rows(csv);
+  std::string header, one, two;
+  std::getline(rows, header), std::getline(rows, one), std::getline(rows, two);
+  EXPECT_EQ(one.back(), ',') << "target 1: no error: " << one;
+  EXPECT_EQ(two.rfind("2,", 0), 0u) << two;
+  EXPECT_NE(two.find("target_002"), std::string::npos) << two;
+}
+
 }  // namespace
 }  // namespace impulse
 

@@ -134,6 +134,14 @@ void check_options(const PlanRunOptions& o) {
   (void)CioProblem(o.task);  // the task's own checks
 }
 
+// a CSV field as RFC 4180 writes it: quoted where it holds a comma, a quote or a line break
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
+  std::string q = "\"";
+  for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return q + "\"";
+}
+
 }  // namespace
 
 PlanRun run_plan(const PlanRunOptions& o, std::ostream& log) {
@@ -423,20 +431,35 @@ std::vector<PlanRun> run_plan_targets(const PlanRunOptions& o, const std::vector
       one.task.target = targets[static_cast<size_t>(i)];
       one.out = folder(i);
       std::ostringstream one_log;
-      runs[static_cast<size_t>(i)] = run_plan(one, one_log);
-      write_text_atomic((fs::path(one.out) / "log.txt").string(), one_log.str());
-      const PlanCheck& c = runs[static_cast<size_t>(i)].check;
+      PlanRun& r = runs[static_cast<size_t>(i)];
+      try {
+        r = run_plan(one, one_log);
+        write_text_atomic((fs::path(one.out) / "log.txt").string(), one_log.str());
+      } catch (const std::exception& e) {  // this target's plan only: the others go on
+        r = PlanRun{};
+        r.check.success = false;
+        r.error = e.what();
+        one_log << "plan: error: " << r.error << "\n";
+        try {  // its log where the folder can be written (the error may be that it cannot)
+          fs::create_directories(one.out);
+          write_text_atomic((fs::path(one.out) / "log.txt").string(), one_log.str());
+        } catch (const std::exception&) {
+        }
+      }
       const std::lock_guard<std::mutex> g(mu);
-      log << "  [" << ++done << "/" << n << "] target " << i + 1 << " (" << targets[static_cast<size_t>(i)].transpose() << "): "
-          << (c.success ? "valid" : "NOT valid") << ", start " << runs[static_cast<size_t>(i)].start + 1 << " of "
-          << runs[static_cast<size_t>(i)].starts_tried << ", " << std::setprecision(3) << runs[static_cast<size_t>(i)].seconds << " s\n";
+      log << "  [" << ++done << "/" << n << "] target " << i + 1 << " (" << targets[static_cast<size_t>(i)].transpose() << "): ";
+      if (!r.error.empty())
+        log << "NOT valid, stopped with an error: " << r.error << "\n";
+      else
+        log << (r.check.success ? "valid" : "NOT valid") << ", start " << r.start + 1 << " of " << r.starts_tried << ", "
+            << std::setprecision(3) << r.seconds << " s\n";
       log.flush();
     }
   });
   std::ostringstream tc;
   tc << std::setprecision(9)
      << "target,x,y,z,fingers,valid,plan_final_error_m,replay_forces_final_error_m,replay_hand_final_error_m,"
-        "worst_object_gap_m,worst_hand_gap_m,worst_cone_violation_N,start,starts_tried,seconds,folder\n";
+        "worst_object_gap_m,worst_hand_gap_m,worst_cone_violation_N,start,starts_tried,seconds,folder,error\n";
   int valid = 0;
   for (int i = 0; i < n; ++i) {
     const PlanRun& r = runs[static_cast<size_t>(i)];
@@ -446,7 +469,7 @@ std::vector<PlanRun> run_plan_targets(const PlanRunOptions& o, const std::vector
     tc << i + 1 << ',' << t(0) << ',' << t(1) << ',' << t(2) << ',' << o.task.fingers << ',' << (c.success ? 1 : 0) << ','
        << c.plan_final_error << ',' << c.forces.final_error << ',' << c.hand.final_error << ',' << c.worst_object_gap << ','
        << c.worst_hand_gap << ',' << c.worst_cone_violation << ',' << r.start + 1 << ',' << r.starts_tried << ',' << r.seconds << ','
-       << fs::path(folder(i)).filename().string() << '\n';
+       << fs::path(folder(i)).filename().string() << ',' << csv_field(r.error) << '\n';
   }
   write_text_atomic((fs::path(o.out) / "targets.csv").string(), tc.str());
   log << "plan: " << valid << " of " << n << " plans valid by the criteria; " << (fs::path(o.out) / "targets.csv").string() << "\n";

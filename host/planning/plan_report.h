@@ -88,6 +88,7 @@ struct PlanRun {
   int start = 0, starts_tried = 0;  // the start of the plan kept, and how many were optimized
   double seconds = 0;               // optimizing, all starts together
   std::vector<std::string> files;  // every file written into the folder (CSVs, summary.json, figures)
+  std::string error;  // run_plan_targets: why this target's plan stopped with an error (then not valid)
 };
 
 PlanRun run_plan(const PlanRunOptions& options, std::ostream& log);
@@ -108,7 +109,10 @@ std::vector<Eigen::Vector3d> read_targets(const std::string& path, std::vector<i
 // in log.txt there), and OUT/targets.csv: per target its validity, the criteria's figures,
 // the start kept and the seconds. One line of the log per finished plan; the results are the
 // same on any number of threads. Every option and target is checked before anything is
-// written; `names` (optional, one per target, e.g. "FILE: row 3") name them in errors.
+// written; `names` (optional, one per target, e.g. "FILE: row 3") name them in errors. A
+// plan that stops with an error (the optimizer or a replay throwing) does not stop the
+// batch: its row is not valid and its error is in targets.csv (column error), in the log and
+// in its folder's log.txt.
 std::vector<PlanRun> run_plan_targets(const PlanRunOptions& options, const std::vector<Eigen::Vector3d>& targets, int threads,
                                       std::ostream& log, const std::vector<std::string>& names = {});
 
