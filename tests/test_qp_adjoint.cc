@@ -170,8 +170,11 @@ TEST(QpAdjoint, EqualsTheFullSystemItReduces) {
 // dependent and it is singular. Its minimum-norm least-squares solution is the
 // documented answer (LU once returned one of the solutions with entries up to
 // 1e37 along the null space): checked against an SVD of the reduced system
-// assembled here from the definitions, and bounded.
-void check_minimum_norm(FrictionModel friction) {
+// assembled here from the definitions, and bounded. With a gradient of y the
+// system may be inconsistent (the null-space solve); without one (a loss of x
+// alone, the common case) it is consistent and P definite: the Cholesky path,
+// its rank-revealing branch W⁺h where the rows are dependent.
+void check_minimum_norm(FrictionModel friction, bool with_gy) {
   const GeneratedQps g = cube_loss_batch(40, friction, 5);
   const QpBatch<double>& bt = g.batch;
   const int B = bt.size, n = bt.n, m = bt.m();
@@ -192,11 +195,11 @@ void check_minimum_norm(FrictionModel friction) {
   std::normal_distribution<double> N01;
   std::vector<double> gx(size_t(B) * n), gy(size_t(B) * m);
   for (double& v : gx) v = N01(rng);
-  for (double& v : gy) v = N01(rng);
+  for (double& v : gy) v = with_gy ? N01(rng) : 0.0;
   QpAdjointBatch<double> in;
   in.size = B, in.n = n, in.cones = bt.cones, in.eps = 1e-9;
   in.P = bt.P.data(), in.A = A.data(), in.b = bt.b.data(), in.x = sol.x.data(), in.y = sol.y.data();
-  in.gx = gx.data(), in.gy = gy.data();
+  in.gx = gx.data(), in.gy = with_gy ? gy.data() : nullptr;
   std::vector<double> gP(bt.P.size()), gq(size_t(B) * n), gA(A.size()), gb(size_t(B) * m);
   const QpAdjointInfo info = qp_adjoint_batch(in, QpAdjointOut<double>{gP.data(), gq.data(), gA.data(), gb.data()}, 1);
   EXPECT_GE(info.least_squares, B / 4) << "the batch is meant to hold degenerate problems";
@@ -260,13 +263,15 @@ void check_minimum_norm(FrictionModel friction) {
 }
 
 TEST(QpAdjoint, DegenerateProblemsGetTheReducedSystemsMinimumNormSolution) {
-  check_minimum_norm(FrictionModel::kOctagon);  // nonnegative rows only
+  check_minimum_norm(FrictionModel::kOctagon, true);  // nonnegative rows only
+  check_minimum_norm(FrictionModel::kOctagon, false);
 }
 
 // the same with the exact friction cones, many of them on their boundary (their
 // projection derivative's eigen-directions in the null-space solve)
 TEST(QpAdjoint, DegenerateConeProblemsGetTheMinimumNormSolutionToo) {
-  check_minimum_norm(FrictionModel::kCone);
+  check_minimum_norm(FrictionModel::kCone, true);
+  check_minimum_norm(FrictionModel::kCone, false);
 }
 
 // x and y of the batch solved at a tight tolerance
