@@ -411,6 +411,8 @@ TEST(QpAdmm, DenseIterationAgreesWithSparse) {
         ASSERT_EQ(a.status[k], SolveStatus::kSolved);
         ASSERT_EQ(b.status[k], SolveStatus::kSolved);
         same_iters += a.iterations[k] == b.iterations[k];
+        // the same iterates up to rounding: where a stop moves, it moves by little
+        EXPECT_LE(std::abs(a.iterations[k] - b.iterations[k]), 1 + b.iterations[k] / 200);
         const double scale = 1.0 + std::abs(b.objective[k]);
         EXPECT_NEAR(a.objective[k], b.objective[k], (base.eps_abs > 1e-8 ? 1e-4 : 1e-7) * scale);
         if (base.eps_abs < 1e-8) {
@@ -420,8 +422,11 @@ TEST(QpAdmm, DenseIterationAgreesWithSparse) {
           EXPECT_LT(r.dual, 1e-6);
         }
       }
-      // rounding can move a stop across a check, rarely
-      EXPECT_GE(same_iters, bt.size * 9 / 10) << "n " << bt.n;
+      // rounding can move a stop across a check, rarely at the default tolerance; at 1e-9
+      // (thousands of iterations, each check near the threshold) by one iteration more
+      // often, and how often depends on the instruction set's rounding (AVX2 against
+      // AVX-512): there the bound above is the check
+      if (base.eps_abs > 1e-8) EXPECT_GE(same_iters, bt.size * 9 / 10) << "n " << bt.n;
     }
   }
 }

@@ -72,7 +72,7 @@ struct PlanRunOptions {
   // starts (CioProblem::initial_guess(0), (1), ...) tried in turn until a plan is valid by
   // the criteria; the plan kept is the first valid one, else the one nearest to valid
   // (method cio; the notes' method runs once)
-  int starts = 4;
+  int starts = 8;
   // for studies of sensitivity: every start variable x_i scaled by 1 + perturb·(−1)^i and the
   // cost weights by 1 + perturb (0: none)
   double perturb = 0;
