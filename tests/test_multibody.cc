@@ -11,6 +11,7 @@
 
 #include "host/dynamics/inertia.h"
 #include "host/dynamics/multibody.h"
+#include "host/systems/system_file.h"
 #include "host/dynamics/rigid_body.h"
 #include "solvers/error.h"
 
@@ -134,7 +135,7 @@ TEST(Inertia, LogCholeskyJacobianMatchesFiniteDifferences) {
 }
 
 TEST_P(Systems, MassMatrixSymmetricPositiveDefiniteAndEqualsKineticEnergy) {
-  const MultibodySystem sys = system_by_name(GetParam());
+  const MultibodySystem sys = load_system(GetParam());
   sys.validate();
   std::mt19937_64 rng(11);
   for (int trial = 0; trial < 20; ++trial) {
@@ -196,7 +197,7 @@ TEST(Multibody, OneLinkIsTheRigidBody) {
 
 // RK4 on q̇ = Γ v, v̇ = −M⁻¹h: kinetic + potential energy stays constant.
 TEST_P(Systems, FreeFlightConservesEnergy) {
-  const MultibodySystem sys = system_by_name(GetParam());
+  const MultibodySystem sys = load_system(GetParam());
   std::mt19937_64 rng(7);
   const Eigen::VectorXd pi = generic_inertial(sys, rng);
   Eigen::VectorXd q, v;
@@ -240,7 +241,7 @@ TEST_P(Systems, FreeFlightConservesEnergy) {
 // Then C v must be h's velocity part and Ṁ − 2C skew-symmetric (Ṁ and J̇ by
 // central differences along q(t)).
 TEST_P(Systems, MdotMinusTwoCIsSkewAndCvIsTheBias) {
-  const MultibodySystem sys = system_by_name(GetParam());
+  const MultibodySystem sys = load_system(GetParam());
   std::mt19937_64 rng(13);
   const Eigen::VectorXd pi = generic_inertial(sys, rng);
   const int nv = sys.nv();
@@ -285,7 +286,7 @@ TEST_P(Systems, MdotMinusTwoCIsSkewAndCvIsTheBias) {
 }
 
 TEST_P(Systems, InertialGradientsMatchFiniteDifferences) {
-  const MultibodySystem sys = system_by_name(GetParam());
+  const MultibodySystem sys = load_system(GetParam());
   std::mt19937_64 rng(17);
   std::normal_distribution<double> n(0, 1);
   const Eigen::VectorXd pi = generic_inertial(sys, rng);
@@ -315,7 +316,7 @@ TEST_P(Systems, InertialGradientsMatchFiniteDifferences) {
 }
 
 TEST_P(Systems, ContactJacobiansAndVertexGradientsMatchFiniteDifferences) {
-  const MultibodySystem sys = system_by_name(GetParam());
+  const MultibodySystem sys = load_system(GetParam());
   std::mt19937_64 rng(19);
   std::normal_distribution<double> n(0, 1);
   Eigen::VectorXd q, v;
@@ -399,7 +400,10 @@ TEST(Multibody, BadInputIsNamed) {
   EXPECT_THROW(system_by_name("sphere"), Error);
 }
 
-INSTANTIATE_TEST_SUITE_P(Multibody, Systems, ::testing::Values("cube", "asymmetric", "elbow"));
+// the built-ins by name, and a 3-link chain described in a file (a fixed joint merged, a
+// joint frame rotated: host/systems/system_file.h)
+INSTANTIATE_TEST_SUITE_P(Multibody, Systems,
+                         ::testing::Values("cube", "asymmetric", "elbow", IMPULSE_SOURCE_DIR "/tests/data/systems/chain3.json"));
 
 }  // namespace
 }  // namespace impulse

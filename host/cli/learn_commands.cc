@@ -17,11 +17,29 @@
 #include "host/dynamics/multibody_sim.h"
 #include "io/system_tosses.h"
 #include "host/learning/trainer.h"
+#include "host/systems/system_file.h"
 #include "io/toss_data.h"
 #include "io/zip.h"
 
 namespace impulse::cli {
 namespace {
+
+// --system: a built-in name or a system file, loaded here so that a bad file is refused
+// before anything runs, its error naming the file and the item
+CLI::Validator system_check() {
+  return CLI::Validator(
+      [](std::string& v) -> std::string {
+        if (!is_system_file(v) && v != "cube" && v != "asymmetric" && v != "elbow")
+          return "expected cube | asymmetric | elbow | FILE.json, got '" + v + "'";
+        try {
+          load_system(v);
+        } catch (const std::exception& e) {
+          return e.what();
+        }
+        return std::string();
+      },
+      "{cube,asymmetric,elbow,FILE.json}");
+}
 
 // the built-in data set: data/synthetic_cube.npz of the source tree (or of the
 // working directory when the binary has moved).
@@ -60,9 +78,9 @@ void add_train_options(CLI::App* tr, TrainConfig& tc) {
                  "contactnets-polytope | contactnets-deep | end-to-end; with --system: ccn | ccn-r | diffsim | diffsim-r | end-to-end")
       ->check(CLI::IsMember({"contactnets-polytope", "contactnets-deep", "end-to-end", "ccn", "ccn-r", "diffsim", "diffsim-r"}));
   tr->add_option("--system", tc.system,
-                 "a multibody system for the CCN family: cube | asymmetric | elbow (its data: a CCN folder of "
-                 "width 13 + 2 joints, e.g. the real elbow tosses, or an impulse-multibody .npz)")
-      ->check(CLI::IsMember({"cube", "asymmetric", "elbow"}));
+                 "a multibody system for the CCN family: cube | asymmetric | elbow | FILE.json (docs/systems.md; its data: "
+                 "a CCN folder of width 13 + 2 joints, e.g. the real elbow tosses, or an impulse-multibody .npz)")
+      ->check(system_check());
   tr->add_option("--w-res", tc.w_res, "residual norm weight (< 0: Table 2's: CCN-R 1 real / 0.001 synthetic, DiffSim-R 1000 / 1; CCN applies "
                   "it doubled against its unhalved prediction term, as every weight: host/learning/ccn.h)");
   tr->add_option("--w-res-w", tc.w_res_w, "residual weight penalty (< 0: Table 2's: CCN-R 0.1 / 0, DiffSim-R 1 / 0)");
@@ -245,8 +263,8 @@ void add_learn_commands(CLI::App& app, Commands& out) {
   gt->add_option("--threads", ta->config.threads, "CPU threads (0 = all cores)");
   gt->add_option("--out", ta->out, "file to write (.npz)")->required();
   gt->add_option("--system", ta->system,
-                 "a multibody system (CCN's): cube | asymmetric | elbow; writes an impulse-multibody .npz")
-      ->check(CLI::IsMember({"cube", "asymmetric", "elbow"}));
+                 "a multibody system: cube | asymmetric | elbow | FILE.json (docs/systems.md); writes an impulse-multibody .npz")
+      ->check(system_check());
   gt->add_option("--model-gap", ta->gap, "with --system: the model gap none | vortex | gravity (CCN's scenarios)")
       ->check(CLI::IsMember({"none", "vortex", "gravity"}));
   gt->add_option("--gravity-factor", ta->gravity_factor, "with --model-gap gravity: the simulated gravity is f * 9.81, f in [0, 2]");
@@ -255,6 +273,7 @@ void add_learn_commands(CLI::App& app, Commands& out) {
                    if (!ta->system.empty()) {
                      SyntheticSystemOptions o;
                      o.system = ta->system;
+                     if (is_system_file(ta->system)) o.described = load_system(ta->system);
                      o.tosses = ta->config.n_tosses;
                      o.seed = ta->config.seed;
                      o.states = ta->states;

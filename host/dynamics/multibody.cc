@@ -15,16 +15,6 @@ Eigen::Matrix3d cross_matrix(const Eigen::Vector3d& a) {
   return S;
 }
 
-std::vector<Eigen::Vector3d> box_vertices(const Eigen::Vector3d& centre, const Eigen::Vector3d& size) {
-  std::vector<Eigen::Vector3d> v;
-  for (int i = 0; i < 8; ++i) {
-    v.emplace_back(centre.x() + ((i & 1) ? 0.5 : -0.5) * size.x(),
-                   centre.y() + ((i & 2) ? 0.5 : -0.5) * size.y(),
-                   centre.z() + ((i & 4) ? 0.5 : -0.5) * size.z());
-  }
-  return v;
-}
-
 void check_size(const char* what, Eigen::Index got, int want) {
   if (got != want) {
     throw Error(std::string("multibody: ") + what + " has " + std::to_string(got) +
@@ -42,6 +32,16 @@ Eigen::Matrix3d inertia_basis(int k) {
 }
 
 }  // namespace
+
+std::vector<Eigen::Vector3d> box_vertices(const Eigen::Vector3d& centre, const Eigen::Vector3d& size) {
+  std::vector<Eigen::Vector3d> v;
+  for (int i = 0; i < 8; ++i) {
+    v.emplace_back(centre.x() + ((i & 1) ? 0.5 : -0.5) * size.x(),
+                   centre.y() + ((i & 2) ? 0.5 : -0.5) * size.y(),
+                   centre.z() + ((i & 4) ? 0.5 : -0.5) * size.z());
+  }
+  return v;
+}
 
 int MultibodySystem::contacts() const {
   int k = 0;

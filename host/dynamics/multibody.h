@@ -64,6 +64,9 @@ struct MultibodySystem {
   void validate() const;
 };
 
+// The 8 corners of an axis-aligned box (link frame), x fastest, then y, then z.
+std::vector<Eigen::Vector3d> box_vertices(const Eigen::Vector3d& centre, const Eigen::Vector3d& size);
+
 // The three systems of the CCN paper, from their published numbers:
 // cube: 0.1048 m, 0.37 kg, I = 0.00081 kg m² (ContactNets' data), μ 0.18;
 // asymmetric: a 6-vertex object of about the volume of one elbow link, 0.25 kg,
@@ -74,7 +77,8 @@ struct MultibodySystem {
 MultibodySystem cube_system();
 MultibodySystem asymmetric_system();
 MultibodySystem elbow_system();
-// by name: "cube" | "asymmetric" | "elbow"; throws Error otherwise.
+// by name: "cube" | "asymmetric" | "elbow"; throws Error otherwise. The same systems are
+// data/systems/NAME.json; any system from a file: host/systems/system_file.h.
 MultibodySystem system_by_name(const std::string& name);
 
 // Kinematics of one configuration (and velocity), reused by every quantity

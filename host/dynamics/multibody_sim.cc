@@ -404,8 +404,15 @@ const char* to_string(ModelGap g) {
 
 // ---- synthetic tosses ----------------------------------------------------------
 
+MultibodySystem SyntheticSystemOptions::resolved() const {
+  return described.links.empty() ? system_by_name(system) : described;
+}
+
 void SyntheticSystemOptions::validate() const {
-  system_by_name(system);  // throws on an unknown name
+  if (described.links.empty())
+    system_by_name(system);  // throws on an unknown name
+  else
+    described.validate();
   auto bad = [](const std::string& what) { throw Error("SyntheticSystemOptions: " + what); };
   if (tosses < 1) bad("tosses must be >= 1, got " + std::to_string(tosses));
   if (states < 2) bad("states must be >= 2, got " + std::to_string(states));
@@ -431,7 +438,7 @@ double simulation_gravity(const SyntheticSystemOptions& o) {
 
 Eigen::MatrixXd synthetic_initial_states(const SyntheticSystemOptions& o) {
   o.validate();
-  const MultibodySystem sys = system_by_name(o.system);
+  const MultibodySystem sys = o.resolved();
   const int nq = sys.nq(), nj = sys.joints();
   const double g = simulation_gravity(o);
   const double t_land = o.landing_fraction * (o.states - 1) * o.dt;
@@ -488,7 +495,7 @@ Eigen::MatrixXd synthetic_initial_states(const SyntheticSystemOptions& o) {
 SystemTossSet generate_system_tosses(const SyntheticSystemOptions& o, SyntheticSystemReport* report) {
   const auto t0 = std::chrono::steady_clock::now();
   const Eigen::MatrixXd X0 = synthetic_initial_states(o);  // validates
-  const MultibodySystem sys = system_by_name(o.system);
+  const MultibodySystem sys = o.resolved();
   MultibodyParams params = MultibodyParams::nominal(sys);
   params.gravity = simulation_gravity(o);
   MultibodyStepOptions step = o.step;

@@ -231,7 +231,9 @@ ModelGap parse_model_gap(const std::string& s);  // "none" | "vortex" | "gravity
 const char* to_string(ModelGap g);
 
 struct SyntheticSystemOptions {
-  std::string system = "elbow";  // cube | asymmetric | elbow
+  std::string system = "elbow";  // cube | asymmetric | elbow (or the name of `described`)
+  MultibodySystem described;     // a system from a file (host/systems/system_file.h): used when it has links
+  MultibodySystem resolved() const;  // `described`, or the built-in named `system`
   int tosses = 64;
   int states = 121;              // rows per toss (the real files': 121 rows = 120 steps)
   double dt = 0.0068;

@@ -10,6 +10,7 @@
 #include "host/dynamics/multibody_sim.h"
 #include "host/learning/ccn.h"
 #include "host/learning/mlp.h"
+#include "host/systems/system_file.h"
 #include "io/system_tosses.h"
 #include "io/json_file.h"
 #include "io/zip.h"
@@ -68,7 +69,7 @@ LoadedRun load(const EvalOptions& opt) {
   const std::string cfg_path = (fs::path(opt.run_dir) / "config.json").string();
   const nlohmann::json cj = read_json_file(cfg_path);
   L.cfg = TrainConfig::from_json(cj);
-  L.sys = system_by_name(L.cfg.system);
+  L.sys = load_system(L.cfg.system);
   try {
     L.split.train = cj.at("split").at("train").get<std::vector<int>>();
     L.split.valid = cj.at("split").at("valid").get<std::vector<int>>();

@@ -34,6 +34,7 @@
 #include "host/dynamics/simulate.h"
 #include "solvers/error.h"
 #include "io/npz.h"
+#include "host/systems/system_file.h"
 #include "io/system_tosses.h"
 #include "io/file_lock.h"
 #include "io/json_file.h"
@@ -188,11 +189,11 @@ void remove_stale_temporaries(const std::string& dir) {
 
 void validate_train_config(const TrainConfig& c) {
   if (!c.system.empty()) {
-    system_by_name(c.system);  // throws for an unknown system
+    load_system(c.system);  // throws for an unknown system or a bad file, naming the item
     if (!is_multibody_method(c.method))
       throw Error("unknown method '" + c.method + "' for --system " + c.system + ": expected ccn, ccn-r, diffsim, diffsim-r or end-to-end");
   } else if (c.method == "ccn" || c.method == "ccn-r" || c.method == "diffsim" || c.method == "diffsim-r") {
-    throw Error("method '" + c.method + "' needs --system (cube | asymmetric | elbow)");
+    throw Error("method '" + c.method + "' needs --system (cube | asymmetric | elbow | FILE.json)");
   } else if (c.method != "contactnets-polytope" && c.method != "contactnets-deep" && c.method != "end-to-end") {
     throw Error("unknown method '" + c.method +
                 "': expected contactnets-polytope, contactnets-deep or end-to-end (or ccn, ccn-r with --system)");
@@ -588,7 +589,7 @@ TrainResult train(const TrainConfig& cfg_in, std::ostream& log_out) {
     n_tosses = static_cast<int>(data.tosses.size());
     data_format = data.format;
   } else {
-    mb.system = system_by_name(cfg.system);
+    mb.system = load_system(cfg.system);
     mdata = load_system_tosses(cfg.data, mb.system.width(), cfg.dt);
     mb.dt = mdata.dt;
     mb.synthetic = mdata.format == "impulse-multibody";

@@ -17,6 +17,7 @@
 
 #include "host/dynamics/multibody.h"
 #include "host/dynamics/simulate.h"
+#include "host/systems/system_file.h"
 #include "host/learning/ccn.h"
 #include "host/learning/contactnets_loss.h"
 #include "host/learning/contactnets_model.h"
@@ -72,7 +73,7 @@ nb::dict load_cube_tosses(const std::string& path, double dt) {
 
 // Multibody tosses of a named system (io/system_tosses.h), of that system's width.
 nb::dict load_system_tosses(const std::string& path, const std::string& system, double dt) {
-  const impulse::MultibodySystem sys = impulse::system_by_name(system);
+  const impulse::MultibodySystem sys = impulse::load_system(system);
   impulse::SystemTossSet set;
   {
     nb::gil_scoped_release release;
@@ -311,7 +312,7 @@ class ContactNetsCore {
 class CcnCore {
  public:
   CcnCore(const std::string& system, double dt, double eps, int threads, const nb::dict& weights)
-      : model_(impulse::system_by_name(system), false),
+      : model_(impulse::load_system(system), false),
         loss_(config(dt, weights), loss_settings(eps, true), loss_options(threads)) {}
 
   int parameter_count() const { return model_.parameter_count(); }

@@ -1,0 +1,251 @@
+// Systems as files (host/systems/system_file.h, issue 47): the built-in systems' files in
+// data/systems/ load to exactly the built-ins; a fixed joint merges its child (mass, COM,
+// inertia, vertices) as the composite body; a joint's rpy gives the same motion as the
+// system written in the model's convention; every bad file is refused naming the item.
+// (The dynamics' checks on a described 3-link chain, tests/data/systems/chain3.json: M(q),
+// energy, Ṁ − 2C, gradients, run in test_multibody.cc with the built-ins.)
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <iomanip>
+#include <sstream>
+#include <random>
+
+#include "host/dynamics/multibody_sim.h"
+#include "host/learning/trainer.h"
+#include "host/systems/system_file.h"
+#include "solvers/error.h"
+#include "test_util.h"
+
+namespace impulse {
+namespace {
+
+const std::string kSource = IMPULSE_SOURCE_DIR;
+
+// every field, exactly (the same doubles)
+void expect_identical(const MultibodySystem& a, const MultibodySystem& b) {
+  EXPECT_EQ(a.name, b.name);
+  EXPECT_EQ(a.gravity, b.gravity);
+  EXPECT_EQ(a.mu, b.mu);
+  ASSERT_EQ(a.num_links(), b.num_links());
+  for (int l = 0; l < a.num_links(); ++l) {
+    const LinkSpec &x = a.links[size_t(l)], &y = b.links[size_t(l)];
+    SCOPED_TRACE("link " + x.name);
+    EXPECT_EQ(x.name, y.name);
+    EXPECT_EQ(x.parent, y.parent);
+    EXPECT_EQ(x.joint_origin, y.joint_origin);
+    EXPECT_EQ(x.axis, y.axis);
+    EXPECT_EQ(x.inertia.mass, y.inertia.mass);
+    EXPECT_EQ(x.inertia.com, y.inertia.com) << std::setprecision(17) << x.inertia.com.transpose() << " | " << y.inertia.com.transpose();
+    EXPECT_EQ(x.inertia.inertia_com, y.inertia.inertia_com);
+    EXPECT_EQ(x.size, y.size);
+    ASSERT_EQ(x.vertices.size(), y.vertices.size());
+    for (size_t i = 0; i < x.vertices.size(); ++i) EXPECT_EQ(x.vertices[i], y.vertices[i]) << "vertex " << i;
+  }
+}
+
+TEST(SystemFile, TheBuiltInSystemsFilesAreTheBuiltInsExactly) {
+  for (const std::string name : {"cube", "asymmetric", "elbow"}) {
+    SCOPED_TRACE(name);
+    expect_identical(load_system(kSource + "/data/systems/" + name + ".json"), system_by_name(name));
+    expect_identical(load_system(name), system_by_name(name));
+  }
+}
+
+TEST(SystemFile, WrittenAndReadBackIsTheSameSystem) {
+  for (const std::string name : {"cube", "asymmetric", "elbow"}) {
+    SCOPED_TRACE(name);
+    expect_identical(system_from_json(system_json(system_by_name(name)), name), system_by_name(name));
+  }
+  const MultibodySystem chain = load_system(kSource + "/tests/data/systems/chain3.json");
+  expect_identical(system_from_json(system_json(chain), "chain3"), chain);
+}
+
+// A box of 0.2 x 0.05 x 0.05 m written as two halves joined by a fixed joint is the box:
+// mass, COM, inertia (the box formula) and its corners among the vertices.
+TEST(SystemFile, AFixedJointMergesTheChildAsOneRigidBody) {
+  const double m = 0.4, a = 0.1, b = 0.05, c = 0.05;  // each half a x b x c, m/2
+  std::ostringstream I;  // a half's inertia about its COM, the box formula
+  I << std::setprecision(17) << (m / 2) / 12 * (b * b + c * c) << ", " << (m / 2) / 12 * (a * a + c * c) << ", "
+    << (m / 2) / 12 * (a * a + b * b) << ", 0, 0, 0";
+  const std::string text = R"({"format": "impulse-system-1", "name": "two halves", "links": [
+    {"name": "left", "mass": 0.2, "com": [-0.05, 0, 0], "inertia": [)" + I.str() + R"(],
+     "box": {"size": [0.1, 0.05, 0.05], "centre": [-0.05, 0, 0]}},
+    {"name": "right", "parent": "left", "joint": {"type": "fixed", "origin": [0.1, 0, 0], "rpy": [0, 0, 3.141592653589793]},
+     "mass": 0.2, "com": [0.05, 0, 0], "inertia": [)" + I.str() + R"(],
+     "box": {"size": [0.1, 0.05, 0.05], "centre": [0.05, 0, 0]}}]})";
+  // the right half's frame sits at x = 0.1 turned half a turn about z: its COM (0.05, 0, 0)
+  // lands at x = 0.05 of the left's frame, its box over [0, 0.1]
+  const MultibodySystem s = system_from_json(text, "two halves");
+  ASSERT_EQ(s.num_links(), 1) << "the fixed child is merged";
+  const LinkInertia& in = s.links[0].inertia;
+  EXPECT_NEAR(in.mass, m, 1e-15);
+  EXPECT_LT(in.com.norm(), 1e-12) << in.com.transpose();
+  const double L = 2 * a;
+  const Eigen::Vector3d box(m / 12 * (b * b + c * c), m / 12 * (L * L + c * c), m / 12 * (L * L + b * b));
+  EXPECT_LT((in.inertia_com.diagonal() - box).norm(), 1e-8 * box.norm()) << in.inertia_com;
+  EXPECT_LT((in.inertia_com - Eigen::Matrix3d(in.inertia_com.diagonal().asDiagonal())).norm(), 1e-12);
+  ASSERT_EQ(s.links[0].vertices.size(), 16u);
+  double xmin = 1, xmax = -1;
+  for (const Eigen::Vector3d& v : s.links[0].vertices) xmin = std::min(xmin, v.x()), xmax = std::max(xmax, v.x());
+  EXPECT_NEAR(xmin, -0.1, 1e-12);
+  EXPECT_NEAR(xmax, 0.1, 1e-12);
+}
+
+// chain3's middle joint has rpy; the same system written in the model's convention (the
+// child's geometry, inertia and axis rotated by hand) gives the same vertex positions in
+// the world at any configuration
+TEST(SystemFile, AJointsRpyGivesTheSameMotionAsTheRotatedDescription) {
+  const MultibodySystem s = load_system(kSource + "/tests/data/systems/chain3.json");
+  ASSERT_EQ(s.num_links(), 3) << "base (with the handle merged), middle, tip";
+  EXPECT_EQ(s.links[0].vertices.size(), 16u) << "the handle's box is the base's now";
+  // the file's kinematics, by hand: world frame of each file link at q
+  std::mt19937_64 rng(3);
+  std::uniform_real_distribution<double> U(-1, 1);
+  const auto R = [](const Eigen::Vector3d& rpy) {
+    return (Eigen::AngleAxisd(rpy.z(), Eigen::Vector3d::UnitZ()) * Eigen::AngleAxisd(rpy.y(), Eigen::Vector3d::UnitY()) *
+            Eigen::AngleAxisd(rpy.x(), Eigen::Vector3d::UnitX()))
+        .toRotationMatrix();
+  };
+  for (int trial = 0; trial < 5; ++trial) {
+    Eigen::VectorXd q(s.nq());
+    Eigen::Quaterniond quat(U(rng), U(rng), U(rng), U(rng));
+    quat.normalize();
+    q << quat.w(), quat.x(), quat.y(), quat.z(), U(rng), U(rng), 0.2 + U(rng) * 0.1, U(rng), U(rng);
+    Kinematics k;
+    kinematics(s, q, k);
+    const Eigen::Matrix3d Rb = quat.toRotationMatrix();
+    const Eigen::Vector3d pb = q.segment<3>(4);
+    // middle: origin (0.05, 0, 0) in base, rotated by rpy (0.2, 0, 0.5), then θ1 about its z
+    const Eigen::Matrix3d Rm = Rb * R(Eigen::Vector3d(0.2, 0, 0.5)) * Eigen::AngleAxisd(q(7), Eigen::Vector3d::UnitZ());
+    const Eigen::Vector3d pm = pb + Rb * Eigen::Vector3d(0.05, 0, 0);
+    // tip: origin (0.09, 0, 0) in middle, θ2 about its y
+    const Eigen::Matrix3d Rt = Rm * Eigen::AngleAxisd(q(8), Eigen::Vector3d::UnitY());
+    const Eigen::Vector3d pt = pm + Rm * Eigen::Vector3d(0.09, 0, 0);
+    // the tip's first file vertex (0, 0.01, 0.01) and the middle's box corner (0, -0.015, -0.015)
+    const Eigen::Vector3d want_tip = pt + Rt * Eigen::Vector3d(0.0, 0.01, 0.01);
+    const Eigen::Vector3d want_mid = pm + Rm * Eigen::Vector3d(0.0, -0.015, -0.015);
+    const Eigen::Vector3d got_tip = k.links[2].p + k.links[2].R * s.links[2].vertices[0];
+    const Eigen::Vector3d got_mid = k.links[1].p + k.links[1].R * s.links[1].vertices[0];
+    EXPECT_LT((got_tip - want_tip).norm(), 1e-12) << "trial " << trial;
+    EXPECT_LT((got_mid - want_mid).norm(), 1e-12) << "trial " << trial;
+    // the COM of the tip moves with it too
+    const Eigen::Vector3d want_com = pt + Rt * Eigen::Vector3d(0.03, 0, 0);
+    EXPECT_LT((k.links[2].p + k.links[2].R * s.links[2].inertia.com - want_com).norm(), 1e-12);
+  }
+}
+
+std::string refusal(const std::string& text) {
+  try {
+    system_from_json(text, "bad.json");
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(loaded)";
+}
+
+TEST(SystemFile, EveryBadFileIsRefusedNamingTheItem) {
+  const std::string head = R"({"format": "impulse-system-1", "name": "t", "links": [)";
+  const std::string base = R"({"name": "b", "mass": 0.3, "inertia": [1e-4, 1e-4, 1e-4, 0, 0, 0], "box": {"size": [0.1, 0.1, 0.1]}})";
+  const auto child = [](const std::string& joint, const std::string& extra = "") {
+    return R"(, {"name": "c", "parent": "b", "joint": )" + joint +
+           R"(, "mass": 0.1, "inertia": [1e-5, 1e-5, 1e-5, 0, 0, 0], "box": {"size": [0.05, 0.05, 0.05]})" + extra + "}";
+  };
+  const std::string rev = R"({"type": "revolute", "origin": [0.1, 0, 0], "axis": [0, 1, 0]})";
+  struct Case {
+    std::string text, want;
+  } cases[] = {
+      {"{", "not valid JSON"},
+      {R"({"format": "urdf", "links": []})", "impulse-system-1"},
+      {R"({"format": "impulse-system-1", "links": []})", "no links"},
+      {head + R"({"name": "b", "inertia": [1e-4, 1e-4, 1e-4, 0, 0, 0], "box": {"size": [0.1, 0.1, 0.1]}}]})", "link 'b': no mass"},
+      {head + R"({"name": "b", "mass": 0.3, "box": {"size": [0.1, 0.1, 0.1]}}]})", "link 'b': no inertia"},
+      {head + R"({"name": "b", "mass": 0.3, "inertia": [1e-4, 1e-4, -1e-4, 0, 0, 0], "box": {"size": [0.1, 0.1, 0.1]}}]})",
+       "link 'b': the inertia is not positive definite"},
+      {head + R"({"name": "b", "mass": 0.3, "inertia": [1e-4, 1e-4, 5e-4, 0, 0, 0], "box": {"size": [0.1, 0.1, 0.1]}}]})",
+       "triangle inequalities"},
+      {head + R"({"name": "b", "mass": -1, "inertia": [1e-4, 1e-4, 1e-4, 0, 0, 0], "box": {"size": [0.1, 0.1, 0.1]}}]})",
+       "link 'b': the mass must be positive"},
+      {head + R"({"name": "b", "mass": 0.3, "inertia": [1e-4, 1e-4, 1e-4, 0, 0, 0]}]})", "link 'b' has no contact geometry"},
+      {head + base + child(R"({"type": "prismatic", "origin": [0, 0, 0], "axis": [1, 0, 0]})") + "]}",
+       "link 'c': joint type 'prismatic' is not supported"},
+      {head + base + child(R"({"type": "continuous", "axis": [1, 0, 0]})") + "]}", "joint type 'continuous' is not supported"},
+      {head + base + child(R"({"type": "planar"})") + "]}", "joint type 'planar' is not supported"},
+      {head + base + child(R"({"type": "hinge"})") + "]}", "unknown joint type 'hinge'"},
+      {head + base + child(R"({"type": "revolute", "origin": [0, 0, 0]})") + "]}", "a revolute joint needs an axis"},
+      {head + base + child(rev, R"(, "mas": 1)") + "]}", "link 'c': unknown key 'mas'"},
+      {head + base + child(rev) + child(rev) + "]}", "two links are named 'c'"},
+      {head + base + R"(, {"name": "c", "parent": "nowhere", "joint": )" + rev +
+           R"(, "mass": 0.1, "inertia": [1e-5, 1e-5, 1e-5, 0, 0, 0], "box": {"size": [0.05, 0.05, 0.05]}}]})",
+       "its parent 'nowhere' is not a link"},
+      {head + base + R"(, {"name": "c", "parent": "d", "joint": )" + rev +
+           R"(, "mass": 0.1, "inertia": [1e-5, 1e-5, 1e-5, 0, 0, 0], "box": {"size": [0.05, 0.05, 0.05]}}, {"name": "d", "parent": "c", "joint": )" +
+           rev + R"(, "mass": 0.1, "inertia": [1e-5, 1e-5, 1e-5, 0, 0, 0], "box": {"size": [0.05, 0.05, 0.05]}}]})",
+       "cycle"},
+      {head + base + R"(, {"name": "e", "mass": 0.1, "inertia": [1e-5, 1e-5, 1e-5, 0, 0, 0], "box": {"size": [0.05, 0.05, 0.05]}}]})",
+       "both have no parent"},
+      {head + R"({"name": "b", "mass": "heavy", "inertia": [1e-4, 1e-4, 1e-4, 0, 0, 0], "box": {"size": [0.1, 0.1, 0.1]}}]})",
+       "link 'b'.mass: expected a number"},
+      {head + R"({"name": "b", "mass": 0.3, "inertia": [1e-4, 1e-4, 1e-4], "box": {"size": [0.1, 0.1, 0.1]}}]})",
+       "link 'b'.inertia: expected 6 numbers"},
+  };
+  for (const Case& c : cases) {
+    const std::string got = refusal(c.text);
+    EXPECT_NE(got.find(c.want), std::string::npos) << "expected '" << c.want << "' in: " << got << "\n for: " << c.text;
+    EXPECT_EQ(got.rfind("bad.json: ", 0), 0u) << "the file is named: " << got;
+  }
+  EXPECT_THROW(load_system(testing::fresh_dir("system_file_", "") + "/missing.json"), Error);
+  EXPECT_THROW(load_system("sphere"), Error);
+}
+
+// generate-tosses' synthetic data for a described system: the chain's tosses have its width
+TEST(SystemFile, SyntheticTossesOfADescribedSystem) {
+  SyntheticSystemOptions o;
+  o.described = load_system(kSource + "/tests/data/systems/chain3.json");
+  o.system = o.described.name;
+  o.tosses = 2;
+  const SystemTossSet set = generate_system_tosses(o);
+  ASSERT_EQ(set.tosses.size(), 2u);
+  EXPECT_EQ(set.width, o.described.width());
+  EXPECT_EQ(set.tosses[0].steps(set.width), o.states);
+  for (double v : set.tosses[0].rows) EXPECT_TRUE(std::isfinite(v));
+}
+
+}  // namespace
+}  // namespace impulse
+
+namespace impulse {
+namespace {
+
+// The cube and the elbow from their files train bit for bit as the built-ins: the same
+// tosses, two epochs of CCN, the same params.json and history (but for the seconds column).
+TEST(SystemFile, TheCubeAndTheElbowFromTheirFilesTrainBitForBitAsTheBuiltIns) {
+  for (const std::string name : {"cube", "elbow"}) {
+    SCOPED_TRACE(name);
+    SyntheticSystemOptions o;
+    o.system = name;
+    o.tosses = 6;
+    o.seed = 2;
+    const std::string dir = testing::fresh_dir("system_file_train_", name);
+    write_system_tosses(dir + "/tosses.npz", generate_system_tosses(o));
+    std::string params[2];
+    for (int from_file = 0; from_file < 2; ++from_file) {
+      TrainConfig c;
+      c.method = "ccn";
+      c.system = from_file ? kSource + "/data/systems/" + name + ".json" : name;
+      c.data = dir + "/tosses.npz";
+      c.out = dir + "/run" + std::to_string(from_file);
+      c.max_epochs = 2;
+      c.progress = false;
+      std::ostringstream log;
+      train(c, log);
+      params[from_file] = testing::read_text_file(c.out + "/params.json");
+    }
+    EXPECT_FALSE(params[0].empty());
+    EXPECT_EQ(params[0], params[1]);
+  }
+}
+
+}  // namespace
+}  // namespace impulse
