@@ -249,3 +249,95 @@ TEST(SystemFile, TheCubeAndTheElbowFromTheirFilesTrainBitForBitAsTheBuiltIns) {
 
 }  // namespace
 }  // namespace impulse
+
+namespace impulse {
+namespace {
+
+void expect_close(const MultibodySystem& a, const MultibodySystem& b, double tol) {
+  ASSERT_EQ(a.num_links(), b.num_links());
+  for (int l = 0; l < a.num_links(); ++l) {
+    const LinkSpec &x = a.links[size_t(l)], &y = b.links[size_t(l)];
+    SCOPED_TRACE("link " + x.name);
+    EXPECT_EQ(x.name, y.name);
+    EXPECT_EQ(x.parent, y.parent);
+    EXPECT_LT((x.joint_origin - y.joint_origin).norm(), tol);
+    EXPECT_LT((x.axis - y.axis).norm(), tol);
+    EXPECT_NEAR(x.inertia.mass, y.inertia.mass, tol);
+    EXPECT_LT((x.inertia.com - y.inertia.com).norm(), tol);
+    EXPECT_LT((x.inertia.inertia_com - y.inertia.inertia_com).norm(), tol);
+    ASSERT_EQ(x.vertices.size(), y.vertices.size());
+    for (size_t i = 0; i < x.vertices.size(); ++i) EXPECT_LT((x.vertices[i] - y.vertices[i]).norm(), tol) << "vertex " << i;
+  }
+}
+
+// The same chain as URDF and as impulse's JSON (the tip a box in both): the same system,
+// to rounding (URDF's rpy goes through a quaternion)
+TEST(SystemFile, AUrdfIsTheSameSystemAsItsJsonDescription) {
+  const MultibodySystem u = load_system(kSource + "/tests/data/systems/chain3.urdf");
+  std::string json = testing::read_text_file(kSource + "/tests/data/systems/chain3.json");
+  const size_t v = json.find("\"vertices\": [[0.0, 0.01");
+  ASSERT_NE(v, std::string::npos);
+  json.replace(v, json.find("]]", v) + 2 - v, R"("box": {"size": [0.06, 0.02, 0.02], "centre": [0.03, 0, 0]})");
+  const MultibodySystem j = system_from_json(json, "chain3 with a box tip");
+  EXPECT_EQ(u.name, "chain3");
+  expect_close(u, j, 1e-15);
+}
+
+// a sphere's 14 points and a cylinder's 16 lie on their surfaces, placed by the origin
+TEST(SystemFile, UrdfSpheresAndCylindersBecomeVerticesOnTheirSurface) {
+  const std::string urdf = R"(<robot name="round"><link name="b">
+    <inertial><mass value="1"/><inertia ixx="0.01" iyy="0.01" izz="0.01" ixy="0" ixz="0" iyz="0"/></inertial>
+    <collision><origin xyz="0.1 0 0"/><geometry><sphere radius="0.05"/></geometry></collision>
+    <collision><origin xyz="0 0 0.2" rpy="1.5707963267948966 0 0"/><geometry><cylinder radius="0.03" length="0.1"/></geometry></collision>
+    </link></robot>)";
+  const MultibodySystem s = system_from_urdf(urdf, "round.urdf");
+  ASSERT_EQ(s.links[0].vertices.size(), 30u);
+  for (int i = 0; i < 14; ++i) EXPECT_NEAR((s.links[0].vertices[size_t(i)] - Eigen::Vector3d(0.1, 0, 0)).norm(), 0.05, 1e-15);
+  for (int i = 14; i < 30; ++i) {  // the cylinder's axis turned from z to -y: rims at y = ±0.05, radius 0.03 in x, z
+    const Eigen::Vector3d d = s.links[0].vertices[size_t(i)] - Eigen::Vector3d(0, 0, 0.2);
+    EXPECT_NEAR(std::abs(d.y()), 0.05, 1e-12);
+    EXPECT_NEAR(std::hypot(d.x(), d.z()), 0.03, 1e-12);
+  }
+}
+
+TEST(SystemFile, EveryBadUrdfIsRefusedNamingTheItem) {
+  const std::string inertial = R"(<inertial><mass value="0.2"/><inertia ixx="1e-4" iyy="1e-4" izz="1e-4" ixy="0" ixz="0" iyz="0"/></inertial>)";
+  const std::string box = R"(<collision><geometry><box size="0.1 0.1 0.1"/></geometry></collision>)";
+  const auto robot = [&](const std::string& child_link, const std::string& joint_type, const std::string& extra = "") {
+    return R"(<robot name="r"><link name="b">)" + inertial + box + "</link>" + child_link +
+           R"(<joint name="j" type=")" + joint_type +
+           R"("><parent link="b"/><child link="c"/><axis xyz="0 1 0"/><limit lower="-1" upper="1" effort="1" velocity="1"/>)" +
+           extra + "</joint></robot>";
+  };
+  const std::string good_child = R"(<link name="c">)" + inertial + box + "</link>";
+  struct Case {
+    std::string text, want;
+  } cases[] = {
+      {"<robot", "not a URDF urdfdom can read"},
+      {robot(R"(<link name="c">)" + box + "</link>", "revolute"), "link 'c': no <inertial>"},
+      {robot(R"(<link name="c"><inertial><mass value="0.2"/><inertia ixx="1e-4" iyy="1e-4" izz="-1e-4" ixy="0" ixz="0" iyz="0"/></inertial>)" +
+                 box + "</link>",
+             "revolute"),
+       "link 'c': the <inertia> is not positive definite"},
+      {robot(R"(<link name="c">)" + inertial + "</link>", "revolute"), "link 'c' has no contact geometry"},
+      {robot(good_child, "prismatic"), "joint 'j' (to link 'c'): joint type 'prismatic' is not supported"},
+      {robot(good_child, "continuous"), "joint type 'continuous' is not supported"},
+      {robot(good_child, "planar"), "joint type 'planar' is not supported"},
+      {robot(R"(<link name="c">)" + inertial + R"(<collision><geometry><mesh filename="hull.stl"/></geometry></collision></link>)",
+             "revolute"),
+       "a <mesh> collision ('hull.stl') is not read"},
+  };
+  for (const Case& c : cases) {
+    std::string got = "(loaded)";
+    try {
+      system_from_urdf(c.text, "bad.urdf");
+    } catch (const Error& e) {
+      got = e.what();
+    }
+    EXPECT_NE(got.find(c.want), std::string::npos) << "expected '" << c.want << "' in: " << got;
+    EXPECT_EQ(got.rfind("bad.urdf: ", 0), 0u) << got;
+  }
+}
+
+}  // namespace
+}  // namespace impulse

@@ -30,7 +30,7 @@ CLI::Validator system_check() {
   return CLI::Validator(
       [](std::string& v) -> std::string {
         if (!is_system_file(v) && v != "cube" && v != "asymmetric" && v != "elbow")
-          return "expected cube | asymmetric | elbow | FILE.json, got '" + v + "'";
+          return "expected cube | asymmetric | elbow | FILE.json | FILE.urdf, got '" + v + "'";
         try {
           load_system(v);
         } catch (const std::exception& e) {
@@ -38,7 +38,7 @@ CLI::Validator system_check() {
         }
         return std::string();
       },
-      "{cube,asymmetric,elbow,FILE.json}");
+      "{cube,asymmetric,elbow,FILE.json,FILE.urdf}");
 }
 
 // the built-in data set: data/synthetic_cube.npz of the source tree (or of the
@@ -78,7 +78,7 @@ void add_train_options(CLI::App* tr, TrainConfig& tc) {
                  "contactnets-polytope | contactnets-deep | end-to-end; with --system: ccn | ccn-r | diffsim | diffsim-r | end-to-end")
       ->check(CLI::IsMember({"contactnets-polytope", "contactnets-deep", "end-to-end", "ccn", "ccn-r", "diffsim", "diffsim-r"}));
   tr->add_option("--system", tc.system,
-                 "a multibody system for the CCN family: cube | asymmetric | elbow | FILE.json (docs/systems.md; its data: "
+                 "a multibody system for the CCN family: cube | asymmetric | elbow | FILE.json | FILE.urdf (docs/systems.md; its data: "
                  "a CCN folder of width 13 + 2 joints, e.g. the real elbow tosses, or an impulse-multibody .npz)")
       ->check(system_check());
   tr->add_option("--w-res", tc.w_res, "residual norm weight (< 0: Table 2's: CCN-R 1 real / 0.001 synthetic, DiffSim-R 1000 / 1; CCN applies "
@@ -263,7 +263,7 @@ void add_learn_commands(CLI::App& app, Commands& out) {
   gt->add_option("--threads", ta->config.threads, "CPU threads (0 = all cores)");
   gt->add_option("--out", ta->out, "file to write (.npz)")->required();
   gt->add_option("--system", ta->system,
-                 "a multibody system: cube | asymmetric | elbow | FILE.json (docs/systems.md); writes an impulse-multibody .npz")
+                 "a multibody system: cube | asymmetric | elbow | FILE.json | FILE.urdf (docs/systems.md); writes an impulse-multibody .npz")
       ->check(system_check());
   gt->add_option("--model-gap", ta->gap, "with --system: the model gap none | vortex | gravity (CCN's scenarios)")
       ->check(CLI::IsMember({"none", "vortex", "gravity"}));

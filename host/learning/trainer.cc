@@ -193,7 +193,7 @@ void validate_train_config(const TrainConfig& c) {
     if (!is_multibody_method(c.method))
       throw Error("unknown method '" + c.method + "' for --system " + c.system + ": expected ccn, ccn-r, diffsim, diffsim-r or end-to-end");
   } else if (c.method == "ccn" || c.method == "ccn-r" || c.method == "diffsim" || c.method == "diffsim-r") {
-    throw Error("method '" + c.method + "' needs --system (cube | asymmetric | elbow | FILE.json)");
+    throw Error("method '" + c.method + "' needs --system (cube | asymmetric | elbow | FILE.json | FILE.urdf)");
   } else if (c.method != "contactnets-polytope" && c.method != "contactnets-deep" && c.method != "end-to-end") {
     throw Error("unknown method '" + c.method +
                 "': expected contactnets-polytope, contactnets-deep or end-to-end (or ccn, ccn-r with --system)");

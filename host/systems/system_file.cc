@@ -1,5 +1,7 @@
 #include "host/systems/system_file.h"
 
+#include "host/systems/declared.h"
+
 #include <cmath>
 #include <fstream>
 #include <functional>
@@ -14,19 +16,16 @@
 #include "solvers/error.h"
 
 namespace impulse {
+
+Eigen::Matrix3d rpy_matrix(const Eigen::Vector3d& rpy) {
+  return (Eigen::AngleAxisd(rpy.z(), Eigen::Vector3d::UnitZ()) * Eigen::AngleAxisd(rpy.y(), Eigen::Vector3d::UnitY()) *
+          Eigen::AngleAxisd(rpy.x(), Eigen::Vector3d::UnitX()))
+      .toRotationMatrix();
+}
+
 namespace {
 
 using json = nlohmann::json;
-
-// one link as the file declares it, before the tree is ordered and fixed joints merged
-struct Declared {
-  std::string name, parent, joint = "none";
-  Eigen::Vector3d origin = Eigen::Vector3d::Zero(), rpy = Eigen::Vector3d::Zero(), axis = Eigen::Vector3d::UnitY();
-  LinkInertia inertia;
-  std::vector<Eigen::Vector3d> vertices;
-  Eigen::Vector3d size = Eigen::Vector3d::Zero();
-  bool has_size = false;
-};
 
 struct Reader {
   std::string where;
@@ -58,13 +57,6 @@ struct Reader {
   }
 };
 
-// the model frame from the file's: fixed X-Y-Z angles (URDF's rpy), R = Rz(y) Ry(p) Rx(r)
-Eigen::Matrix3d rpy_matrix(const Eigen::Vector3d& rpy) {
-  return (Eigen::AngleAxisd(rpy.z(), Eigen::Vector3d::UnitZ()) * Eigen::AngleAxisd(rpy.y(), Eigen::Vector3d::UnitY()) *
-          Eigen::AngleAxisd(rpy.x(), Eigen::Vector3d::UnitX()))
-      .toRotationMatrix();
-}
-
 Declared read_link(const Reader& r, const json& j, size_t index) {
   Declared d;
   const std::string at = "links[" + std::to_string(index) + "]";
@@ -85,7 +77,10 @@ Declared read_link(const Reader& r, const json& j, size_t index) {
       r.fail(who + ": joint type '" + d.joint + "' is not supported (the dynamics has revolute and fixed joints)");
     if (d.joint != "revolute" && d.joint != "fixed") r.fail(who + ": unknown joint type '" + d.joint + "' (revolute or fixed)");
     if (jt.contains("origin")) d.origin = r.vec3(jt["origin"], who + ".joint.origin");
-    if (jt.contains("rpy")) d.rpy = r.vec3(jt["rpy"], who + ".joint.rpy");
+    if (jt.contains("rpy")) {
+      const Eigen::Vector3d rpy = r.vec3(jt["rpy"], who + ".joint.rpy");
+      if (!rpy.isZero(0)) d.rotation = rpy_matrix(rpy), d.rotated = true;
+    }
     if (d.joint == "revolute") {
       if (!jt.contains("axis")) r.fail(who + ".joint: a revolute joint needs an axis");
       d.axis = r.vec3(jt["axis"], who + ".joint.axis");
@@ -159,7 +154,11 @@ LinkInertia combined(const LinkInertia& a, const LinkInertia& b) {
   return c;
 }
 
-MultibodySystem build(const Reader& r, const std::string& name, double gravity, double mu, const std::vector<Declared>& links) {
+}  // namespace
+
+MultibodySystem build_declared(const std::string& where, const std::string& name, double gravity, double mu,
+                               const std::vector<Declared>& links) {
+  const Reader r{where};
   std::map<std::string, size_t> index;
   for (size_t i = 0; i < links.size(); ++i)
     if (!index.emplace(links[i].name, i).second) r.fail("two links are named '" + links[i].name + "'");
@@ -204,7 +203,7 @@ MultibodySystem build(const Reader& r, const std::string& name, double gravity, 
   std::vector<int> model(links.size(), -1);
   std::function<void(size_t)> visit = [&](size_t i) {
     const Declared& d = links[i];
-    const bool rot = !d.rpy.isZero(0);
+    const bool rot = d.rotated;
     if (d.parent.empty() || d.joint == "revolute") {
       LinkSpec s;
       s.name = d.name;
@@ -216,7 +215,7 @@ MultibodySystem build(const Reader& r, const std::string& name, double gravity, 
         const Eigen::Matrix3d Cp = C[p];
         s.joint_origin = rotated[p] ? Eigen::Vector3d(Cp * d.origin + t[p]) : Eigen::Vector3d(d.origin + t[p]);
         rotated[i] = rotated[p] || rot;
-        C[i] = rot ? Eigen::Matrix3d(Cp * rpy_matrix(d.rpy)) : Cp;
+        C[i] = rot ? Eigen::Matrix3d(Cp * d.rotation) : Cp;
         s.axis = rotated[i] ? Eigen::Vector3d((C[i] * d.axis).normalized()) : d.axis;
       }
       LinkInertia in = d.inertia;
@@ -235,7 +234,7 @@ MultibodySystem build(const Reader& r, const std::string& name, double gravity, 
       const int into = model[p];
       model[i] = into;
       rotated[i] = rotated[p] || rot;
-      C[i] = rot ? Eigen::Matrix3d(C[p] * rpy_matrix(d.rpy)) : C[p];
+      C[i] = rot ? Eigen::Matrix3d(C[p] * d.rotation) : C[p];
       t[i] = rotated[p] ? Eigen::Vector3d(C[p] * d.origin + t[p]) : Eigen::Vector3d(d.origin + t[p]);
       LinkSpec& s = sys.links[size_t(into)];
       LinkInertia in = d.inertia;
@@ -266,13 +265,19 @@ MultibodySystem build(const Reader& r, const std::string& name, double gravity, 
   return sys;
 }
 
+namespace {
+
 void write_vec(std::ostream& o, const Eigen::Vector3d& v) { o << '[' << v.x() << ", " << v.y() << ", " << v.z() << ']'; }
 
 }  // namespace
 
-bool is_system_file(const std::string& s) {
-  return s.size() > 5 && s.compare(s.size() - 5, 5, ".json") == 0;
+namespace {
+bool ends_with(const std::string& s, const std::string& tail) {
+  return s.size() > tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
 }
+}  // namespace
+
+bool is_system_file(const std::string& s) { return ends_with(s, ".json") || ends_with(s, ".urdf"); }
 
 MultibodySystem system_from_json(const std::string& text, const std::string& where) {
   const Reader r{where};
@@ -292,7 +297,7 @@ MultibodySystem system_from_json(const std::string& text, const std::string& whe
   if (!j.contains("links") || !j["links"].is_array() || j["links"].empty()) r.fail("no links (\"links\": [ ... ])");
   std::vector<Declared> links;
   for (size_t i = 0; i < j["links"].size(); ++i) links.push_back(read_link(r, j["links"][i], i));
-  return build(r, name, gravity, mu, links);
+  return build_declared(where, name, gravity, mu, links);
 }
 
 MultibodySystem load_system(const std::string& s) {
@@ -301,7 +306,7 @@ MultibodySystem load_system(const std::string& s) {
   if (!in) throw Error(s + ": cannot open the system file");
   std::ostringstream text;
   text << in.rdbuf();
-  return system_from_json(text.str(), s);
+  return ends_with(s, ".urdf") ? system_from_urdf(text.str(), s) : system_from_json(text.str(), s);
 }
 
 std::string system_json(const MultibodySystem& sys) {

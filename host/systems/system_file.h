@@ -43,7 +43,7 @@
 namespace impulse {
 
 // A system by name (cube | asymmetric | elbow, host/dynamics/multibody.h) or from a file
-// (a path ending in .json). Throws Error naming the file and the item.
+// (a path ending in .json or .urdf). Throws Error naming the file and the item.
 MultibodySystem load_system(const std::string& name_or_path);
 
 // The JSON text of a system (links in order, numbers to 17 significant digits, so that
@@ -52,6 +52,15 @@ std::string system_json(const MultibodySystem& system);
 
 // The description from a JSON text; `where` names it in errors (a file's path).
 MultibodySystem system_from_json(const std::string& text, const std::string& where);
+
+// A URDF (read with urdfdom): each link's <inertial> (its origin's rotation turns the
+// inertia into the link's axes) and its <collision> blocks as contact vertices (a box's 8
+// corners; a sphere's 14 points: the 6 axis points and the 8 cube diagonals; a cylinder's
+// two rims of 8 points; a <mesh> is refused: give its hull's vertices in the JSON form),
+// revolute and fixed joints as above (the joint origin's rpy folded in). <limit> is not
+// used (the dynamics has no joint range). Gravity 9.81, friction 0.3 (URDF states
+// neither). The same errors, named by link and joint.
+MultibodySystem system_from_urdf(const std::string& xml, const std::string& where);
 
 // Whether a --system value names a file rather than a built-in system.
 bool is_system_file(const std::string& name_or_path);
