@@ -439,3 +439,47 @@ TEST(CcnTrainer, EvaluatingTheTruthOnItsOwnTossesGivesZeroErrors) {
 
 }  // namespace
 }  // namespace impulse
+
+namespace impulse {
+namespace {
+
+// --residual-layers / --residual-width shape CCN-R's network: the run's params hold a
+// network of that shape, its config records it, and the options are refused where there is
+// no network or out of range
+TEST(CcnTrainer, TheResidualNetworksShapeIsAnOption) {
+  SyntheticSystemOptions o;
+  o.system = "cube";
+  o.tosses = 6;
+  o.seed = 5;
+  const std::string dir = temp_dir("residual_shape");
+  write_system_tosses(dir + "/tosses.npz", generate_system_tosses(o));
+  TrainConfig c;
+  c.method = "ccn-r";
+  c.system = "cube";
+  c.data = dir + "/tosses.npz";
+  c.out = dir + "/run";
+  c.max_epochs = 1;
+  c.progress = false;
+  c.residual_layers = 3;
+  c.residual_width = 16;
+  std::ostringstream log;
+  train(c, log);
+  const nlohmann::json p = read_json(c.out + "/params.json");
+  EXPECT_EQ(p.at("network").at("hidden_sizes"), nlohmann::json::array({16, 16, 16})) << p.at("network").dump().substr(0, 200);
+  const nlohmann::json cfg = read_json(c.out + "/config.json");
+  EXPECT_EQ(cfg.at("residual_layers").get<int>(), 3);
+  EXPECT_EQ(cfg.at("residual_width").get<int>(), 16);
+  TrainConfig bad = c;
+  bad.out = dir + "/bad";
+  bad.method = "ccn";
+  EXPECT_THROW(validate_train_config(bad), Error) << "ccn has no network";
+  bad.method = "ccn-r";
+  bad.residual_layers = 0;
+  EXPECT_THROW(validate_train_config(bad), Error);
+  bad.residual_layers = 2;
+  bad.residual_width = 5000;
+  EXPECT_THROW(validate_train_config(bad), Error);
+}
+
+}  // namespace
+}  // namespace impulse

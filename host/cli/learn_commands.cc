@@ -84,6 +84,8 @@ void add_train_options(CLI::App* tr, TrainConfig& tc) {
   tr->add_option("--w-res", tc.w_res, "residual norm weight (< 0: Table 2's: CCN-R 1 real / 0.001 synthetic, DiffSim-R 1000 / 1; CCN applies "
                   "it doubled against its unhalved prediction term, as every weight: host/learning/ccn.h)");
   tr->add_option("--w-res-w", tc.w_res_w, "residual weight penalty (< 0: Table 2's: CCN-R 0.1 / 0, DiffSim-R 1 / 0)");
+  tr->add_option("--residual-layers", tc.residual_layers, "ccn-r, diffsim-r: the residual network's hidden layers, 1-8 (the paper's 2)");
+  tr->add_option("--residual-width", tc.residual_width, "ccn-r, diffsim-r: the width of each hidden layer, 1-1024 (the paper's 128)");
   tr->add_option("--known", tc.known,
                  "CCN/DiffSim: parameter groups given, not learned (comma list of geometry, friction, inertia): "
                  "the system's published values, never trained");

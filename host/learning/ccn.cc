@@ -28,12 +28,11 @@ CcnWeights CcnWeights::from_json(const nlohmann::json& j) {
 
 namespace {
 
-constexpr int kHidden = 128;
 
-MlpConfig residual_config(const MultibodySystem& sys) {
+MlpConfig residual_config(const MultibodySystem& sys, const ResidualShape& shape) {
   MlpConfig c;
   c.input_size = 12 + sys.joints() + sys.nv();
-  c.hidden_sizes = {kHidden, kHidden};
+  c.hidden_sizes.assign(static_cast<size_t>(shape.layers), shape.width);
   c.output_size = sys.nv();
   c.activation = Activation::kRelu;
   return c;
@@ -41,7 +40,8 @@ MlpConfig residual_config(const MultibodySystem& sys) {
 
 }  // namespace
 
-CcnModel::CcnModel(MultibodySystem sys, bool residual, uint64_t seed) : sys_(std::move(sys)), residual_(residual) {
+CcnModel::CcnModel(MultibodySystem sys, bool residual, uint64_t seed, ResidualShape shape)
+    : sys_(std::move(sys)), residual_(residual) {
   sys_.validate();
   for (const LinkSpec& l : sys_.links) {
     vertices_.push_back(l.vertices);
@@ -52,7 +52,7 @@ CcnModel::CcnModel(MultibodySystem sys, bool residual, uint64_t seed) : sys_(std
     MlpInit init;
     init.seed = seed;
     init.output_scale = 1e-2;
-    net_ = Mlp(residual_config(sys_), init);
+    net_ = Mlp(residual_config(sys_, shape), init);
   }
 }
 

@@ -72,12 +72,17 @@ struct CcnWeights {
   static CcnWeights from_json(const nlohmann::json& j);
 };
 
+// the residual network's hidden layers and their width (ReLU); the paper's 2 x 128
+struct ResidualShape {
+  int layers = 2, width = 128;
+};
+
 class CcnModel {
  public:
   CcnModel() = default;
   // the system's nominal (true) geometry, inertia and friction; with a residual
-  // network (2x128 ReLU, output layer scaled by 1e-2 at initialization) if asked.
-  CcnModel(MultibodySystem sys, bool residual, uint64_t seed = 0);
+  // network (`shape`, ReLU, output layer scaled by 1e-2 at initialization) if asked.
+  CcnModel(MultibodySystem sys, bool residual, uint64_t seed = 0, ResidualShape shape = {});
 
   const MultibodySystem& system() const { return sys_; }
   bool has_residual() const { return residual_; }

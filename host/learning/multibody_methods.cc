@@ -42,7 +42,7 @@ std::vector<double> to_std(const Eigen::VectorXd& v) { return std::vector<double
 class StructuredMethod : public Method {
  public:
   StructuredMethod(const TrainConfig& c, const MultibodyData& d, bool residual)
-      : model_(d.system, residual, c.seed * 7919 + 3) {
+      : model_(d.system, residual, c.seed * 7919 + 3, ResidualShape{c.residual_layers, c.residual_width}) {
     // the given groups keep the system's published values (the model as
     // constructed), the others start from the paper's random initialization
     const Eigen::VectorXd nominal = model_.parameters();

@@ -63,6 +63,8 @@ nlohmann::json config_json_of(const TrainConfig& c) {
     j["system"] = c.system;
     j["w_res"] = c.w_res;
     j["w_res_w"] = c.w_res_w;
+    if (c.residual_layers != 2) j["residual_layers"] = c.residual_layers;  // (absent: the paper's 2 x 128)
+    if (c.residual_width != 128) j["residual_width"] = c.residual_width;
     if (!c.known.empty()) j["known"] = c.known;
     if (c.smooth_velocities != 0) j["smooth_velocities"] = c.smooth_velocities;
     if (c.select != "loss") j["select"] = c.select;
@@ -92,6 +94,8 @@ TrainConfig TrainConfig::from_json(const nlohmann::json& j) {
     c.system = j.value("system", std::string());
     c.w_res = j.value("w_res", -1.0);
     c.w_res_w = j.value("w_res_w", -1.0);
+    c.residual_layers = j.value("residual_layers", 2);
+    c.residual_width = j.value("residual_width", 128);
     c.known = j.value("known", std::string());
     c.smooth_velocities = j.value("smooth_velocities", 0);
     c.select = j.value("select", std::string("loss"));
@@ -199,6 +203,13 @@ void validate_train_config(const TrainConfig& c) {
                 "': expected contactnets-polytope, contactnets-deep or end-to-end (or ccn, ccn-r with --system)");
   }
   if (!std::isfinite(c.w_res) || !std::isfinite(c.w_res_w)) throw Error("train: residual weights must be finite");
+  if (c.residual_layers < 1 || c.residual_layers > 8)
+    throw Error("train: --residual-layers must be 1-8, got " + std::to_string(c.residual_layers));
+  if (c.residual_width < 1 || c.residual_width > 1024)
+    throw Error("train: --residual-width must be 1-1024, got " + std::to_string(c.residual_width));
+  if ((c.residual_layers != 2 || c.residual_width != 128) && c.method != "ccn-r" && c.method != "diffsim-r")
+    throw Error("train: --residual-layers and --residual-width apply to ccn-r and diffsim-r (a residual network), not to method '" +
+                c.method + "'");
   if (!(c.dt >= 0) || !std::isfinite(c.dt) || c.dt > 1)
     throw Error("train: --dt must be a time step in seconds, > 0 and at most 1 (0: the data's own), got " +
                 std::to_string(c.dt));

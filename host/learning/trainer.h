@@ -67,6 +67,7 @@ struct TrainConfig {
   // cube | asymmetric | elbow with the methods ccn, ccn-r, end-to-end.
   std::string system;
   double w_res = -1, w_res_w = -1;  // CCN-R residual norm / weight penalties (< 0: Table 2's, real or sim by the data)
+  int residual_layers = 2, residual_width = 128;  // ccn-r, diffsim-r: the residual network's hidden layers (1-8) and width (1-1024)
   // CCN and DiffSim: parameter groups given rather than learned, a comma list
   // of geometry, friction, inertia. They start at the system's published
   // values (not the random initialization) and are never changed by training.

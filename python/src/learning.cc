@@ -130,9 +130,11 @@ impulse::TrainConfig train_config(const std::string& options_json) {
     else if (k == "layout") c.layout = option<std::string>(j, "layout", "a string");
     else if (k == "max_seconds") c.max_seconds = option<double>(j, "max_seconds", "a number");
     else if (k == "progress") c.progress = option<bool>(j, "progress", "True or False");
-    else if (k == "system") c.system = option<std::string>(j, "system", "a system name");
+    else if (k == "system") c.system = option<std::string>(j, "system", "a system name or a .json / .urdf file");
     else if (k == "w_res") c.w_res = option<double>(j, "w_res", "a number");
     else if (k == "w_res_w") c.w_res_w = option<double>(j, "w_res_w", "a number");
+    else if (k == "residual_layers") c.residual_layers = option<int>(j, "residual_layers", "an integer");
+    else if (k == "residual_width") c.residual_width = option<int>(j, "residual_width", "an integer");
     else if (k == "known") c.known = option<std::string>(j, "known", "a comma list");
     else if (k == "smooth_velocities") c.smooth_velocities = option<int>(j, "smooth_velocities", "an integer");
     else if (k == "select") c.select = option<std::string>(j, "select", "'loss' or 'rollout'");
