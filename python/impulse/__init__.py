@@ -19,7 +19,7 @@ from . import _impulse
 
 __version__ = _impulse.version()
 __all__ = ["solve_qp_batch", "FactorStore", "solve_qp_batch_osqp", "QpResult", "cuda_available", "STATUS_NAMES", "__version__",
-           "Tosses", "load_tosses", "train", "evaluate", "TRAIN_OPTIONS"]
+           "Tosses", "load_tosses", "load_system", "train", "evaluate", "TRAIN_OPTIONS"]
 
 #: the status codes' names, as in the CLI's batch files (0 not_run ... 7 invalid_input)
 STATUS_NAMES = tuple(_impulse.status_names())
@@ -255,4 +255,4 @@ def solve_qp_batch_osqp(P, q, A, l, u, **options) -> QpResult:
     return res
 
 
-from .learning import TRAIN_OPTIONS, Tosses, evaluate, load_tosses, train  # noqa: E402
+from .learning import TRAIN_OPTIONS, Tosses, evaluate, load_system, load_tosses, train  # noqa: E402

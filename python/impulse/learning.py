@@ -16,9 +16,11 @@ from __future__ import annotations
 import json as _json
 import os as _os
 
+import numpy as _np
+
 from . import _impulse
 
-__all__ = ["Tosses", "load_tosses", "train", "evaluate", "TRAIN_OPTIONS"]
+__all__ = ["Tosses", "load_tosses", "load_system", "train", "evaluate", "TRAIN_OPTIONS"]
 
 #: train()'s options and their defaults: `impulse train`'s, named as its options are
 #: (--max-seconds is max_seconds); progress (a live line on a terminal) is Python's only
@@ -43,6 +45,8 @@ TRAIN_OPTIONS = {
     "progress": True,          # a live progress line on a terminal
     "w_res": -1.0,
     "w_res_w": -1.0,
+    "residual_layers": 2,      # ccn-r, diffsim-r: the residual network's hidden layers
+    "residual_width": 128,     # and their width
     "known": "",               # CCN, DiffSim: groups given, not learned: geometry,friction,inertia
     "smooth_velocities": -1,   # -1 = the data's documented choice
     "select": "loss",          # | rollout
@@ -86,6 +90,27 @@ class Tosses:
         return f"Tosses({len(self)} tosses, {self.rows} rows of {self.width}, format {self.format}, dt {self.dt:g} s)"
 
 
+def load_system(system) -> dict:
+    """A multibody system by name (cube | asymmetric | elbow) or from a file (impulse's
+    JSON description or a URDF, docs/systems.md), as the CLI's --system reads it: a dict
+    of name, gravity, friction, width (the state's) and links, each with name, parent (-1
+    for the base), joint_origin, axis, mass, com, inertia (3 x 3 about the COM) and
+    vertices (k x 3) as NumPy arrays. A bad file raises ValueError naming the file and the
+    link. The same names and files go to load_tosses, train and impulse.torch.CcnLoss."""
+    if not isinstance(system, (str, _os.PathLike)):
+        raise ValueError(f"system: expected a system name or a file, got {system!r}")
+    d = dict(_impulse.load_system(_os.fspath(system)))
+    links = []
+    for k in d["links"]:
+        k = dict(k)
+        for key in ("joint_origin", "axis", "com", "inertia"):
+            k[key] = _np.array(k[key], dtype=_np.float64)
+        k["vertices"] = _np.array(k["vertices"], dtype=_np.float64).reshape(-1, 3)
+        links.append(k)
+    d["links"] = links
+    return d
+
+
 def load_tosses(path, system=None, *, dt=0.0) -> Tosses:
     """Reads toss data in every format the CLI reads (ContactNets' .pt folders, CCN's zip
     .pt folders, impulse's .npz; float64 or float32 tensors) and returns a Tosses. With
@@ -98,9 +123,9 @@ def load_tosses(path, system=None, *, dt=0.0) -> Tosses:
     dt = _dt(dt)
     if system is None:
         return Tosses(_impulse.load_cube_tosses(path, dt))
-    if not isinstance(system, str):
-        raise ValueError(f"system: expected a system name, got {system!r}")
-    return Tosses(_impulse.load_system_tosses(path, system, dt))
+    if not isinstance(system, (str, _os.PathLike)):
+        raise ValueError(f"system: expected a system name or a file, got {system!r}")
+    return Tosses(_impulse.load_system_tosses(path, _os.fspath(system), dt))
 
 
 def _dt(dt):

@@ -37,6 +37,8 @@ and saying why (check=False returns its NaN or budget-limited answer instead).
 """
 from __future__ import annotations
 
+import os as _os
+
 import numpy as _np
 import torch as _torch
 
@@ -517,6 +519,7 @@ class CcnLoss:
         L = loss_fn(theta, x, x_next, residual=delta)   # (B,) per transition
         L.mean().backward()                     # theta.grad and my_net's gradients
 
+    system: a name or a system file (impulse.load_system, docs/systems.md).
     theta: the geometry (3 per contact vertex), the inertia (log-Cholesky, 10 per link)
     and mu, `parameter_count` numbers (host/learning/ccn.h); x, x_next (B, width) states
     of the system (load_tosses(path, system=...)); residual (B, nv) accelerations added
@@ -526,8 +529,10 @@ class CcnLoss:
     """
 
     def __init__(self, system, dt=0.0068, eps=1e-4, threads=0, weights=None):
-        if not isinstance(system, str):
-            raise ValueError(f"system: expected a system name (cube, asymmetric, elbow), got {system!r}")
+        if not isinstance(system, (str, _os.PathLike)):
+            raise ValueError(f"system: expected a system name (cube, asymmetric, elbow) or a .json / .urdf file, "
+                             f"got {system!r}")
+        system = _os.fspath(system)
         self.system = system
         self._core = _impulse.CcnCore(system, float(dt), float(eps), int(threads), dict(weights or {}))
         self.last = None

@@ -71,6 +71,37 @@ nb::dict load_cube_tosses(const std::string& path, double dt) {
   return r;
 }
 
+// A system by name or file (host/systems/system_file.h) as a dict: name, gravity, friction,
+// width and per link its name, parent (-1 for the base), joint origin and axis, mass, COM,
+// inertia about the COM (3 x 3) and contact vertices (k x 3).
+nb::dict load_system_description(const std::string& name_or_path) {
+  const impulse::MultibodySystem sys = impulse::load_system(name_or_path);
+  nb::dict d;
+  d["name"] = sys.name;
+  d["gravity"] = sys.gravity;
+  d["friction"] = sys.mu;
+  d["width"] = sys.width();
+  nb::list links;
+  for (const impulse::LinkSpec& l : sys.links) {
+    nb::dict k;
+    k["name"] = l.name;
+    k["parent"] = l.parent;
+    k["joint_origin"] = nb::make_tuple(l.joint_origin.x(), l.joint_origin.y(), l.joint_origin.z());
+    k["axis"] = nb::make_tuple(l.axis.x(), l.axis.y(), l.axis.z());
+    k["mass"] = l.inertia.mass;
+    k["com"] = nb::make_tuple(l.inertia.com.x(), l.inertia.com.y(), l.inertia.com.z());
+    nb::list I, V;
+    for (int r = 0; r < 3; ++r)
+      I.append(nb::make_tuple(l.inertia.inertia_com(r, 0), l.inertia.inertia_com(r, 1), l.inertia.inertia_com(r, 2)));
+    for (const Eigen::Vector3d& v : l.vertices) V.append(nb::make_tuple(v.x(), v.y(), v.z()));
+    k["inertia"] = I;
+    k["vertices"] = V;
+    links.append(k);
+  }
+  d["links"] = links;
+  return d;
+}
+
 // Multibody tosses of a named system (io/system_tosses.h), of that system's width.
 nb::dict load_system_tosses(const std::string& path, const std::string& system, double dt) {
   const impulse::MultibodySystem sys = impulse::load_system(system);
@@ -421,6 +452,7 @@ void bind_learning(nb::module_& m) {
            nb::arg("grad_delta").none());
   m.def("load_cube_tosses", &load_cube_tosses, nb::arg("path"), nb::arg("dt"));
   m.def("load_system_tosses", &load_system_tosses, nb::arg("path"), nb::arg("system"), nb::arg("dt"));
+  m.def("load_system", &load_system_description, nb::arg("name_or_path"));
   m.def("train", &train, nb::arg("options_json"), nb::arg("verbose"));
   m.def("evaluate", &evaluate, nb::arg("run"), nb::arg("data"), nb::arg("tosses"), nb::arg("params"),
         nb::arg("threads"), nb::arg("dt"));

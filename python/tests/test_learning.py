@@ -116,3 +116,42 @@ def test_a_run_trained_here_is_the_clis_and_resumes(tmp_path):
     assert some["n_tosses"] == 2
     with pytest.raises(ValueError, match="subset"):
         impulse.evaluate(py, subset=[0.5j])
+
+
+# ---- systems as files (docs/systems.md) --------------------------------------------------
+def test_load_system_reads_the_builtins_files_and_urdfs_as_the_cli_does(tmp_path):
+    for name in ("cube", "asymmetric", "elbow"):
+        by_name = impulse.load_system(name)
+        by_file = impulse.load_system(os.path.join(ROOT, "data", "systems", name + ".json"))
+        assert by_name["name"] == by_file["name"] == name
+        assert by_name["width"] == by_file["width"]
+        for a, b in zip(by_name["links"], by_file["links"]):
+            for key in ("joint_origin", "axis", "com", "inertia", "vertices"):
+                assert np.array_equal(a[key], b[key]), (name, key)
+            assert a["mass"] == b["mass"] and a["parent"] == b["parent"]
+    chain = impulse.load_system(os.path.join(ROOT, "tests", "data", "systems", "chain3.urdf"))
+    assert chain["width"] == 13 + 2 * 2 and [k["name"] for k in chain["links"]] == ["base", "middle", "tip"]
+    assert chain["links"][0]["vertices"].shape == (16, 3)  # the fixed handle's box merged into the base
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"format": "impulse-system-1", "links": [{"name": "b", "mass": 1, "box": {"size": [1, 1, 1]}}]}')
+    with pytest.raises(ValueError, match=r"bad\.json: link 'b': no inertia"):
+        impulse.load_system(bad)
+    with pytest.raises(ValueError, match="unknown system 'pendulum'"):
+        impulse.load_system("pendulum")
+
+
+def test_tosses_load_for_a_system_from_its_file():
+    elbow = os.path.join(ROOT, "data", "systems", "elbow.json")
+    c = cli()
+    if c is None:
+        pytest.skip("the CLI is not built (IMPULSE_CLI) to make the tosses")
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "t.npz")
+        subprocess.run([c, "generate-tosses", "--system", elbow, "--count", "3", "--out", out], check=True,
+                       stdout=subprocess.DEVNULL)
+        by_file = impulse.load_tosses(out, elbow)
+        by_name = impulse.load_tosses(out, "elbow")
+        assert len(by_file) == 3 and by_file.width == 15
+        for a, b in zip(by_file.states, by_name.states):
+            assert np.array_equal(a, b)

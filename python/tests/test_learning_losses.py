@@ -128,3 +128,11 @@ def test_ccn_residual_of_a_torch_module_trains_through_the_loss(elbow):
         it.CcnLoss("elbow", weights={"bogus": 1.0})
     with pytest.raises(ValueError, match="pendulum|system"):
         it.CcnLoss("pendulum")
+
+
+def test_ccn_loss_of_a_system_from_its_file_is_the_builtins():
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    by_name = it.CcnLoss("elbow")
+    by_file = it.CcnLoss(os.path.join(root, "data", "systems", "elbow.json"))
+    assert by_file.parameter_count == by_name.parameter_count
+    assert torch.equal(by_file.nominal_parameters(), by_name.nominal_parameters())
