@@ -19,7 +19,6 @@ struct Declared {
   LinkInertia inertia;
   std::vector<Eigen::Vector3d> vertices;
   Eigen::Vector3d size = Eigen::Vector3d::Zero();
-  bool has_size = false;
 };
 
 // The system of the declared links; errors name `where` (the file) and the link.

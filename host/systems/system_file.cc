@@ -125,12 +125,10 @@ Declared read_link(const Reader& r, const json& j, size_t index) {
     const Eigen::Vector3d centre = jb.contains("centre") ? r.vec3(jb["centre"], who + ".box.centre") : Eigen::Vector3d::Zero();
     for (const Eigen::Vector3d& v : box_vertices(centre, size)) d.vertices.push_back(v);
     d.size = size;
-    d.has_size = true;
   }
   if (j.contains("size")) {
     d.size = r.vec3(j["size"], who + ".size");
     if (!(d.size.minCoeff() > 0)) r.fail(who + ".size: every side must be positive");
-    d.has_size = true;
   }
   return d;
 }
