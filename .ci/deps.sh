@@ -4,7 +4,7 @@
 set -euo pipefail
 pkgs=(cmake make g++ ccache zlib1g-dev libeigen3-dev libgtest-dev libbenchmark-dev
       nlohmann-json3-dev libcli11-dev libqhull-dev libopenmpi-dev openmpi-bin python3-matplotlib
-      liblbfgspp-dev liburdfdom-dev pkgconf python3-venv)
+      liblbfgspp-dev liburdfdom-dev libassimp-dev pkgconf python3-venv)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

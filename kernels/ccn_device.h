@@ -1,7 +1,7 @@
 // The CCN loss on the device (host/learning/ccn.h), as the ContactNets one
 // (kernels/contactnets_device.h): the transitions stay resident in device
 // memory; per Adam step the host sends θ (the structured parameters, up to
-// ccnqp::kMaxTheta numbers), the mini-batch indices and, for CCN-R, the
+// ccnqp::DeviceCapacity::kTheta numbers), the mini-batch indices and, for CCN-R, the
 // residual accelerations δ of the batch (computed by the host's network), and
 // gets back the per-transition losses, the summed θ gradient and ∂loss/∂δ per
 // transition (for the network's backward pass). One thread per transition
@@ -25,7 +25,7 @@ template <class T>
 class DeviceCcn {
  public:
   // throws Error when no device is usable or the settings are invalid.
-  DeviceCcn(const ccnqp::System<double>& system, const QpSettings<T>& settings);
+  DeviceCcn(const ccnqp::System<double, ccnqp::DeviceCapacity>& system, const QpSettings<T>& settings);
   ~DeviceCcn();
   DeviceCcn(const DeviceCcn&) = delete;
   DeviceCcn& operator=(const DeviceCcn&) = delete;

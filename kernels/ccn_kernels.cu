@@ -18,11 +18,13 @@ namespace {
 using detail::check;
 using detail::DevBuf;
 
+using Cap = ccnqp::DeviceCapacity;
+
 template <class T>
-ccnqp::System<T> cast_system(const ccnqp::System<double>& s) {
-  ccnqp::System<T> o;
+ccnqp::System<T, Cap> cast_system(const ccnqp::System<double, Cap>& s) {
+  ccnqp::System<T, Cap> o;
   o.links = s.links;
-  for (int l = 0; l < ccnqp::kMaxLinks; ++l) {
+  for (int l = 0; l < Cap::kLinks; ++l) {
     o.parent[l] = s.parent[l];
     o.nvert[l] = s.nvert[l];
     for (int i = 0; i < 3; ++i) o.origin[l][i] = T(s.origin[l][i]), o.axis[l][i] = T(s.axis[l][i]);
@@ -33,7 +35,7 @@ ccnqp::System<T> cast_system(const ccnqp::System<double>& s) {
 }
 
 template <class T>
-__global__ void ccn_kernel(int B, QpShape shape, ccnqp::System<T> sys, QpSettings<T> st,
+__global__ void ccn_kernel(int B, QpShape shape, ccnqp::System<T, Cap> sys, QpSettings<T> st,
                            const T* __restrict__ theta, const T* __restrict__ delta, const int* __restrict__ idx,
                            const T* __restrict__ xs, const T* __restrict__ xns, T* warm, int* warm_ok, T* P,
                            T* q, T* A, T* b, T* x, T* y, T* work, T* loss, T* grad, T* gdelta, int* iters,
@@ -43,14 +45,14 @@ __global__ void ccn_kernel(int B, QpShape shape, ccnqp::System<T> sys, QpSetting
   const int n = shape.n, m = shape.m(), W = sys.width(), nv = sys.nv(), nt = sys.theta_size();
   const RunStride s{B};
   const int t = idx[k];
-  T th[ccnqp::kMaxTheta], x0[13 + 2 * (ccnqp::kMaxLinks - 1)], x1[13 + 2 * (ccnqp::kMaxLinks - 1)];
-  T dl[ccnqp::kMaxNv];
+  T th[Cap::kTheta], x0[13 + 2 * (Cap::kLinks - 1)], x1[13 + 2 * (Cap::kLinks - 1)];
+  T dl[Cap::kNv];
   for (int i = 0; i < nt; ++i) th[i] = theta[i];
   for (int i = 0; i < W; ++i) x0[i] = xs[size_t(t) * W + i], x1[i] = xns[size_t(t) * W + i];
   if (delta)
     for (int i = 0; i < nv; ++i) dl[i] = delta[size_t(k) * nv + i];
   View<T, RunStride> Pv{P + k, s}, qv{q + k, s}, Av{A + k, s}, bv{b + k, s}, xv{x + k, s}, yv{y + k, s};
-  ccnqp::Terms<T> terms;
+  ccnqp::Terms<T, Cap> terms;
   T constant = T(0);
   const bool ok = ccnqp::assemble(sys, th, x0, x1, delta ? dl : nullptr, terms, Pv, qv, Av, bv, &constant);
   const bool have_warm = warm_ok[t] != 0;
@@ -63,7 +65,7 @@ __global__ void ccn_kernel(int B, QpShape shape, ccnqp::System<T> sys, QpSetting
   warm_ok[t] = 1;
   iters[k] = info.iterations;
   solved[k] = ok && is_solved(info.status) ? 1 : 0;
-  T g[ccnqp::kMaxTheta], gd[ccnqp::kMaxNv];
+  T g[Cap::kTheta], gd[Cap::kNv];
   for (int i = 0; i < nt; ++i) g[i] = T(0);
   const T value = ccnqp::gradient(sys, th, x0, x1, delta ? dl : nullptr, xv.as_const(), terms, g, gd);
   loss[k] = value;
@@ -78,7 +80,7 @@ __global__ void ccn_kernel(int B, QpShape shape, ccnqp::System<T> sys, QpSetting
 
 template <class T>
 struct DeviceCcn<T>::Impl {
-  ccnqp::System<T> sys;
+  ccnqp::System<T, Cap> sys;
   QpSettings<T> settings;
   int n = 0, m = 0, width = 0, nv = 0, nt = 0;
   DevBuf<int> row_ptr, col;
@@ -90,7 +92,7 @@ struct DeviceCcn<T>::Impl {
 };
 
 template <class T>
-DeviceCcn<T>::DeviceCcn(const ccnqp::System<double>& system, const QpSettings<T>& st) : impl_(new Impl) {
+DeviceCcn<T>::DeviceCcn(const ccnqp::System<double, Cap>& system, const QpSettings<T>& st) : impl_(new Impl) {
   if (!available()) throw Error("CUDA not available: " + device_info().reason);
   if (const char* bad = st.validate()) throw Error(std::string("QP settings: ") + bad);
   Impl& d = *impl_;

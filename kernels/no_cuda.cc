@@ -126,7 +126,7 @@ template class DeviceContactNets<double>;
 template <class T>
 struct DeviceCcn<T>::Impl {};
 template <class T>
-DeviceCcn<T>::DeviceCcn(const ccnqp::System<double>&, const QpSettings<T>&) {
+DeviceCcn<T>::DeviceCcn(const ccnqp::System<double, ccnqp::DeviceCapacity>&, const QpSettings<T>&) {
   throw Error("CUDA not available: " + device_info().reason);
 }
 template <class T>

@@ -6,9 +6,9 @@
 // log-Cholesky map) follow host/dynamics/multibody.h and inertia.h, whose Eigen
 // versions remain the tests' independent reference (ccn_objective_at).
 //
-// Fixed capacity (registers / local memory on the device): up to kMaxLinks
-// links (a floating base and kMaxLinks − 1 revolute joints), kMaxK contact
-// vertices; the cube, the asymmetric object and the elbow fit. States are
+// Fixed capacity, a template parameter C (Capacity below): the device kernels
+// use DeviceCapacity (registers / local memory per thread), the CPU loss
+// HostCapacity. States are
 // [quat w,x,y,z; p; θ; ω body; v world; θ̇] (width 13 + 2 nj). θ: vertices (3
 // per vertex, links in order), log-Cholesky (10 per link), θ_μ (μ = |θ_μ|). The residual δ
 // (nv accelerations, or none) is an input; its gradient an output.
@@ -22,19 +22,30 @@
 IMPULSE_NAMESPACE_BEGIN
 namespace ccnqp {
 
-constexpr int kMaxLinks = 2;
-constexpr int kMaxNv = 6 + kMaxLinks - 1;
-constexpr int kMaxK = 16;
-constexpr int kMaxN = 3 * kMaxK;
-constexpr int kMaxTheta = 3 * kMaxK + 10 * kMaxLinks + 1;
+// A capacity: the most links (a floating base and Links − 1 revolute joints)
+// and contact vertices the fixed-size arrays below hold.
+template <int Links, int Vertices>
+struct Capacity {
+  static constexpr int kLinks = Links;
+  static constexpr int kNv = 6 + Links - 1;
+  static constexpr int kK = Vertices;
+  static constexpr int kN = 3 * Vertices;
+  static constexpr int kTheta = 3 * Vertices + 10 * Links + 1;
+};
+// The device kernels' (registers / local memory per thread): the cube, the
+// asymmetric object and the elbow fit.
+using DeviceCapacity = Capacity<2, 16>;
+// The CPU loss's (its scratch is on the heap, one per worker): described
+// systems of up to 8 links and 64 vertices.
+using HostCapacity = Capacity<8, 64>;
 
-template <class T>
+template <class T, class C>
 struct System {
-  int links = 1;                  // 1 .. kMaxLinks
-  int parent[kMaxLinks];          // −1 for link 0
-  T origin[kMaxLinks][3];         // joint origin in the parent frame
-  T axis[kMaxLinks][3];           // joint axis (unit)
-  int nvert[kMaxLinks];           // vertices per link
+  int links = 1;                  // 1 .. C::kLinks
+  int parent[C::kLinks];          // −1 for link 0
+  T origin[C::kLinks][3];         // joint origin in the parent frame
+  T axis[C::kLinks][3];           // joint axis (unit)
+  int nvert[C::kLinks];           // vertices per link
   T total_mass, gravity, dt;
   T w_comp, w_diss, w_pen, w_res;  // as applied (CcnWeights::applied): comp on λ_n |φ|
   IMPULSE_HD int joints() const { return links - 1; }
@@ -75,17 +86,17 @@ IMPULSE_HD void mat_mul(const T A[9], const T B[9], T* C) {
 
 // ---- kinematics ---------------------------------------------------------------------------
 
-template <class T>
+template <class T, class C>
 struct Kin {
-  T R[kMaxLinks][9], p[kMaxLinks][3];
-  T Jo[kMaxLinks][3][kMaxNv], Jw[kMaxLinks][3][kMaxNv];
-  T w[kMaxLinks][3], ab[kMaxLinks][3], alb[kMaxLinks][3];
+  T R[C::kLinks][9], p[C::kLinks][3];
+  T Jo[C::kLinks][3][C::kNv], Jw[C::kLinks][3][C::kNv];
+  T w[C::kLinks][3], ab[C::kLinks][3], alb[C::kLinks][3];
 };
 
 // poses and Jacobians at x's configuration; with_velocity: also ω and the
 // velocity-product accelerations (host/dynamics/multibody.h's kinematics).
-template <class T>
-IMPULSE_HD void kinematics(const System<T>& s, const T* x, bool with_velocity, Kin<T>& k) {
+template <class T, class C>
+IMPULSE_HD void kinematics(const System<T, C>& s, const T* x, bool with_velocity, Kin<T, C>& k) {
   const int nv = s.nv(), nq = s.nq();
   T qw = x[0], qa = x[1], qb = x[2], qc = x[3];
   const T nrm = sqrt_of(qw * qw + qa * qa + qb * qb + qc * qc);
@@ -143,8 +154,8 @@ IMPULSE_HD void kinematics(const System<T>& s, const T* x, bool with_velocity, K
 }
 
 // [Jo; Jw] y of link l (6)
-template <class T>
-IMPULSE_HD void link_motion(const Kin<T>& k, int l, int nv, const T* y, T* o) {
+template <class T, class C>
+IMPULSE_HD void link_motion(const Kin<T, C>& k, int l, int nv, const T* y, T* o) {
   for (int i = 0; i < 3; ++i) {
     T a = T(0), b = T(0);
     for (int c = 0; c < nv; ++c) a += k.Jo[l][i][c] * y[c], b += k.Jw[l][i][c] * y[c];
@@ -190,14 +201,14 @@ IMPULSE_HD void regressor(const T R[9], const T* a, const T* alpha, const T* w, 
 
 // π of every link (10 each, total mass the system's) from θ's log-Cholesky
 // block; pi_hat (unscaled π), J (∂π̂/∂θ per link) and the scale for the chain rule.
-template <class T>
+template <class T, class C>
 struct Inertia {
-  T pi[kMaxLinks][10], pi_hat[kMaxLinks][10], J[kMaxLinks][10][10];
+  T pi[C::kLinks][10], pi_hat[C::kLinks][10], J[C::kLinks][10][10];
   T scale, sum;
 };
 
-template <class T>
-IMPULSE_HD void inertia(const System<T>& s, const T* theta, bool want_jacobian, Inertia<T>& I) {
+template <class T, class C>
+IMPULSE_HD void inertia(const System<T, C>& s, const T* theta, bool want_jacobian, Inertia<T, C>& I) {
   I.sum = T(0);
   for (int l = 0; l < s.links; ++l) {
     const T* t = theta + s.inertia_offset() + 10 * l;
@@ -256,8 +267,8 @@ IMPULSE_HD void inertia(const System<T>& s, const T* theta, bool want_jacobian, 
 }
 
 // g_θ(inertia block) += (∂π/∂θ)ᵀ g_π
-template <class T>
-IMPULSE_HD void inertia_chain(const System<T>& s, const Inertia<T>& I, const T gpi[kMaxLinks][10], T* g_theta) {
+template <class T, class C>
+IMPULSE_HD void inertia_chain(const System<T, C>& s, const Inertia<T, C>& I, const T gpi[C::kLinks][10], T* g_theta) {
   T dots = T(0);
   for (int l = 0; l < s.links; ++l)
     for (int i = 0; i < 10; ++i) dots += I.pi_hat[l][i] * gpi[l][i];
@@ -273,9 +284,9 @@ IMPULSE_HD void inertia_chain(const System<T>& s, const Inertia<T>& I, const T g
   }
 }
 
-// M (nv x nv, row-major kMaxNv stride) and h (nv)
-template <class T>
-IMPULSE_HD void mass_and_bias(const System<T>& s, const Kin<T>& k, const Inertia<T>& I, T M[kMaxNv][kMaxNv], T* h) {
+// M (nv x nv, row-major C::kNv stride) and h (nv)
+template <class T, class C>
+IMPULSE_HD void mass_and_bias(const System<T, C>& s, const Kin<T, C>& k, const Inertia<T, C>& I, T M[C::kNv][C::kNv], T* h) {
   const int nv = s.nv();
   const T zero[3] = {T(0), T(0), T(0)}, g[3] = {T(0), T(0), -s.gravity};
   for (int i = 0; i < nv; ++i) {
@@ -308,9 +319,9 @@ IMPULSE_HD void mass_and_bias(const System<T>& s, const Kin<T>& k, const Inertia
 }
 
 // ∂(yᵀ(M w − dt·h) + c·uᵀMu)/∂π per link, added into gpi (regressor transposes)
-template <class T>
-IMPULSE_HD void add_inertial_gradient(const System<T>& s, const Kin<T>& k, const T* y, const T* w, T dt,
-                                      const T* u, T cu, T gpi[kMaxLinks][10]) {
+template <class T, class C>
+IMPULSE_HD void add_inertial_gradient(const System<T, C>& s, const Kin<T, C>& k, const T* y, const T* w, T dt,
+                                      const T* u, T cu, T gpi[C::kLinks][10]) {
   const int nv = s.nv();
   const T zero[3] = {T(0), T(0), T(0)}, g[3] = {T(0), T(0), -s.gravity};
   T A[6][10], my[6], mw[6], mu[6];
@@ -333,8 +344,8 @@ IMPULSE_HD void add_inertial_gradient(const System<T>& s, const Kin<T>& k, const
 }
 
 // in-place Cholesky (lower) of M and solves with it
-template <class T>
-IMPULSE_HD bool cholesky(int n, T L[kMaxNv][kMaxNv]) {
+template <class T, int S>
+IMPULSE_HD bool cholesky(int n, T (*L)[S]) {
   for (int j = 0; j < n; ++j) {
     T d = L[j][j];
     for (int e = 0; e < j; ++e) d -= L[j][e] * L[j][e];
@@ -349,8 +360,8 @@ IMPULSE_HD bool cholesky(int n, T L[kMaxNv][kMaxNv]) {
   }
   return true;
 }
-template <class T>
-IMPULSE_HD void chol_solve(int n, const T L[kMaxNv][kMaxNv], const T* b, T* x) {
+template <class T, int S>
+IMPULSE_HD void chol_solve(int n, const T (*L)[S], const T* b, T* x) {
   for (int i = 0; i < n; ++i) {
     T v = b[i];
     for (int e = 0; e < i; ++e) v -= L[i][e] * x[e];
@@ -365,24 +376,24 @@ IMPULSE_HD void chol_solve(int n, const T L[kMaxNv][kMaxNv], const T* b, T* x) {
 
 // ---- the transition's terms ----------------------------------------------------------------
 
-template <class T>
+template <class T, class C>
 struct Terms {
-  Kin<T> kin, kin_next;
-  Inertia<T> I;
-  T M[kMaxNv][kMaxNv], L[kMaxNv][kMaxNv], h[kMaxNv];
-  T Jt[kMaxN][kMaxNv];  // J̃: rows [J_n; μ J_t,x; μ J_t,y] per contact
-  T Jx[kMaxK][kMaxNv], Jy[kMaxK][kMaxNv];  // J_t rows without μ
-  T phin[kMaxK], jtv[kMaxK][2];
-  T w[kMaxNv], f0[kMaxNv], u0[kMaxNv], delta[kMaxNv], vn[kMaxNv];
-  T lin[kMaxN];
+  Kin<T, C> kin, kin_next;
+  Inertia<T, C> I;
+  T M[C::kNv][C::kNv], L[C::kNv][C::kNv], h[C::kNv];
+  T Jt[C::kN][C::kNv];  // J̃: rows [J_n; μ J_t,x; μ J_t,y] per contact
+  T Jx[C::kK][C::kNv], Jy[C::kK][C::kNv];  // J_t rows without μ
+  T phin[C::kK], jtv[C::kK][2];
+  T w[C::kNv], f0[C::kNv], u0[C::kNv], delta[C::kNv], vn[C::kNv];
+  T lin[C::kN];
   T constant;
   bool ok;
 };
 
 // Everything but P and q. delta: nv residual accelerations or null.
-template <class T>
-IMPULSE_HD void terms(const System<T>& s, const T* theta, const T* x, const T* xn, const T* delta, bool want_jacobian,
-                      Terms<T>& t) {
+template <class T, class C>
+IMPULSE_HD void terms(const System<T, C>& s, const T* theta, const T* x, const T* xn, const T* delta, bool want_jacobian,
+                      Terms<T, C>& t) {
   const int nv = s.nv(), nq = s.nq();
   const T dt = s.dt, mu = abs_of(theta[s.mu_offset()]);
   kinematics(s, x, true, t.kin);
@@ -419,7 +430,7 @@ IMPULSE_HD void terms(const System<T>& s, const T* theta, const T* x, const T* x
     t.delta[c] = delta ? delta[c] : T(0);
     t.w[c] = x[nq + c] - t.vn[c] + dt * t.delta[c];
   }
-  T Md[kMaxNv];
+  T Md[C::kNv];
   for (int r = 0; r < nv; ++r) {
     T a = T(0), b = T(0);
     for (int c = 0; c < nv; ++c) a += t.M[r][c] * t.w[c], b += t.M[r][c] * t.delta[c];
@@ -444,8 +455,8 @@ IMPULSE_HD void terms(const System<T>& s, const T* theta, const T* x, const T* x
 // Writes P (n x n row-major), q (n), A (n diagonal entries, −1), b (0);
 // returns the constant (loss = ½λᵀPλ + qᵀλ + constant) and whether M was
 // positive definite (false: the QP is left zero).
-template <class T, class S>
-IMPULSE_HD bool assemble(const System<T>& s, const T* theta, const T* x, const T* xn, const T* delta, Terms<T>& t,
+template <class T, class C, class S>
+IMPULSE_HD bool assemble(const System<T, C>& s, const T* theta, const T* x, const T* xn, const T* delta, Terms<T, C>& t,
                          View<T, S> P, View<T, S> q, View<T, S> A, View<T, S> b, T* constant) {
   terms(s, theta, x, xn, delta, false, t);
   const int nv = s.nv(), n = 3 * s.contacts();
@@ -458,7 +469,7 @@ IMPULSE_HD bool assemble(const System<T>& s, const T* theta, const T* x, const T
   }
   // Y = M⁻¹ J̃ᵀ column by column (row r of J̃ → column r of Y)
   for (int r = 0; r < n; ++r) {
-    T y[kMaxNv];
+    T y[C::kNv];
     chol_solve(nv, t.L, t.Jt[r], y);
     T qr = T(0);
     for (int c = 0; c < nv; ++c) qr += t.Jt[r][c] * t.u0[c];
@@ -476,14 +487,14 @@ IMPULSE_HD bool assemble(const System<T>& s, const T* theta, const T* x, const T
 
 // The objective at λ (the loss at the QP's solution) and its gradient in θ
 // (theta_size, added into g) and in δ (nv, written to g_delta when given).
-template <class T, class S>
-IMPULSE_HD T gradient(const System<T>& s, const T* theta, const T* x, const T* xn, const T* delta,
-                      View<const T, S> lambda, Terms<T>& t, T* g, T* g_delta) {
+template <class T, class C, class S>
+IMPULSE_HD T gradient(const System<T, C>& s, const T* theta, const T* x, const T* xn, const T* delta,
+                      View<const T, S> lambda, Terms<T, C>& t, T* g, T* g_delta) {
   terms(s, theta, x, xn, delta, true, t);
   const int nv = s.nv(), k = s.contacts();
   const T dt = s.dt, mu = abs_of(theta[s.mu_offset()]);
   if (!t.ok) return T(0);
-  T f[kMaxNv], u[kMaxNv];
+  T f[C::kNv], u[C::kNv];
   for (int c = 0; c < nv; ++c) {
     T a = t.f0[c];
     for (int r = 0; r < 3 * k; ++r) a += t.Jt[r][c] * lambda[r];
@@ -498,16 +509,16 @@ IMPULSE_HD T gradient(const System<T>& s, const T* theta, const T* x, const T* x
     value = fu + ll + t.constant - f0u0;
   }
   // inertia: 2uᵀ(dM w − dt dh) − uᵀdMu + w_res dt² δᵀdMδ
-  T gpi[kMaxLinks][10];
-  for (int l = 0; l < kMaxLinks; ++l)
+  T gpi[C::kLinks][10];
+  for (int l = 0; l < C::kLinks; ++l)
     for (int j = 0; j < 10; ++j) gpi[l][j] = T(0);
-  T y2[kMaxNv];
+  T y2[C::kNv];
   for (int c = 0; c < nv; ++c) y2[c] = T(2) * u[c];
   add_inertial_gradient(s, t.kin, y2, t.w, dt, u, T(-1), gpi);
   if (s.w_res != T(0)) {
-    const T zero[kMaxNv] = {};
-    T gd[kMaxLinks][10];
-    for (int l = 0; l < kMaxLinks; ++l)
+    const T zero[C::kNv] = {};
+    T gd[C::kLinks][10];
+    for (int l = 0; l < C::kLinks; ++l)
       for (int j = 0; j < 10; ++j) gd[l][j] = T(0);
     add_inertial_gradient(s, t.kin, zero, zero, T(0), t.delta, T(1), gd);
     for (int l = 0; l < s.links; ++l)

@@ -9,6 +9,7 @@
 
 #include "host/learning/ccn.h"
 #include "host/learning/mlp.h"
+#include "host/systems/system_file.h"
 #include "solvers/error.h"
 
 namespace impulse {
@@ -64,7 +65,7 @@ QpSettings<double> tight() {
 class CcnSystems : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(CcnSystems, ObjectiveGradientAtFixedImpulsesMatchesFiniteDifferences) {
-  const MultibodySystem sys = system_by_name(GetParam());
+  const MultibodySystem sys = load_system(GetParam());
   for (bool residual : {false, true}) {
     CcnModel model(sys, residual, 4);
     model.randomize(9);
@@ -115,7 +116,7 @@ TEST_P(CcnSystems, ObjectiveGradientAtFixedImpulsesMatchesFiniteDifferences) {
 // others above the ground, so both signs of φ' count.
 TEST_P(CcnSystems, ObjectiveIsTheDocumentedSum) {
   std::mt19937_64 rng(21);
-  CcnModel model(system_by_name(GetParam()), true, 4);
+  CcnModel model(load_system(GetParam()), true, 4);
   CcnLossConfig cfg;
   cfg.weights.res = 0.3;
   const MultibodySystem& sys = model.system();
@@ -164,14 +165,14 @@ TEST_P(CcnSystems, ObjectiveIsTheDocumentedSum) {
 }
 
 TEST_P(CcnSystems, HostDeviceCodeMatchesTheEigenReference) {
-  const MultibodySystem sys = system_by_name(GetParam());
+  const MultibodySystem sys = load_system(GetParam());
   CcnModel model(sys, true, 4);
   model.randomize(13);
   CcnLossConfig cfg;
   cfg.weights.res = 0.7;
   std::mt19937_64 rng(5);
   std::uniform_real_distribution<double> u(0, 1);
-  const ccnqp::System<double> qs = ccn_qp_system(model, cfg);
+  const auto qs = ccn_qp_system(model, cfg);
   const Eigen::VectorXd theta = model.parameters();
   for (int trial = 0; trial < 4; ++trial) {
     // the lowest vertex above, then below the ground; never at φ' = 0 exactly, where
@@ -189,7 +190,7 @@ TEST_P(CcnSystems, HostDeviceCodeMatchesTheEigenReference) {
     Eigen::VectorXd feat(model.network().input_size());
     model.residual_features(t.x, feat);
     const Eigen::VectorXd delta = model.network()(feat);
-    ccnqp::Terms<double> T;
+    ccnqp::Terms<double, ccnqp::HostCapacity> T;
     Eigen::VectorXd g = Eigen::VectorXd::Zero(model.net_offset()), gd(sys.nv());
     const double v = ccnqp::gradient(qs, theta.data(), t.x.data(), t.x_next.data(), delta.data(),
                                      unit_view(static_cast<const double*>(lam.data())), T, g.data(), gd.data());
@@ -211,7 +212,7 @@ TEST_P(CcnSystems, HostDeviceCodeMatchesTheEigenReference) {
 // The solved loss's gradient (envelope theorem) against central differences of
 // the solved loss itself, on transitions in contact.
 TEST_P(CcnSystems, SolvedLossGradientMatchesFiniteDifferences) {
-  const MultibodySystem sys = system_by_name(GetParam());
+  const MultibodySystem sys = load_system(GetParam());
   CcnModel model(sys, true, 2);
   model.randomize(5);
   CcnLossConfig cfg;
@@ -246,7 +247,7 @@ TEST_P(CcnSystems, SolvedLossGradientMatchesFiniteDifferences) {
 // Exact free flight of the true model: the loss is zero (λ = 0, nothing to
 // explain, no penetration); a wrong inertia or gravity makes it positive.
 TEST_P(CcnSystems, ExactFreeFlightHasZeroLossAtTheTruth) {
-  const MultibodySystem sys = system_by_name(GetParam());
+  const MultibodySystem sys = load_system(GetParam());
   CcnModel model(sys, false);
   CcnLossConfig cfg;
   std::mt19937_64 rng(1);
@@ -270,7 +271,7 @@ TEST_P(CcnSystems, ExactFreeFlightHasZeroLossAtTheTruth) {
 }
 
 TEST_P(CcnSystems, RandomInitializationIsPhysicalAndKeepsTheMass) {
-  const MultibodySystem sys = system_by_name(GetParam());
+  const MultibodySystem sys = load_system(GetParam());
   for (uint64_t seed = 0; seed < 50; ++seed) {
     CcnModel m(sys, false);
     m.randomize(seed);
@@ -291,7 +292,7 @@ TEST_P(CcnSystems, RandomInitializationIsPhysicalAndKeepsTheMass) {
 }
 
 TEST_P(CcnSystems, JsonRoundTripIsExact) {
-  const MultibodySystem sys = system_by_name(GetParam());
+  const MultibodySystem sys = load_system(GetParam());
   CcnModel m(sys, true, 3);
   m.randomize(4);
   const CcnModel back = CcnModel::from_json(nlohmann::json::parse(m.to_json().dump()), sys);
@@ -364,7 +365,29 @@ TEST(Ccn, BadInputIsNamed) {
   EXPECT_THROW(model.set_parameters(Eigen::VectorXd::Zero(3)), Error);
 }
 
-INSTANTIATE_TEST_SUITE_P(Ccn, CcnSystems, ::testing::Values("cube", "asymmetric", "elbow"));
+// Capacities: the CPU loss takes the 3-link chain (3 links, 29 vertices); the device's
+// fixed arrays (2 links, 16 vertices) refuse it naming both limits and the CPU backend,
+// and take the elbow.
+TEST(Ccn, TheDeviceCapacityIsNamedWhereASystemExceedsIt) {
+  const CcnModel chain(load_system(IMPULSE_SOURCE_DIR "/tests/data/systems/chain3.json"), false);
+  EXPECT_EQ(ccn_qp_system(chain, CcnLossConfig{}).contacts(), 29);
+  try {
+    ccn_device_system(chain, CcnLossConfig{});
+    FAIL() << "the device took a 3-link, 29-vertex system";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("3 links and 29 vertices; the GPU loss handles up to 2 and 16 (the CPU backend: up to 8 and 64)"),
+              std::string::npos)
+        << m;
+  }
+  EXPECT_EQ(ccn_device_system(CcnModel(elbow_system(), false), CcnLossConfig{}).links, 2);
+}
+
+// the built-ins, a 3-link chain described in a file (29 vertices: past the device's
+// capacity, within the CPU loss's) and the wedge from a mesh
+INSTANTIATE_TEST_SUITE_P(Ccn, CcnSystems,
+                         ::testing::Values("cube", "asymmetric", "elbow", IMPULSE_SOURCE_DIR "/tests/data/systems/chain3.json",
+                                           IMPULSE_SOURCE_DIR "/tests/data/systems/wedge.urdf"));
 
 }  // namespace
 }  // namespace impulse

@@ -1069,7 +1069,7 @@ void ccn_device_matches_cpu(const MultibodySystem& sys, int count) {
     model.residual_features(batch[static_cast<size_t>(i)].x, f);
     delta.col(i) = model.network()(f);
   }
-  cuda::DeviceCcn<double> dev(ccn_qp_system(model, cfg), tight());
+  cuda::DeviceCcn<double> dev(ccn_device_system(model, cfg), tight());
   dev.upload_transitions(0, xs.data(), xns.data(), count);
   std::vector<int> idx(static_cast<size_t>(count));
   for (int i = 0; i < count; ++i) idx[static_cast<size_t>(i)] = i;
@@ -1124,7 +1124,7 @@ TEST_F(GpuCcn, AdamStepsMatchCpu) {
   std::vector<double> xs, xns;
   const std::vector<CcnTransition> frames = ccn_drops(sys, start, cfg, count, xs, xns);
   CcnLoss cpu(cfg, as_on_device(tight()), cpu_reference());
-  cuda::DeviceCcn<double> dev(ccn_qp_system(start, cfg), tight());
+  cuda::DeviceCcn<double> dev(ccn_device_system(start, cfg), tight());
   dev.upload_transitions(0, xs.data(), xns.data(), count);
   CcnModel cpu_model = start, gpu_model = start;
   const int np = start.parameter_count();

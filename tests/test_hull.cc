@@ -159,6 +159,36 @@ TEST(HullTest, NonFiniteCoordinatesAreNamed) {
 
 // ---- intersections --------------------------------------------------------------------
 
+// ---- hull vertices --------------------------------------------------------------------
+
+TEST(HullTest, HullVerticesLeaveOutInteriorAndFacePoints) {
+  // a turned, shifted box's corners among its centre, its face centres and an edge's midpoint,
+  // shuffled: exactly the corners' indices, ascending
+  std::mt19937_64 rng(3);
+  const Eigen::Matrix3d R = random_rotation(rng);
+  const Eigen::Vector3d t(0.3, -0.2, 1.5);
+  Points pts = transformed(box({0, 0, 0}, {0.08, 0.05, 0.03}), R, t);
+  const Points extra = transformed({{0.04, 0.025, 0.015}, {0.04, 0.025, 0}, {0.04, 0.025, 0.03}, {0, 0.025, 0.015},
+                                    {0.08, 0.025, 0.015}, {0.04, 0, 0}},
+                                   R, t);
+  pts.insert(pts.end(), extra.begin(), extra.end());
+  std::vector<int> order(pts.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
+  std::shuffle(order.begin(), order.end(), rng);
+  Points shuffled;
+  for (int i : order) shuffled.push_back(pts[static_cast<size_t>(i)]);
+  std::vector<int> want;
+  for (size_t j = 0; j < order.size(); ++j)
+    if (order[j] < 8) want.push_back(static_cast<int>(j));
+  EXPECT_EQ(convex_hull_vertex_indices(shuffled), want);
+  // flat sets have no hull; a non-finite point is named
+  EXPECT_TRUE(convex_hull_vertex_indices({{0, 0, 0}, {1, 0, 0}, {0, 1, 0}, {1, 1, 0}}).empty());
+  EXPECT_TRUE(convex_hull_vertex_indices({{0, 0, 0}, {1, 0, 0}}).empty());
+  Points bad = cube(1.0);
+  bad[5].y() = std::nan("");
+  expect_error([&] { convex_hull_vertex_indices(bad); }, "point 5");
+}
+
 TEST(HullTest, AxisAlignedBoxesOverlapByTheProductOfOverlaps) {
   const Points a = box({0, 0, 0}, {2, 1, 1});
   const Points b = box({1.5, 0.25, -1}, {3, 2, 0.5});

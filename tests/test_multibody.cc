@@ -400,10 +400,12 @@ TEST(Multibody, BadInputIsNamed) {
   EXPECT_THROW(system_by_name("sphere"), Error);
 }
 
-// the built-ins by name, and a 3-link chain described in a file (a fixed joint merged, a
-// joint frame rotated: host/systems/system_file.h)
+// the built-ins by name, a 3-link chain described in a file (a fixed joint merged, a
+// joint frame rotated: host/systems/system_file.h) and a 6-vertex asymmetric wedge from a
+// mesh (a URDF whose collision is an STL; its hull's vertices)
 INSTANTIATE_TEST_SUITE_P(Multibody, Systems,
-                         ::testing::Values("cube", "asymmetric", "elbow", IMPULSE_SOURCE_DIR "/tests/data/systems/chain3.json"));
+                         ::testing::Values("cube", "asymmetric", "elbow", IMPULSE_SOURCE_DIR "/tests/data/systems/chain3.json",
+                                           IMPULSE_SOURCE_DIR "/tests/data/systems/wedge.urdf"));
 
 }  // namespace
 }  // namespace impulse

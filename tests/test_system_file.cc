@@ -7,13 +7,17 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iomanip>
 #include <sstream>
 #include <random>
+#include <regex>
 
 #include "host/dynamics/multibody_sim.h"
 #include "host/learning/trainer.h"
+#include "host/systems/declared.h"
 #include "host/systems/system_file.h"
 #include "solvers/error.h"
 #include "test_util.h"
@@ -313,9 +317,10 @@ TEST(SystemFile, EveryBadUrdfIsRefusedNamingTheItem) {
       {robot(good_child, "prismatic"), "joint 'j' (to link 'c'): joint type 'prismatic' is not supported"},
       {robot(good_child, "continuous"), "joint type 'continuous' is not supported"},
       {robot(good_child, "planar"), "joint type 'planar' is not supported"},
-      {robot(R"(<link name="c">)" + inertial + R"(<collision><geometry><mesh filename="hull.stl"/></geometry></collision></link>)",
+      {robot(R"(<link name="c">)" + inertial +
+                 R"(<collision><geometry><mesh filename="no_such_hull.stl"/></geometry></collision></link>)",
              "revolute"),
-       "a <mesh> collision ('hull.stl') is not read"},
+       "link 'c', <collision> 1: mesh 'no_such_hull.stl': no such file"},
   };
   for (const Case& c : cases) {
     std::string got = "(loaded)";
@@ -326,6 +331,120 @@ TEST(SystemFile, EveryBadUrdfIsRefusedNamingTheItem) {
     }
     EXPECT_NE(got.find(c.want), std::string::npos) << "expected '" << c.want << "' in: " << got;
     EXPECT_EQ(got.rfind("bad.urdf: ", 0), 0u) << got;
+  }
+}
+
+// the wedge's 6 hull vertices as tests/data/systems/wedge.stl writes them (its 7th point,
+// the bottom face's centroid, is on the hull's face)
+std::vector<Eigen::Vector3d> wedge_vertices() {
+  return {{0, 0, 0}, {0.08, 0, 0}, {0, 0.05, 0}, {0.01, 0.01, 0.04}, {0.06, 0.005, 0.035}, {0.005, 0.045, 0.03}};
+}
+
+// every point of `want` in `got` (within tol) and as many points. assimp reads meshes in
+// single precision: a coordinate c comes back within ~6e-8 c, so meshes' tolerance is 2e-8
+// for these (at most 0.16 m).
+void expect_same_points(const std::vector<Eigen::Vector3d>& got, const std::vector<Eigen::Vector3d>& want, double tol) {
+  ASSERT_EQ(got.size(), want.size());
+  for (const Eigen::Vector3d& w : want) {
+    double best = 1e300;
+    for (const Eigen::Vector3d& g : got) best = std::min(best, (g - w).norm());
+    EXPECT_LT(best, tol) << "no vertex at " << w.transpose();
+  }
+}
+
+std::string write_file(const std::string& dir, const std::string& name, const std::string& text) {
+  const std::string path = dir + "/" + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+TEST(SystemFile, AMeshCollisionBecomesItsConvexHullsVertices) {
+  // URDF: the mesh beside the file, by a relative name
+  const MultibodySystem u = load_system(kSource + "/tests/data/systems/wedge.urdf");
+  ASSERT_EQ(u.num_links(), 1);
+  expect_same_points(u.links[0].vertices, wedge_vertices(), 2e-8);
+  EXPECT_EQ(u.contacts(), 6);
+  // JSON: scaled, shifted and turned, the mesh found relative to the description's folder
+  const std::string dir = testing::fresh_dir("impulse_system_file_", "mesh");
+  std::filesystem::copy_file(kSource + "/tests/data/systems/wedge.stl", dir + "/wedge.stl");
+  const std::string link =
+      R"({"format": "impulse-system-1", "links": [{"name": "w", "mass": 0.2, "inertia": [6e-5, 9e-5, 1.2e-4, 0, 0, 0],
+          "mesh": {"file": "wedge.stl", "scale": [2, 1, 0.5], "origin": [0.1, 0, 0], "rpy": [0, 0, 1.5707963267948966]}}]})";
+  const MultibodySystem j = load_system(write_file(dir, "w.json", link));
+  const Eigen::Matrix3d R = rpy_matrix(Eigen::Vector3d(0, 0, 1.5707963267948966));
+  std::vector<Eigen::Vector3d> want;
+  for (const Eigen::Vector3d& v : wedge_vertices()) want.push_back(R * Eigen::Vector3d(2 * v.x(), v.y(), 0.5 * v.z()) + Eigen::Vector3d(0.1, 0, 0));
+  expect_same_points(j.links[0].vertices, want, 2e-8);
+  // another format (OBJ): a cube whose faces fan from the body's centre (referenced, not a corner)
+  std::string obj;
+  for (int i = 0; i < 8; ++i)
+    obj += "v " + std::to_string((i & 1) ? 0.02 : -0.02) + " " + std::to_string((i & 2) ? 0.02 : -0.02) + " " +
+           std::to_string((i & 4) ? 0.02 : -0.02) + "\n";
+  obj += "v 0 0 0\n";
+  for (const char* f : {"1 2 9", "2 4 9", "4 3 9", "3 1 9", "5 6 9", "6 8 9", "8 7 9", "7 5 9", "1 2 6", "1 6 5",
+                        "3 4 8", "3 8 7"})
+    obj += std::string("f ") + f + "\n";
+  write_file(dir, "cube.obj", obj);
+  const MultibodySystem o = load_system(write_file(
+      dir, "c.json",
+      R"({"format": "impulse-system-1", "links": [{"name": "c", "mass": 0.1, "inertia": [1e-5, 1e-5, 1e-5, 0, 0, 0], "mesh": {"file": "cube.obj"}}]})"));
+  expect_same_points(o.links[0].vertices, box_vertices(Eigen::Vector3d::Zero(), Eigen::Vector3d::Constant(0.04)), 2e-8);
+  // package:// through ROS_PACKAGE_PATH
+  const char* old = std::getenv("ROS_PACKAGE_PATH");
+  const std::string saved = old ? old : "";
+  setenv("ROS_PACKAGE_PATH", ("/nonexistent:" + kSource + "/tests/data").c_str(), 1);
+  std::string text;
+  {
+    std::ifstream in(kSource + "/tests/data/systems/wedge.urdf");
+    std::stringstream ss;
+    ss << in.rdbuf();
+    text = ss.str();
+  }
+  const std::string pkg = std::regex_replace(text, std::regex("wedge\\.stl"), "package://systems/wedge.stl");
+  expect_same_points(system_from_urdf(pkg, "pkg.urdf", "/elsewhere").links[0].vertices, wedge_vertices(), 2e-8);
+  const std::string missing = std::regex_replace(text, std::regex("wedge\\.stl"), "package://nopkg/wedge.stl");
+  try {
+    system_from_urdf(missing, "pkg.urdf");
+    ADD_FAILURE() << "an unknown package loaded";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("package 'nopkg' not found"), std::string::npos) << e.what();
+  }
+  if (old)
+    setenv("ROS_PACKAGE_PATH", saved.c_str(), 1);
+  else
+    unsetenv("ROS_PACKAGE_PATH");
+}
+
+TEST(SystemFile, EveryBadMeshIsRefusedNamingTheLinkAndTheFile) {
+  const std::string dir = testing::fresh_dir("impulse_system_file_", "bad_mesh");
+  write_file(dir, "flat.stl",
+             "solid f\n facet normal 0 0 1\n  outer loop\n   vertex 0 0 0\n   vertex 1 0 0\n   vertex 0 1 0\n  endloop\n "
+             "endfacet\nendsolid f\n");
+  write_file(dir, "garbage.stl", "this is not a mesh\n\x01\x02\x03");
+  std::filesystem::copy_file(kSource + "/tests/data/systems/wedge.stl", dir + "/wedge.stl");
+  const auto with_mesh = [](const std::string& mesh) {
+    return R"({"format": "impulse-system-1", "links": [{"name": "m", "mass": 0.1, "inertia": [1e-5, 1e-5, 1e-5, 0, 0, 0], "mesh": )" +
+           mesh + "}]}";
+  };
+  struct Case {
+    std::string mesh, want;
+  } cases[] = {
+      {R"({"file": "none.stl"})", "link 'm'.mesh: mesh '" + dir + "/none.stl': no such file"},
+      {R"({"file": "flat.stl"})", "link 'm'.mesh: mesh '" + dir + "/flat.stl': the mesh is flat"},
+      {R"({"file": "garbage.stl"})", "link 'm'.mesh: mesh '" + dir + "/garbage.stl': not a mesh assimp can read"},
+      {R"({"file": "wedge.stl", "scale": [1, 0, 1]})", "every scale factor must be positive"},
+      {R"({"scale": 2})", "link 'm'.mesh: no file"},
+      {R"({"file": "wedge.stl", "colour": "red"})", "link 'm'.mesh: unknown key 'colour'"},
+  };
+  for (const Case& c : cases) {
+    std::string got = "(loaded)";
+    try {
+      load_system(write_file(dir, "bad.json", with_mesh(c.mesh)));
+    } catch (const Error& e) {
+      got = e.what();
+    }
+    EXPECT_NE(got.find(c.want), std::string::npos) << "expected '" << c.want << "' in: " << got;
+    EXPECT_EQ(got.rfind(dir + "/bad.json: ", 0), 0u) << got;
   }
 }
 

@@ -66,6 +66,7 @@ struct Hull {
   bool solid = false;  // false: fewer than 4 points, or flat
   double volume = 0.0;
   Points vertices;
+  std::vector<int> ids;  // each vertex's index in the input
   std::vector<std::pair<int, int>> edges;  // into vertices, each once
   std::vector<Plane> planes;
 };
@@ -187,6 +188,7 @@ Hull build_hull(const Points& pts, const char* fn) {
   FORALLvertices {
     const int id = qh_pointid(qh, vertex->point);
     index[static_cast<std::size_t>(id)] = static_cast<int>(h.vertices.size());
+    h.ids.push_back(id);
     h.vertices.emplace_back(vertex->point[0], vertex->point[1], vertex->point[2]);
   }
   Eigen::Vector3d c = Eigen::Vector3d::Zero();
@@ -321,6 +323,17 @@ double volume_error(const Points& truth, const Points& learned) {
   double vi = intersection_of(ht, hl, kInsideRel * box.diagonal(), fn);
   vi = std::min(vi, std::min(ht.volume, hl.volume));
   return (ht.volume + hl.volume - 2.0 * vi) / ht.volume;
+}
+
+std::vector<int> convex_hull_vertex_indices(const std::vector<Eigen::Vector3d>& points) {
+  check_finite(points, "convex_hull_vertices", "the points");
+  Box box;
+  box.add(points);
+  const Hull h = build_hull(shifted(points, box.centre()), "convex_hull_vertices");
+  if (!h.solid) return {};
+  std::vector<int> ids = h.ids;
+  std::sort(ids.begin(), ids.end());
+  return ids;
 }
 
 }  // namespace impulse

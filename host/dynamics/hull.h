@@ -32,6 +32,12 @@ double convex_hull_volume(const std::vector<Eigen::Vector3d>& points);
 double hull_intersection_volume(const std::vector<Eigen::Vector3d>& a,
                                 const std::vector<Eigen::Vector3d>& b);
 
+// The indices (ascending) of the points that are vertices of their convex hull:
+// points inside it or on its faces (coplanar within qhull's merging, e.g. a
+// mesh's face centres) are left out. Empty for a flat set (as above). Throws
+// impulse::Error for a non-finite coordinate, naming the point index.
+std::vector<int> convex_hull_vertex_indices(const std::vector<Eigen::Vector3d>& points);
+
 // CCN's volume error (eq. 13a) of the learned vertices against the true ones,
 // with Vol(A ∩ L) clamped to min(Vol(A), Vol(L)) so round-off cannot make it
 // negative. Throws impulse::Error if the true hull has zero volume, or for a

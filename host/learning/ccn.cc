@@ -387,19 +387,30 @@ double ccn_objective_at(const CcnModel& model, const CcnLossConfig& cfg, const C
   return value;
 }
 
-ccnqp::System<double> ccn_qp_system(const CcnModel& model, const CcnLossConfig& cfg) {
+namespace {
+
+template <class C>
+ccnqp::System<double, C> qp_system(const CcnModel& model, const CcnLossConfig& cfg, const char* which) {
   const MultibodySystem& sys = model.system();
-  if (sys.num_links() > ccnqp::kMaxLinks || sys.contacts() > ccnqp::kMaxK)
+  if (sys.num_links() > C::kLinks || sys.contacts() > C::kK)
     throw Error("CCN loss: system '" + sys.name + "' has " + std::to_string(sys.num_links()) + " links and " +
-                std::to_string(sys.contacts()) + " vertices; the loss handles up to " +
-                std::to_string(ccnqp::kMaxLinks) + " and " + std::to_string(ccnqp::kMaxK));
-  ccnqp::System<double> s;
+                std::to_string(sys.contacts()) + " vertices; the " + which + " handles up to " +
+                std::to_string(C::kLinks) + " and " + std::to_string(C::kK) +
+                (C::kLinks < ccnqp::HostCapacity::kLinks ? " (the CPU backend: up to " +
+                                                               std::to_string(ccnqp::HostCapacity::kLinks) + " and " +
+                                                               std::to_string(ccnqp::HostCapacity::kK) + ")"
+                                                         : std::string()));
+  ccnqp::System<double, C> s;
   s.links = sys.num_links();
   for (int l = 0; l < s.links; ++l) {
     const LinkSpec& L = sys.links[static_cast<size_t>(l)];
     s.parent[l] = L.parent;
     for (int i = 0; i < 3; ++i) s.origin[l][i] = L.joint_origin(i), s.axis[l][i] = L.axis(i);
     s.nvert[l] = static_cast<int>(model.vertices()[static_cast<size_t>(l)].size());
+  }
+  for (int l = s.links; l < C::kLinks; ++l) {
+    s.parent[l] = -1, s.nvert[l] = 0;
+    for (int i = 0; i < 3; ++i) s.origin[l][i] = s.axis[l][i] = 0;
   }
   s.total_mass = sys.total_mass();
   s.gravity = sys.gravity;
@@ -410,6 +421,16 @@ ccnqp::System<double> ccn_qp_system(const CcnModel& model, const CcnLossConfig& 
   s.w_pen = W.pen;
   s.w_res = W.res;
   return s;
+}
+
+}  // namespace
+
+ccnqp::System<double, ccnqp::HostCapacity> ccn_qp_system(const CcnModel& model, const CcnLossConfig& cfg) {
+  return qp_system<ccnqp::HostCapacity>(model, cfg, "CPU loss");
+}
+
+ccnqp::System<double, ccnqp::DeviceCapacity> ccn_device_system(const CcnModel& model, const CcnLossConfig& cfg) {
+  return qp_system<ccnqp::DeviceCapacity>(model, cfg, "GPU loss");
 }
 
 CcnLoss::CcnLoss(CcnLossConfig cfg, QpSettings<double> settings, BatchOptions options)
@@ -462,7 +483,7 @@ void CcnLoss::evaluate_each(const CcnModel& model, const std::vector<CcnTransiti
                 std::to_string(residual->cols()) + ", expected " + std::to_string(nv) + " x " + std::to_string(B) +
                 " (the system's " + std::to_string(nv) + " velocities x the batch's transitions)");
   if (residual && !residual->allFinite()) throw Error("CCN loss: the residual has a non-finite entry");
-  const ccnqp::System<double> qs = ccn_qp_system(model, cfg_);
+  const auto qs = ccn_qp_system(model, cfg_);
   const Eigen::VectorXd theta = model.parameters();
 
   // assemble (solvers/ccn_qp.h): min ½λᵀPλ + qᵀλ, λ = s ∈ K (A = −I, b = 0)
@@ -473,10 +494,10 @@ void CcnLoss::evaluate_each(const CcnModel& model, const std::vector<CcnTransiti
   for (int r = 0; r < n; ++r) col[static_cast<size_t>(r)] = r;
   QpBatch<double> qp = QpBatch<double>::with_pattern(B, n, cones, row_ptr, col);
   const int workers = resolve_threads(options_.threads);
-  std::vector<ccnqp::Terms<double>> scratch(static_cast<size_t>(workers));
+  std::vector<ccnqp::Terms<double, ccnqp::HostCapacity>> scratch(static_cast<size_t>(workers));
   std::vector<char> bad(static_cast<size_t>(B), 0);
   parallel_for(B, options_.threads, [&](int worker, int begin, int end) {
-    ccnqp::Terms<double>& T = scratch[static_cast<size_t>(worker)];
+    ccnqp::Terms<double, ccnqp::HostCapacity>& T = scratch[static_cast<size_t>(worker)];
     for (int b = begin; b < end; ++b) {
       double constant = 0;
       const size_t o = static_cast<size_t>(b);
@@ -497,7 +518,7 @@ void CcnLoss::evaluate_each(const CcnModel& model, const std::vector<CcnTransiti
   out.grad_theta.assign(static_cast<size_t>(B) * nth, 0.0);
   out.grad_delta.setZero(nv, B);
   parallel_for(B, options_.threads, [&](int worker, int begin, int end) {
-    ccnqp::Terms<double>& T = scratch[static_cast<size_t>(worker)];
+    ccnqp::Terms<double, ccnqp::HostCapacity>& T = scratch[static_cast<size_t>(worker)];
     for (int b = begin; b < end; ++b) {
       const size_t o = static_cast<size_t>(b);
       out.loss[o] = ccnqp::gradient(

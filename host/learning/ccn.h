@@ -186,9 +186,12 @@ class CcnLoss {
 };
 
 // The host-device description of the model's system and the loss's constants
-// (solvers/ccn_qp.h), which CcnLoss and the device loss evaluate; throws Error
-// when the system exceeds that code's capacity (links, vertices).
-ccnqp::System<double> ccn_qp_system(const CcnModel& model, const CcnLossConfig& cfg);
+// (solvers/ccn_qp.h), which CcnLoss evaluates; throws Error when the system
+// exceeds the CPU loss's capacity (ccnqp::HostCapacity: links, vertices).
+ccnqp::System<double, ccnqp::HostCapacity> ccn_qp_system(const CcnModel& model, const CcnLossConfig& cfg);
+// The same for the device loss (cuda::DeviceCcn), whose capacity is smaller
+// (ccnqp::DeviceCapacity); the Error names both and the CPU backend.
+ccnqp::System<double, ccnqp::DeviceCapacity> ccn_device_system(const CcnModel& model, const CcnLossConfig& cfg);
 
 // The loss of one transition at given impulses λ (3 per contact: λ_n and
 // λ_t/μ, the QP's variables) and its gradient in θ at fixed λ (the

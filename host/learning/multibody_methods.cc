@@ -130,7 +130,7 @@ class CcnMethod : public StructuredMethod {
     // the GPU backend: transitions resident on the device, the loss assembled,
     // solved and differentiated there (kernels/ccn_device.h); the residual
     // network stays on the host (δ up, ∂loss/∂δ down, per batch)
-    if (opt.backend == Backend::kCuda) device_ = std::make_unique<cuda::DeviceCcn<double>>(ccn_qp_system(model_, lc), st);
+    if (opt.backend == Backend::kCuda) device_ = std::make_unique<cuda::DeviceCcn<double>>(ccn_device_system(model_, lc), st);
   }
   double loss(const Transitions& t, const std::vector<int>& idx, int set, GradVector* grad,
               BatchStats& stats) override {

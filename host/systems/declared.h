@@ -25,6 +25,19 @@ struct Declared {
 MultibodySystem build_declared(const std::string& where, const std::string& name, double gravity, double mu,
                                const std::vector<Declared>& links);
 
+// A mesh file named in a description, as a path: relative to base_dir (the description's
+// folder), file:// stripped, package://PACKAGE/PATH found through ROS_PACKAGE_PATH.
+// Errors name `who` and the reference.
+std::string resolve_mesh_path(const std::string& ref, const std::string& base_dir, const std::string& who);
+
+// The convex hull's vertices of a mesh file (read with assimp: STL, OBJ, COLLADA, PLY, ...;
+// every mesh in it, node transforms applied, coordinates as written), each coordinate
+// multiplied by scale: the points that are hull vertices, in the file's order (interior and
+// face points dropped). Errors name `who` and the file: missing, unreadable, no vertices,
+// flat, a non-positive scale.
+std::vector<Eigen::Vector3d> mesh_hull_vertices(const std::string& path, const Eigen::Vector3d& scale,
+                                                const std::string& who);
+
 // the rotation of fixed X-Y-Z angles (URDF's rpy): Rz(y) Ry(p) Rx(r)
 Eigen::Matrix3d rpy_matrix(const Eigen::Vector3d& rpy);
 

@@ -3,6 +3,7 @@
 #include "host/systems/declared.h"
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <iomanip>
@@ -29,6 +30,7 @@ using json = nlohmann::json;
 
 struct Reader {
   std::string where;
+  std::string base_dir;  // relative mesh files are found here
   [[noreturn]] void fail(const std::string& what) const { throw Error(where + ": " + what); }
 
   void only_keys(const json& j, const std::string& who, std::initializer_list<const char*> keys) const {
@@ -65,7 +67,7 @@ Declared read_link(const Reader& r, const json& j, size_t index) {
   d.name = r.text(j["name"], at + ".name");
   if (d.name.empty()) r.fail(at + ": the name is empty");
   const std::string who = "link '" + d.name + "'";
-  r.only_keys(j, who, {"name", "parent", "joint", "mass", "com", "inertia", "vertices", "box", "size"});
+  r.only_keys(j, who, {"name", "parent", "joint", "mass", "com", "inertia", "vertices", "box", "mesh", "size"});
   if (j.contains("parent")) {
     d.parent = r.text(j["parent"], who + ".parent");
     if (!j.contains("joint")) r.fail(who + ": a link with a parent needs a joint {type, origin, axis}");
@@ -125,6 +127,20 @@ Declared read_link(const Reader& r, const json& j, size_t index) {
     const Eigen::Vector3d centre = jb.contains("centre") ? r.vec3(jb["centre"], who + ".box.centre") : Eigen::Vector3d::Zero();
     for (const Eigen::Vector3d& v : box_vertices(centre, size)) d.vertices.push_back(v);
     d.size = size;
+  }
+  if (j.contains("mesh")) {
+    const json& jm = j["mesh"];
+    r.only_keys(jm, who + ".mesh", {"file", "scale", "origin", "rpy"});
+    if (!jm.contains("file")) r.fail(who + ".mesh: no file (a mesh file's path, relative to this description)");
+    Eigen::Vector3d scale = Eigen::Vector3d::Ones();
+    if (jm.contains("scale"))
+      scale = jm["scale"].is_number() ? Eigen::Vector3d::Constant(r.number(jm["scale"], who + ".mesh.scale"))
+                                      : r.vec3(jm["scale"], who + ".mesh.scale");
+    const Eigen::Vector3d origin = jm.contains("origin") ? r.vec3(jm["origin"], who + ".mesh.origin") : Eigen::Vector3d::Zero();
+    const Eigen::Matrix3d R = jm.contains("rpy") ? rpy_matrix(r.vec3(jm["rpy"], who + ".mesh.rpy")) : Eigen::Matrix3d::Identity();
+    const std::string mw = r.where + ": " + who + ".mesh";
+    const std::string path = resolve_mesh_path(r.text(jm["file"], who + ".mesh.file"), r.base_dir, mw);
+    for (const Eigen::Vector3d& v : mesh_hull_vertices(path, scale, mw)) d.vertices.push_back(R * v + origin);
   }
   if (j.contains("size")) {
     d.size = r.vec3(j["size"], who + ".size");
@@ -277,8 +293,8 @@ bool ends_with(const std::string& s, const std::string& tail) {
 
 bool is_system_file(const std::string& s) { return ends_with(s, ".json") || ends_with(s, ".urdf"); }
 
-MultibodySystem system_from_json(const std::string& text, const std::string& where) {
-  const Reader r{where};
+MultibodySystem system_from_json(const std::string& text, const std::string& where, const std::string& base_dir) {
+  const Reader r{where, base_dir};
   json j;
   try {
     j = json::parse(text);
@@ -304,7 +320,8 @@ MultibodySystem load_system(const std::string& s) {
   if (!in) throw Error(s + ": cannot open the system file");
   std::ostringstream text;
   text << in.rdbuf();
-  return ends_with(s, ".urdf") ? system_from_urdf(text.str(), s) : system_from_json(text.str(), s);
+  const std::string dir = std::filesystem::path(s).parent_path().string();
+  return ends_with(s, ".urdf") ? system_from_urdf(text.str(), s, dir) : system_from_json(text.str(), s, dir);
 }
 
 std::string system_json(const MultibodySystem& sys) {

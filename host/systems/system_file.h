@@ -17,7 +17,12 @@
 //           "mass": 0.37 (kg), "com": [x, y, z] (optional, link frame, m),
 //           "inertia": [ixx, iyy, izz, ixy, ixz, iyz] (kg m², about the COM, link axes),
 //           "vertices": [[x, y, z], ...]  and/or  "box": { "size": [sx, sy, sz],
-//                                                        "centre": [x, y, z] (optional) },
+//                                                        "centre": [x, y, z] (optional) }
+//           and/or "mesh": { "file": "hull.stl" (relative to the description's folder;
+//                                     any format assimp reads: STL, OBJ, COLLADA, PLY, ...),
+//                            "scale": s or [sx, sy, sz] (optional), "origin": [x, y, z],
+//                            "rpy": [r, p, y] (optional: the mesh frame in the link's) }
+//                   (the convex hull's vertices of the mesh's vertices become contacts),
 //           "size": [sx, sy, sz] (optional: the nominal box size a random initial
 //                   guess draws around; default the box's, else the vertices' extent) }
 //
@@ -50,17 +55,19 @@ MultibodySystem load_system(const std::string& name_or_path);
 // reading it back gives the same doubles); data/systems/*.json are the built-ins written so.
 std::string system_json(const MultibodySystem& system);
 
-// The description from a JSON text; `where` names it in errors (a file's path).
-MultibodySystem system_from_json(const std::string& text, const std::string& where);
+// The description from a JSON text; `where` names it in errors (a file's path); relative
+// mesh files are found in base_dir (the file's folder; "" the working directory).
+MultibodySystem system_from_json(const std::string& text, const std::string& where, const std::string& base_dir = "");
 
 // A URDF (read with urdfdom): each link's <inertial> (its origin's rotation turns the
 // inertia into the link's axes) and its <collision> blocks as contact vertices (a box's 8
 // corners; a sphere's 14 points: the 6 axis points and the 8 cube diagonals; a cylinder's
-// two rims of 8 points; a <mesh> is refused: give its hull's vertices in the JSON form),
+// two rims of 8 points; a <mesh>'s convex hull's vertices, its file relative to base_dir,
+// file:// or package://PACKAGE/... found through ROS_PACKAGE_PATH),
 // revolute and fixed joints as above (the joint origin's rpy folded in). <limit> is not
 // used (the dynamics has no joint range). Gravity 9.81, friction 0.3 (URDF states
 // neither). The same errors, named by link and joint.
-MultibodySystem system_from_urdf(const std::string& xml, const std::string& where);
+MultibodySystem system_from_urdf(const std::string& xml, const std::string& where, const std::string& base_dir = "");
 
 // Whether a --system value names a file rather than a built-in system.
 bool is_system_file(const std::string& name_or_path);

@@ -30,8 +30,10 @@ bool is_identity(const urdf::Rotation& r) {
 
 // the contact vertices of one <collision> block, in the link frame: a box's 8 corners, a
 // sphere's 14 points (the 6 axis points and the 8 cube diagonals, on the sphere), a
-// cylinder's two rims of 8 points each (its axis along the block's z)
-std::vector<Eigen::Vector3d> collision_vertices(const urdf::Collision& c, const std::string& who) {
+// cylinder's two rims of 8 points each (its axis along the block's z), a mesh's convex
+// hull's vertices (scaled by the <mesh>'s scale; mesh_file.cc)
+std::vector<Eigen::Vector3d> collision_vertices(const urdf::Collision& c, const std::string& who,
+                                               const std::string& base_dir) {
   std::vector<Eigen::Vector3d> local;
   if (!c.geometry) throw Error(who + ": a <collision> without a geometry");
   switch (c.geometry->type) {
@@ -59,10 +61,11 @@ std::vector<Eigen::Vector3d> collision_vertices(const urdf::Collision& c, const 
           local.emplace_back(cy.radius * std::cos(i * M_PI / 4), cy.radius * std::sin(i * M_PI / 4), z);
       break;
     }
-    case urdf::Geometry::MESH:
-      throw Error(who + ": a <mesh> collision ('" + static_cast<const urdf::Mesh&>(*c.geometry).filename +
-                  "') is not read: give its convex hull's vertices in an impulse JSON description (docs/systems.md), "
-                  "or boxes, spheres and cylinders");
+    case urdf::Geometry::MESH: {
+      const auto& m = static_cast<const urdf::Mesh&>(*c.geometry);
+      local = mesh_hull_vertices(resolve_mesh_path(m.filename, base_dir, who), vec(m.scale), who);
+      break;
+    }
     default:
       throw Error(who + ": a <collision> geometry of an unknown kind");
   }
@@ -72,7 +75,8 @@ std::vector<Eigen::Vector3d> collision_vertices(const urdf::Collision& c, const 
   return local;
 }
 
-void declare(const urdf::Link& link, const std::string& where, std::vector<Declared>& out) {
+void declare(const urdf::Link& link, const std::string& where, const std::string& base_dir,
+             std::vector<Declared>& out) {
   const std::string who = where + ": link '" + link.name + "'";
   Declared d;
   d.name = link.name;
@@ -127,17 +131,17 @@ void declare(const urdf::Link& link, const std::string& where, std::vector<Decla
   d.inertia.inertia_com = I;
   for (size_t i = 0; i < link.collision_array.size(); ++i) {
     if (!link.collision_array[i]) continue;
-    for (const Eigen::Vector3d& v : collision_vertices(*link.collision_array[i], who + ", <collision> " + std::to_string(i + 1)))
+    for (const Eigen::Vector3d& v : collision_vertices(*link.collision_array[i], who + ", <collision> " + std::to_string(i + 1), base_dir))
       d.vertices.push_back(v);
   }
   out.push_back(d);
   for (const urdf::LinkSharedPtr& c : link.child_links)
-    if (c) declare(*c, where, out);
+    if (c) declare(*c, where, base_dir, out);
 }
 
 }  // namespace
 
-MultibodySystem system_from_urdf(const std::string& xml, const std::string& where) {
+MultibodySystem system_from_urdf(const std::string& xml, const std::string& where, const std::string& base_dir) {
   const urdf::ModelInterfaceSharedPtr model = urdf::parseURDF(xml);
   if (!model)
     throw Error(where + ": not a URDF urdfdom can read (its reason is printed above: a missing tag, a link with two "
@@ -145,7 +149,7 @@ MultibodySystem system_from_urdf(const std::string& xml, const std::string& wher
   const urdf::LinkConstSharedPtr root = model->getRoot();
   if (!root) throw Error(where + ": no root link");
   std::vector<Declared> links;
-  declare(*root, where, links);
+  declare(*root, where, base_dir, links);
   return build_declared(where, model->getName().empty() ? where : model->getName(), 9.81, 0.3, links);
 }
 
