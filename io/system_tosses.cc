@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <algorithm>
 #include <filesystem>
 #include <utility>
 
@@ -31,6 +32,7 @@ constexpr double kJointAngleSlack = 1e-6;
 // no real system comes near this; it keeps width arithmetic far from int overflow
 constexpr int64_t kMaxJoints = 10000;
 constexpr const char* kMultibodyFormat = "impulse-multibody";
+constexpr const char* kModelLayoutMark = "model";  // write_system_tosses' "layout" array
 
 std::string fmt(double v) {
   char buf[64];
@@ -100,6 +102,130 @@ void check_rows(double* rows, size_t steps, int width, const std::string& label,
   }
 }
 
+// ---- other state layouts (StateLayout) ------------------------------------------
+
+// the joints' permutation, checked against nj
+std::vector<int> joint_map(const StateLayout& L, int nj, const std::string& label) {
+  std::vector<int> map(static_cast<size_t>(nj));
+  if (L.joints.empty()) {
+    for (int j = 0; j < nj; ++j) map[static_cast<size_t>(j)] = j;
+    return map;
+  }
+  std::vector<char> seen(static_cast<size_t>(nj), 0);
+  bool ok = static_cast<int>(L.joints.size()) == nj;
+  for (size_t j = 0; ok && j < L.joints.size(); ++j) {
+    const int m = L.joints[j];
+    ok = m >= 0 && m < nj && !seen[static_cast<size_t>(m)];
+    if (ok) seen[static_cast<size_t>(m)] = 1, map[j] = m;
+  }
+  if (!ok)
+    throw Error(label + ": the layout's joint order is not a permutation of the system's " + std::to_string(nj) +
+                " joint(s)");
+  return map;
+}
+
+// R (row-major) -> unit quaternion w, x, y, z (the largest of the four first, for accuracy)
+void matrix_to_quaternion(const double* R, double* q) {
+  const double tr = R[0] + R[4] + R[8];
+  double w, x, y, z;
+  if (tr > 0) {
+    const double s = 2 * std::sqrt(1 + tr);
+    w = 0.25 * s, x = (R[7] - R[5]) / s, y = (R[2] - R[6]) / s, z = (R[3] - R[1]) / s;
+  } else if (R[0] > R[4] && R[0] > R[8]) {
+    const double s = 2 * std::sqrt(1 + R[0] - R[4] - R[8]);
+    w = (R[7] - R[5]) / s, x = 0.25 * s, y = (R[1] + R[3]) / s, z = (R[2] + R[6]) / s;
+  } else if (R[4] > R[8]) {
+    const double s = 2 * std::sqrt(1 + R[4] - R[0] - R[8]);
+    w = (R[2] - R[6]) / s, x = (R[1] + R[3]) / s, y = 0.25 * s, z = (R[5] + R[7]) / s;
+  } else {
+    const double s = 2 * std::sqrt(1 + R[8] - R[0] - R[4]);
+    w = (R[3] - R[1]) / s, x = (R[2] + R[6]) / s, y = (R[5] + R[7]) / s, z = 0.25 * s;
+  }
+  const double n = std::sqrt(w * w + x * x + y * y + z * z);
+  q[0] = w / n, q[1] = x / n, q[2] = y / n, q[3] = z / n;
+}
+
+// the unit quaternion's rotation matrix (row-major)
+void quaternion_to_matrix(const double* q0, double* R) {
+  const double n = std::sqrt(q0[0] * q0[0] + q0[1] * q0[1] + q0[2] * q0[2] + q0[3] * q0[3]);
+  const double w = q0[0] / n, a = q0[1] / n, b = q0[2] / n, c = q0[3] / n;
+  R[0] = 1 - 2 * (b * b + c * c), R[1] = 2 * (a * b - w * c), R[2] = 2 * (a * c + w * b);
+  R[3] = 2 * (a * b + w * c), R[4] = 1 - 2 * (a * a + c * c), R[5] = 2 * (b * c - w * a);
+  R[6] = 2 * (a * c - w * b), R[7] = 2 * (b * c + w * a), R[8] = 1 - 2 * (a * a + b * b);
+}
+
+// rows of a file in layout L (steps x L.file_width(nj)) into the model's layout
+std::vector<double> to_model_rows(const StateLayout& L, const std::vector<double>& in, size_t steps, int nj,
+                                  const std::string& label) {
+  const std::vector<int> map = joint_map(L, nj, label);
+  const int rc = L.rotation_columns(), fw = L.file_width(nj), W = kBaseCols + 2 * nj;
+  std::vector<double> out(steps * static_cast<size_t>(W));
+  double prev[4] = {0, 0, 0, 0};
+  for (size_t k = 0; k < steps; ++k) {
+    const double* r = in.data() + k * static_cast<size_t>(fw);
+    double* o = out.data() + k * static_cast<size_t>(W);
+    for (int c = 0; c < fw; ++c)
+      if (!std::isfinite(r[c]))
+        throw Error(label + ": row " + std::to_string(k) + ", column " + std::to_string(c) + ": non-finite value " +
+                    fmt(r[c]));
+    double q[4], R[9];
+    if (L.rotation == StateLayout::Rotation::kMatrix) {
+      double err = 0;
+      for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 3; ++j) {
+          double d = 0;
+          for (int e = 0; e < 3; ++e) d += r[3 * e + i] * r[3 * e + j];
+          err = std::max(err, std::abs(d - (i == j ? 1.0 : 0.0)));
+        }
+      const double det = r[0] * (r[4] * r[8] - r[5] * r[7]) - r[1] * (r[3] * r[8] - r[5] * r[6]) +
+                         r[2] * (r[3] * r[7] - r[4] * r[6]);
+      if (err > 0.01 || !(det > 0))
+        throw Error(label + ": row " + std::to_string(k) + ", columns 0-8: not a rotation matrix (max |R'R - I| " +
+                    fmt(err) + ", det " + fmt(det) + "; the layout reads a row-major rotation, body to world)");
+      matrix_to_quaternion(r, q);
+      // one sign along the toss: the nearer of ±q to the previous row's (w >= 0 at the first)
+      const double dot = k == 0 ? q[0] : q[0] * prev[0] + q[1] * prev[1] + q[2] * prev[2] + q[3] * prev[3];
+      if (dot < 0)
+        for (double& v : q) v = -v;
+    } else if (L.rotation == StateLayout::Rotation::kQuaternionXyzw) {
+      q[0] = r[3], q[1] = r[0], q[2] = r[1], q[3] = r[2];
+    } else {
+      for (int i = 0; i < 4; ++i) q[i] = r[i];
+    }
+    for (int i = 0; i < 4; ++i) prev[i] = q[i], o[i] = q[i];
+    const double* p = r + rc;
+    for (int i = 0; i < 3; ++i) o[4 + i] = p[i];
+    for (int j = 0; j < nj; ++j) o[7 + map[static_cast<size_t>(j)]] = p[3 + j];
+    const double* w = p + 3 + nj;  // ω, v, θ̇
+    if (L.world_angular_velocity) {
+      quaternion_to_matrix(q, R);
+      for (int i = 0; i < 3; ++i) o[7 + nj + i] = R[i] * w[0] + R[3 + i] * w[1] + R[6 + i] * w[2];  // Rᵀ ω
+    } else {
+      for (int i = 0; i < 3; ++i) o[7 + nj + i] = w[i];
+    }
+    for (int i = 0; i < 3; ++i) o[10 + nj + i] = w[3 + i];
+    for (int j = 0; j < nj; ++j) o[13 + nj + map[static_cast<size_t>(j)]] = w[6 + j];
+  }
+  return out;
+}
+
+// the model's row, for messages about converted rows
+std::string describe_model() { return "quaternion w, x, y, z | p | joint angles | body ω | v | joint rates"; }
+
+// the width a reader expects of a file: the model's, or the layout's for the
+// expected system; what the file's width must be, checked
+void check_file_width(int64_t w, int expected_width, const StateLayout& L, const std::string& label) {
+  if (L.is_model()) {
+    check_width(w, label);
+    check_expected_width(w, expected_width, label);
+    return;
+  }
+  const int nj = (expected_width - kBaseCols) / 2;
+  if (w != L.file_width(nj))
+    throw Error(label + ": has " + std::to_string(w) + " columns, expected " + std::to_string(L.file_width(nj)) +
+                " (" + system_of(expected_width) + " in the description's layout: " + L.describe() + ")");
+}
+
 // ---- cube data (load_tosses) ------------------------------------------------------
 
 SystemTossSet from_cube(const TossSet& cube, int expected_width, const std::string& path) {
@@ -133,7 +259,7 @@ SystemTossSet from_cube(const TossSet& cube, int expected_width, const std::stri
 
 // ---- CCN zip folders of any width ------------------------------------------------
 
-SystemTossSet read_ccn_folder(const std::vector<std::string>& files, int expected_width) {
+SystemTossSet read_ccn_folder(const std::vector<std::string>& files, int expected_width, const StateLayout& L) {
   SystemTossSet set;
   set.format = "ccn";
   set.dt = toss_detail::kCcnDt;  // no metadata in the files
@@ -147,8 +273,7 @@ SystemTossSet read_ccn_folder(const std::vector<std::string>& files, int expecte
                   "(CCN); mixed formats in one folder");
     }
     toss_detail::PtMatrix m = toss_detail::read_pt_zip_matrix(b, f, 0);
-    check_width(m.cols, f);
-    check_expected_width(m.cols, expected_width, f);
+    check_file_width(m.cols, expected_width, L, f);
     if (width == 0) {
       width = m.cols;
       first = f;
@@ -158,17 +283,26 @@ SystemTossSet read_ccn_folder(const std::vector<std::string>& files, int expecte
     }
     SystemToss t;
     t.name = fs::path(f).stem().string();
-    t.rows = std::move(m.values);
-    check_rows(t.rows.data(), static_cast<size_t>(m.rows), static_cast<int>(width), f, true);
+    const int model_width = L.is_model() ? static_cast<int>(width) : expected_width;
+    t.rows = L.is_model() ? std::move(m.values)
+                          : to_model_rows(L, m.values, static_cast<size_t>(m.rows), (model_width - kBaseCols) / 2, f);
+    check_rows(t.rows.data(), static_cast<size_t>(m.rows), model_width,
+               L.is_model() ? f : f + " (converted to the model's layout: " + describe_model() + ")", true);
     set.tosses.push_back(std::move(t));
   }
-  set.width = static_cast<int>(width);
+  set.width = L.is_model() ? static_cast<int>(width) : expected_width;
   return set;
 }
 
 // ---- impulse-multibody .npz -------------------------------------------------------
 
-SystemTossSet read_multibody_npz(const NpzArchive& a, const std::string& path, int expected_width) {
+SystemTossSet read_multibody_npz(const NpzArchive& a, const std::string& path, int expected_width,
+                                 const StateLayout& layout) {
+  // impulse's own files are in the model's layout, whatever the description's
+  const auto mark = a.find("layout");
+  const bool marked = mark != a.end() && mark->second.dtype == DType::kUInt8 &&
+                      std::string(mark->second.data.begin(), mark->second.data.end()) == kModelLayoutMark;
+  const StateLayout L = marked ? StateLayout{} : layout;
   const NpyArray& s = npz_get(a, "states", path);
   const NpyArray& o = npz_get(a, "offsets", path);
   const NpyArray& d = npz_get(a, "dt", path);
@@ -177,9 +311,9 @@ SystemTossSet read_multibody_npz(const NpzArchive& a, const std::string& path, i
     throw Error(path + ": states has shape " + shape_string(s.shape) + ", expected (R, W)");
   }
   const int64_t R = s.shape[0];
-  const int64_t W = s.shape[1];
-  check_width(W, path + ": states");
-  check_expected_width(W, expected_width, path + ": states");
+  const int64_t FW = s.shape[1];  // the file's row width
+  check_file_width(FW, expected_width, L, path + ": states");
+  const int64_t W = L.is_model() ? FW : expected_width;
   expect_dtype(d, DType::kFloat64, path + ": dt");
   if (d.shape != std::vector<int64_t>{1}) {
     throw Error(path + ": dt has shape " + shape_string(d.shape) + ", expected (1,)");
@@ -188,6 +322,7 @@ SystemTossSet read_multibody_npz(const NpzArchive& a, const std::string& path, i
   const size_t n = off.size() - 1;
   SystemTossSet set;
   set.format = kMultibodyFormat;
+  set.marked = marked;
   set.width = static_cast<int>(W);
   set.dt = d.as<double>()[0];
   if (!std::isfinite(set.dt) || !(set.dt > 0))
@@ -222,26 +357,34 @@ SystemTossSet read_multibody_npz(const NpzArchive& a, const std::string& path, i
   for (size_t j = 0; j < n; ++j) {
     SystemToss t;
     t.name = names.empty() ? std::to_string(j) : names[j];
-    t.rows.assign(x.begin() + off[j] * W, x.begin() + off[j + 1] * W);
+    if (L.is_model()) {
+      t.rows.assign(x.begin() + off[j] * W, x.begin() + off[j + 1] * W);
+    } else {
+      const std::vector<double> raw(x.begin() + off[j] * FW, x.begin() + off[j + 1] * FW);
+      t.rows = to_model_rows(L, raw, static_cast<size_t>(off[j + 1] - off[j]), static_cast<int>((W - kBaseCols) / 2),
+                             path + ": toss " + std::to_string(j));
+    }
     check_rows(t.rows.data(), static_cast<size_t>(off[j + 1] - off[j]), set.width,
-               path + ": toss " + std::to_string(j), true);
+               path + ": toss " + std::to_string(j) +
+                   (L.is_model() ? "" : " (converted to the model's layout: " + describe_model() + ")"),
+               true);
     set.tosses.push_back(std::move(t));
   }
   return set;
 }
 
 // an .npz of either kind: the cube's has meta (9,), the multibody one dt (1,)
-SystemTossSet read_npz_file(const std::string& path, int expected_width) {
+SystemTossSet read_npz_file(const std::string& path, int expected_width, const StateLayout& L) {
   const NpzArchive a = read_npz(path);
   if (a.count("meta") != 0) return from_cube(load_tosses(path), expected_width, path);
-  return read_multibody_npz(a, path, expected_width);
+  return read_multibody_npz(a, path, expected_width, L);
 }
 
 }  // namespace
 
 namespace {
 
-SystemTossSet load_any(const std::string& path, int expected_width, double dt) {
+SystemTossSet load_any(const std::string& path, int expected_width, double dt, const StateLayout& L) {
   if (expected_width < 0 || (expected_width > 0 && !width_ok(expected_width))) {
     throw Error(path + ": expected width " + std::to_string(expected_width) +
                 " is not of the form 13 + 2 nj (or 0: any)");
@@ -251,16 +394,16 @@ SystemTossSet load_any(const std::string& path, int expected_width, double dt) {
   const fs::file_status status = fs::status(p, ec);
   if (ec || !fs::exists(status)) throw Error(path + ": no such file or folder");
   if (fs::is_regular_file(status) && p.extension() == ".npz")
-    return read_npz_file(path, expected_width);
+    return read_npz_file(path, expected_width, L);
   if (fs::is_directory(status)) {
     const std::vector<std::string> pts = toss_detail::list_pt_files(path);
     const fs::path npz = p / toss_detail::kImpulseFile;
     const bool has_npz = fs::is_regular_file(npz);
-    if (has_npz && pts.empty()) return read_npz_file(npz.string(), expected_width);
+    if (has_npz && pts.empty()) return read_npz_file(npz.string(), expected_width, L);
     // a zip first file: CCN, of any width; the rest (legacy ContactNets,
     // repository layouts, a folder holding both kinds) is load_tosses' to read or reject
     if (!pts.empty() && !has_npz && toss_detail::is_zip(read_file_bytes(pts[0])))
-      return read_ccn_folder(pts, expected_width);
+      return read_ccn_folder(pts, expected_width, L);
   }
   // cube data, or load_tosses' error for what is none of the formats
   return from_cube(load_tosses(path, dt), expected_width, path);
@@ -268,9 +411,35 @@ SystemTossSet load_any(const std::string& path, int expected_width, double dt) {
 
 }  // namespace
 
-SystemTossSet load_system_tosses(const std::string& path, int expected_width, double dt) {
+bool is_synthetic(const SystemTossSet& set, const StateLayout& layout) {
+  return set.format == kMultibodyFormat && (set.marked || layout.is_model());
+}
+
+bool StateLayout::is_model() const {
+  if (rotation != Rotation::kQuaternionWxyz || world_angular_velocity) return false;
+  for (size_t j = 0; j < joints.size(); ++j)
+    if (joints[j] != static_cast<int>(j)) return false;
+  return true;
+}
+
+std::string StateLayout::describe() const {
+  std::string s = rotation == Rotation::kMatrix            ? "rotation matrix"
+                  : rotation == Rotation::kQuaternionXyzw ? "quaternion x, y, z, w"
+                                                          : "quaternion w, x, y, z";
+  s += world_angular_velocity ? ", angular velocity in world axes" : ", angular velocity in body axes";
+  if (!joints.empty()) {
+    s += ", joints (";
+    for (size_t j = 0; j < joints.size(); ++j) s += (j ? ", " : "") + std::to_string(joints[j]);
+    s += ")";
+  }
+  return s;
+}
+
+SystemTossSet load_system_tosses(const std::string& path, int expected_width, double dt, const StateLayout& layout) {
   toss_detail::check_time_step(dt, path);
-  SystemTossSet set = load_any(path, expected_width, dt);
+  if (!layout.is_model() && !(expected_width > 0 && width_ok(expected_width)))
+    throw Error(path + ": a state layout other than the model's needs the system's width (13 + 2 nj)");
+  SystemTossSet set = load_any(path, expected_width, dt, layout);
   if (dt > 0) set.dt = dt;
   return set;
 }
@@ -330,6 +499,12 @@ void write_system_tosses(const std::string& path, const SystemTossSet& set) {
   std::memcpy(off.data.data(), offsets.data(), off.data.size());
   a["offsets"] = std::move(off);
   a["dt"] = make_npy({1}, std::vector<double>{set.dt});
+  NpyArray mark;
+  mark.dtype = DType::kUInt8;
+  const std::string m = kModelLayoutMark;
+  mark.shape = {static_cast<int64_t>(m.size())};
+  mark.data.assign(m.begin(), m.end());
+  a["layout"] = std::move(mark);
   if (simple_names) {
     NpyArray nm;
     nm.dtype = DType::kUInt8;

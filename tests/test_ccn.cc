@@ -11,6 +11,7 @@
 #include "host/learning/mlp.h"
 #include "host/systems/system_file.h"
 #include "solvers/error.h"
+#include "test_util.h"
 
 namespace impulse {
 namespace {
@@ -387,7 +388,8 @@ TEST(Ccn, TheDeviceCapacityIsNamedWhereASystemExceedsIt) {
 // capacity, within the CPU loss's) and the wedge from a mesh
 INSTANTIATE_TEST_SUITE_P(Ccn, CcnSystems,
                          ::testing::Values("cube", "asymmetric", "elbow", IMPULSE_SOURCE_DIR "/tests/data/systems/chain3.json",
-                                           IMPULSE_SOURCE_DIR "/tests/data/systems/wedge.urdf"));
+                                           IMPULSE_SOURCE_DIR "/tests/data/systems/wedge.urdf"),
+                         testing::SystemParamName());
 
 }  // namespace
 }  // namespace impulse

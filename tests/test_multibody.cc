@@ -14,6 +14,7 @@
 #include "host/systems/system_file.h"
 #include "host/dynamics/rigid_body.h"
 #include "solvers/error.h"
+#include "test_util.h"
 
 namespace impulse {
 namespace {
@@ -405,7 +406,8 @@ TEST(Multibody, BadInputIsNamed) {
 // mesh (a URDF whose collision is an STL; its hull's vertices)
 INSTANTIATE_TEST_SUITE_P(Multibody, Systems,
                          ::testing::Values("cube", "asymmetric", "elbow", IMPULSE_SOURCE_DIR "/tests/data/systems/chain3.json",
-                                           IMPULSE_SOURCE_DIR "/tests/data/systems/wedge.urdf"));
+                                           IMPULSE_SOURCE_DIR "/tests/data/systems/wedge.urdf"),
+                         testing::SystemParamName());
 
 }  // namespace
 }  // namespace impulse

@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
@@ -15,10 +16,16 @@
 #include <random>
 #include <regex>
 
+#include <nlohmann/json.hpp>
+
 #include "host/dynamics/multibody_sim.h"
+#include "host/learning/evaluate.h"
 #include "host/learning/trainer.h"
 #include "host/systems/declared.h"
 #include "host/systems/system_file.h"
+#include "io/npy.h"
+#include "io/npz.h"
+#include "io/system_tosses.h"
 #include "solvers/error.h"
 #include "test_util.h"
 
@@ -263,6 +270,152 @@ TEST(SystemFile, TheCubeAndTheElbowFromTheirFilesTrainBitForBitAsTheBuiltIns) {
 
 namespace impulse {
 namespace {
+
+// A description's "state": its data files' layout (io/system_tosses.h). The chain's tosses
+// rewritten with the quaternion as x, y, z, w and the joints as (tip, middle), read through a
+// description that says so, train bit for bit as the model-layout tosses through the plain
+// description (2 epochs of CCN, the same smoothing and weights; a permutation changes no
+// value).
+TEST(SystemFile, AStatedLayoutReadsItsDataAsTheModelsAndTrainsTheSame) {
+  const std::string dir = testing::fresh_dir("system_file_layout_", "chain3");
+  const std::string plain = kSource + "/tests/data/systems/chain3.json";
+  nlohmann::json j = nlohmann::json::parse(testing::read_text_file(plain));
+  j["state"] = {{"rotation", "quaternion_xyzw"}, {"joints", {"tip", "middle"}}};
+  const std::string stated = dir + "/chain3_xyzw.json";
+  std::ofstream(stated) << j.dump(2);
+  const MultibodySystem sys = load_system(stated);
+  EXPECT_EQ(sys.layout.rotation, StateLayout::Rotation::kQuaternionXyzw);
+  EXPECT_EQ(sys.layout.joints, (std::vector<int>{1, 0}));
+  // written and read back, the layout stays
+  EXPECT_EQ(system_from_json(system_json(sys), "again").layout.joints, sys.layout.joints);
+  EXPECT_NE(system_json(sys).find(R"("state": {"rotation": "quaternion_xyzw", "angular_velocity": "body", "joints": ["tip", "middle"]})"),
+            std::string::npos);
+
+  SyntheticSystemOptions o;
+  o.described = load_system(plain);
+  o.system = o.described.name;
+  o.tosses = 6;
+  o.seed = 2;
+  const SystemTossSet set = generate_system_tosses(o);
+  write_system_tosses(dir + "/model.npz", set);
+  // the same rows in the stated layout, as another program would write them (no mark)
+  std::vector<double> states;
+  std::vector<int64_t> offsets{0};
+  const int W = set.width;  // 13 + 2 * 2
+  for (const SystemToss& t : set.tosses) {
+    for (int k = 0; k < t.steps(W); ++k) {
+      const double* r = t.rows.data() + size_t(k) * W;
+      const double row[] = {r[1], r[2], r[3], r[0], r[4], r[5], r[6], r[8], r[7],
+                            r[9], r[10], r[11], r[12], r[13], r[14], r[16], r[15]};
+      states.insert(states.end(), std::begin(row), std::end(row));
+    }
+    offsets.push_back(offsets.back() + t.steps(W));
+  }
+  NpzArchive a;
+  a["states"] = make_npy({offsets.back(), int64_t(W)}, states);
+  NpyArray off;
+  off.dtype = DType::kInt64;
+  off.shape = {int64_t(offsets.size())};
+  off.data.resize(8 * offsets.size());
+  std::memcpy(off.data.data(), offsets.data(), off.data.size());
+  a["offsets"] = std::move(off);
+  a["dt"] = make_npy({1}, std::vector<double>{set.dt});
+  write_npz(dir + "/foreign.npz", a);
+  EXPECT_EQ(load_system_tosses(dir + "/foreign.npz", W, 0, sys.layout).tosses[1].rows, set.tosses[1].rows);
+
+  std::string params[2];
+  for (int i = 0; i < 2; ++i) {
+    TrainConfig c;
+    c.method = "ccn";
+    c.system = i ? stated : plain;
+    c.data = dir + (i ? "/foreign.npz" : "/model.npz");
+    c.out = dir + "/run" + std::to_string(i);
+    c.max_epochs = 2;
+    // the foreign file counts as a recording (smoothed, the real data's weights by
+    // default; is_synthetic): the same settings for both
+    c.smooth_velocities = 0;
+    c.w_res = 0.001;
+    c.w_res_w = 0.0;
+    c.progress = false;
+    std::ostringstream log;
+    train(c, log);
+    params[i] = testing::read_text_file(c.out + "/params.json");
+  }
+  EXPECT_FALSE(params[0].empty());
+  EXPECT_EQ(params[0], params[1]);
+
+  // a bad "state" is named
+  struct Case {
+    nlohmann::json state;
+    std::string want;
+  } cases[] = {
+      {{{"rotation", "euler"}}, "state.rotation: expected quaternion_wxyz, quaternion_xyzw or matrix, got 'euler'"},
+      {{{"angular_velocity", "spatial"}}, "state.angular_velocity: expected body or world"},
+      {{{"joints", {"tip"}}}, "state.joints: lists 1 joint(s), the system has 2 revolute joint(s)"},
+      {{{"joints", {"tip", "handle"}}}, "state.joints[1]: link 'handle' hangs on a fixed joint"},
+      {{{"joints", {"tip", "tip"}}}, "state.joints[1]: link 'tip' is listed twice"},
+      {{{"joints", {"tip", "nose"}}}, "state.joints[1]: no link 'nose' with a revolute joint"},
+      {{{"order", "drake"}}, "state: unknown key 'order'"},
+  };
+  for (const Case& c : cases) {
+    nlohmann::json b = j;
+    b["state"] = c.state;
+    std::string got = "(loaded)";
+    try {
+      system_from_json(b.dump(), "bad.json");
+    } catch (const Error& e) {
+      got = e.what();
+    }
+    EXPECT_NE(got.find(c.want), std::string::npos) << "expected '" << c.want << "' in: " << got;
+  }
+}
+
+// A run of a system file keeps its own copy (run/system.json): eval works after the file is
+// gone, a resume with the same file goes on, and one with an edited file is refused naming
+// the copy.
+TEST(SystemFile, ARunKeepsItsSystemAndRefusesAnEditedOne) {
+  const std::string dir = testing::fresh_dir("system_file_copy_", "chain3");
+  const std::string file = dir + "/mine.json";
+  std::filesystem::copy_file(kSource + "/tests/data/systems/chain3.json", file);
+  SyntheticSystemOptions o;
+  o.described = load_system(file);
+  o.system = o.described.name;
+  o.tosses = 6;
+  o.seed = 4;
+  write_system_tosses(dir + "/tosses.npz", generate_system_tosses(o));
+  TrainConfig c;
+  c.method = "ccn";
+  c.system = file;
+  c.data = dir + "/tosses.npz";
+  c.out = dir + "/run";
+  c.max_epochs = 1;
+  c.progress = false;
+  std::ostringstream log;
+  train(c, log);
+  EXPECT_EQ(testing::read_text_file(c.out + "/system.json"), system_json(o.described));
+  EvalOptions e;
+  e.run_dir = c.out;
+  const double before = evaluate_run(e)["position_error_m"].get<double>();
+  std::filesystem::remove(file);
+  EXPECT_EQ(evaluate_run(e)["position_error_m"].get<double>(), before);  // from the run's copy
+  // the file back as it was: the run resumes (one more epoch)
+  std::filesystem::copy_file(kSource + "/tests/data/systems/chain3.json", file);
+  c.max_epochs = 2;
+  EXPECT_TRUE(train(c, log).resumed);
+  // edited: resuming (more epochs) is refused
+  std::string text = testing::read_text_file(kSource + "/tests/data/systems/chain3.json");
+  text.replace(text.find("\"mass\": 0.3"), 11, "\"mass\": 0.35");
+  std::ofstream(file) << text;
+  c.max_epochs = 3;
+  try {
+    train(c, log);
+    ADD_FAILURE() << "a run resumed with an edited system file";
+  } catch (const Error& err) {
+    const std::string m = err.what();
+    EXPECT_NE(m.find("differs from the one this run began with (" + c.out + "/system.json)"), std::string::npos) << m;
+  }
+  EXPECT_EQ(testing::read_text_file(c.out + "/system.json"), system_json(o.described));  // the copy kept
+}
 
 // The same chain as URDF and as impulse's JSON (the tip a box in both): the same system,
 // to rounding (URDF's rpy goes through a quaternion)

@@ -19,6 +19,10 @@
 #include <string>
 #include <vector>
 
+#include <Eigen/Geometry>
+
+#include "io/npy.h"
+#include "io/npz.h"
 #include "io/system_tosses.h"
 #include "io/toss_data.h"
 #include "io/zip.h"
@@ -381,6 +385,138 @@ TEST(SystemTosses, NpzRoundTripExact) {
   EXPECT_EQ(c.tosses[0].name, "0");
   EXPECT_EQ(c.tosses[2].name, "2");
   EXPECT_EQ(c.tosses[2].rows, a.tosses[2].rows);
+}
+
+// ---- other state layouts --------------------------------------------------------------
+
+// a toss of a 2-joint system in the model's layout whose base turns about a fixed
+// tilted axis (w > 0 at the first row), with distinct joint values
+std::vector<double> turning_toss(int rows) {
+  std::vector<double> v;
+  for (int k = 0; k < rows; ++k) {
+    const double a = 0.3 + 0.4 * k;  // half the angle: q = (cos a, sin a u), u = (0.6, 0, 0.8)
+    const double r[] = {std::cos(a), 0.6 * std::sin(a), 0.0, 0.8 * std::sin(a), 0.01 * k, 0.02, 0.3,  // q, p
+                        0.5 - 0.1 * k, -0.7,                                                         // θ
+                        1.0 + k, 2.0, -3.0, 4.0, 5.0 - k, 6.0,                                       // ω body, v
+                        -2.5, 1.5 + k};                                                              // θ̇
+    v.insert(v.end(), std::begin(r), std::end(r));
+  }
+  return v;
+}
+
+// the same rows in a file's layout: the rotation as a row-major matrix, ω in world axes,
+// the joints in the order (1, 0)
+std::vector<double> as_matrix_world_swapped(const std::vector<double>& model, int rows) {
+  std::vector<double> out;
+  for (int k = 0; k < rows; ++k) {
+    const double* r = model.data() + 17 * k;
+    const Eigen::Matrix3d R = Eigen::Quaterniond(r[0], r[1], r[2], r[3]).toRotationMatrix();
+    for (int i = 0; i < 3; ++i)
+      for (int j = 0; j < 3; ++j) out.push_back(R(i, j));
+    for (int i = 4; i < 7; ++i) out.push_back(r[i]);
+    out.push_back(r[8]), out.push_back(r[7]);
+    const Eigen::Vector3d w = R * Eigen::Vector3d(r[9], r[10], r[11]);
+    for (int i = 0; i < 3; ++i) out.push_back(w(i));
+    for (int i = 12; i < 15; ++i) out.push_back(r[i]);
+    out.push_back(r[16]), out.push_back(r[15]);
+  }
+  return out;
+}
+
+// an .npz of states impulse did not write (no "layout" mark)
+void write_foreign_npz(const std::string& path, const std::vector<double>& states, int64_t width) {
+  impulse::NpzArchive a;
+  const int64_t R = static_cast<int64_t>(states.size()) / width;
+  a["states"] = impulse::make_npy({R, width}, states);
+  impulse::NpyArray off;
+  off.dtype = impulse::DType::kInt64;
+  off.shape = {2};
+  const int64_t o[2] = {0, R};
+  off.data.resize(16);
+  std::memcpy(off.data.data(), o, 16);
+  a["offsets"] = std::move(off);
+  a["dt"] = impulse::make_npy({1}, std::vector<double>{0.01});
+  impulse::write_npz(path, a);
+}
+
+TEST(SystemTosses, OtherStateLayoutsReadIntoTheModels) {
+  TempDir d;
+  const int rows = 6;
+  const std::vector<double> model = turning_toss(rows);
+  impulse::StateLayout L;
+  L.rotation = impulse::StateLayout::Rotation::kMatrix;
+  L.world_angular_velocity = true;
+  L.joints = {1, 0};
+  EXPECT_FALSE(L.is_model());
+  EXPECT_EQ(L.file_width(2), 22);
+  const std::vector<double> file = as_matrix_world_swapped(model, rows);
+  // a CCN .pt folder and an .npz of another program, both in that layout
+  fs::create_directories(d.str("pt"));
+  write_bytes(d.str("pt/0.pt"), pt_file(file, 22));
+  write_foreign_npz(d.str("foreign.npz"), file, 22);
+  for (const std::string& path : {d.str("pt"), d.str("foreign.npz")}) {
+    const SystemTossSet got = impulse::load_system_tosses(path, 17, 0, L);
+    EXPECT_EQ(got.width, 17);
+    ASSERT_EQ(got.tosses.size(), 1u);
+    ASSERT_EQ(got.tosses[0].rows.size(), model.size());
+    double err = 0;
+    for (size_t i = 0; i < model.size(); ++i) err = std::max(err, std::abs(got.tosses[0].rows[i] - model[i]));
+    EXPECT_LT(err, 1e-14) << path;  // the rows' quaternions keep one sign: a turns past π/2 here
+  }
+  // quaternion x, y, z, w: a permutation, read bit for bit
+  impulse::StateLayout X;
+  X.rotation = impulse::StateLayout::Rotation::kQuaternionXyzw;
+  std::vector<double> xyzw = model;
+  for (int k = 0; k < rows; ++k) {
+    double* r = xyzw.data() + 17 * k;
+    const double w = r[0];
+    r[0] = r[1], r[1] = r[2], r[2] = r[3], r[3] = w;
+  }
+  write_foreign_npz(d.str("xyzw.npz"), xyzw, 17);
+  EXPECT_EQ(impulse::load_system_tosses(d.str("xyzw.npz"), 17, 0, X).tosses[0].rows, model);
+  // impulse's own files are in the model's layout, whatever the description says
+  SystemTossSet own;
+  own.width = 17;
+  own.tosses.push_back({"0", model});
+  impulse::write_system_tosses(d.str("own.npz"), own);
+  EXPECT_EQ(impulse::load_system_tosses(d.str("own.npz"), 17, 0, L).tosses[0].rows, model);
+  // errors name the file, the row and the layout
+  ExpectError([&] { impulse::load_system_tosses(d.str("xyzw.npz"), 17, 0, L); },
+              {"xyzw.npz: states", "has 17 columns, expected 22", "rotation matrix, angular velocity in world axes, joints (1, 0)"});
+  std::vector<double> bad = file;
+  for (int i = 0; i < 9; ++i) bad[22 * 2 + i] *= 1.1;
+  write_foreign_npz(d.str("scaled.npz"), bad, 22);
+  ExpectError([&] { impulse::load_system_tosses(d.str("scaled.npz"), 17, 0, L); },
+              {"scaled.npz: toss 0: row 2, columns 0-8: not a rotation matrix"});
+  bad = file;
+  for (int i = 0; i < 3; ++i) bad[22 * 3 + 3 * i] = -bad[22 * 3 + 3 * i];  // a reflection
+  write_foreign_npz(d.str("mirror.npz"), bad, 22);
+  ExpectError([&] { impulse::load_system_tosses(d.str("mirror.npz"), 17, 0, L); },
+              {"mirror.npz: toss 0: row 3, columns 0-8: not a rotation matrix", "det -"});
+  // three joints in the order (1, 2, 0), a permutation that is not its own inverse: the
+  // data's joint j is the model's joint joints[j]
+  impulse::StateLayout P;
+  P.joints = {1, 2, 0};
+  const std::vector<double> m3 = sys_toss(3, 4, 3);  // width 19
+  std::vector<double> f3 = m3;
+  for (int k = 0; k < 4; ++k)
+    for (int j = 0; j < 3; ++j) {
+      f3[19 * k + 7 + j] = m3[19 * k + 7 + P.joints[size_t(j)]];
+      f3[19 * k + 16 + j] = m3[19 * k + 16 + P.joints[size_t(j)]];
+    }
+  ASSERT_NE(f3, m3);
+  write_foreign_npz(d.str("perm.npz"), f3, 19);
+  const SystemTossSet p3 = impulse::load_system_tosses(d.str("perm.npz"), 19, 0, P);
+  EXPECT_EQ(p3.tosses[0].rows, m3);
+  EXPECT_FALSE(p3.marked);
+  EXPECT_FALSE(impulse::is_synthetic(p3, P));  // another program's recording
+  EXPECT_TRUE(impulse::is_synthetic(impulse::load_system_tosses(d.str("own.npz"), 17, 0, L), L));  // impulse's own
+  impulse::StateLayout dup = L;
+  dup.joints = {0, 0};
+  ExpectError([&] { impulse::load_system_tosses(d.str("foreign.npz"), 17, 0, dup); },
+              {"foreign.npz", "not a permutation of the system's 2 joint(s)"});
+  ExpectError([&] { impulse::load_system_tosses(d.str("foreign.npz"), 0, 0, L); },
+              {"foreign.npz", "needs the system's width"});
 }
 
 TEST(SystemTosses, WriteValidates) {

@@ -3,6 +3,7 @@
 
 #include <Eigen/Dense>
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 
 #include <cstdlib>
@@ -288,6 +289,18 @@ struct KeptSolver {
   void solve_all(const QpBatch<double>& data, const QpSettings<double>& st, QpSolutions<double>& sol, bool warm,
                  bool reuse) {
     for (int k = 0; k < bt.size; ++k) solve(data, k, st, sol, warm, reuse);
+  }
+};
+
+// A test name for a system parameter: the built-in's name, or a file's stem
+// ("chain3" for .../tests/data/systems/chain3.json), so that test names carry no path.
+struct SystemParamName {
+  template <class Info>
+  std::string operator()(const Info& info) const {
+    std::string s = std::filesystem::path(info.param).stem().string();
+    for (char& c : s)
+      if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+    return s;
   }
 };
 

@@ -326,10 +326,10 @@ double volume_error(const Points& truth, const Points& learned) {
 }
 
 std::vector<int> convex_hull_vertex_indices(const std::vector<Eigen::Vector3d>& points) {
-  check_finite(points, "convex_hull_vertices", "the points");
+  check_finite(points, "convex_hull_vertex_indices", "the points");
   Box box;
   box.add(points);
-  const Hull h = build_hull(shifted(points, box.centre()), "convex_hull_vertices");
+  const Hull h = build_hull(shifted(points, box.centre()), "convex_hull_vertex_indices");
   if (!h.solid) return {};
   std::vector<int> ids = h.ids;
   std::sort(ids.begin(), ids.end());

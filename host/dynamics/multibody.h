@@ -33,6 +33,7 @@
 #include <Eigen/Dense>
 
 #include "host/dynamics/inertia.h"
+#include "io/system_tosses.h"
 
 namespace impulse {
 
@@ -51,6 +52,9 @@ struct MultibodySystem {
   std::vector<LinkSpec> links;
   double gravity = 9.81;  // m/s², along −z world
   double mu = 0.3;        // nominal friction
+  // the layout its data files use where it is not the model's (io/system_tosses.h;
+  // a description's "state": host/systems/system_file.h)
+  StateLayout layout;
 
   int num_links() const { return static_cast<int>(links.size()); }
   int joints() const { return num_links() - 1; }

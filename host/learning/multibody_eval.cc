@@ -69,7 +69,7 @@ LoadedRun load(const EvalOptions& opt) {
   const std::string cfg_path = (fs::path(opt.run_dir) / "config.json").string();
   const nlohmann::json cj = read_json_file(cfg_path);
   L.cfg = TrainConfig::from_json(cj);
-  L.sys = load_system(L.cfg.system);
+  L.sys = run_system(opt.run_dir, L.cfg.system);
   try {
     L.split.train = cj.at("split").at("train").get<std::vector<int>>();
     L.split.valid = cj.at("split").at("valid").get<std::vector<int>>();
@@ -81,8 +81,8 @@ LoadedRun load(const EvalOptions& opt) {
   static_cast<RunModel&>(L) = model_of(L.sys, L.cfg.method, read_json_file(ppath), ppath);
   const std::string path = opt.data.empty() ? L.cfg.data : opt.data;
   L.same_data = opt.data.empty() || fs::weakly_canonical(opt.data) == fs::weakly_canonical(L.cfg.data);
-  L.data = load_system_tosses(path, L.sys.width(), opt.dt > 0 ? opt.dt : L.cfg.dt);
-  L.synthetic = L.data.format == "impulse-multibody";
+  L.data = load_system_tosses(path, L.sys.width(), opt.dt > 0 ? opt.dt : L.cfg.dt, L.sys.layout);
+  L.synthetic = is_synthetic(L.data, L.sys.layout);
   return L;
 }
 

@@ -33,6 +33,7 @@
 #include <nlohmann/json.hpp>
 
 #include "host/dynamics/contact_model.h"
+#include "host/dynamics/multibody.h"
 #include "host/dynamics/rigid_body.h"
 #include "io/toss_data.h"
 
@@ -120,6 +121,10 @@ void validate_train_config(const TrainConfig& cfg);
 // Trains (or resumes the run in cfg.out when its checkpoint exists and its
 // config matches). Log lines go to `log` and to RUN_DIR/log.txt.
 TrainResult train(const TrainConfig& cfg, std::ostream& log);
+
+// The system of a run: for a system file, the run's own copy (run_dir/system.json, written
+// when the run began, so the run outlives a moved or edited file), else load_system(system).
+MultibodySystem run_system(const std::string& run_dir, const std::string& system);
 
 // A trained model from a run directory, able to step a state forward.
 class TrainedModel {

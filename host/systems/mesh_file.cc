@@ -38,10 +38,14 @@ std::string resolve_mesh_path(const std::string& ref, const std::string& base_di
       while (std::getline(dirs, dir, ':')) {
         if (dir.empty()) continue;
         searched += (searched.empty() ? "" : ", ") + dir;
-        const fs::path p = fs::path(dir) / package / inside;
-        if (fs::exists(p)) return p.string();
-        const fs::path q = fs::path(dir) / inside;  // a path entry that is the package itself
-        if (fs::path(dir).filename() == package && fs::exists(q)) return q.string();
+        std::error_code ec;
+        const fs::path base = fs::path(dir).lexically_normal();
+        const fs::path p = base / package / inside;
+        if (fs::exists(p, ec)) return p.string();
+        // a path entry that is the package itself ("a/b/pkg" or "a/b/pkg/")
+        const fs::path name = base.has_filename() ? base.filename() : base.parent_path().filename();
+        const fs::path q = base / inside;
+        if (name == package && fs::exists(q, ec)) return q.string();
       }
     }
     throw Error(who + ": mesh '" + ref + "': package '" + package + "' not found (" +
@@ -77,12 +81,18 @@ std::vector<Eigen::Vector3d> mesh_hull_vertices(const std::string& path, const E
     for (unsigned v = 0; v < mesh->mNumVertices; ++v) {
       const aiVector3D& p = mesh->mVertices[v];
       const Eigen::Vector3d x(scale[0] * p.x, scale[1] * p.y, scale[2] * p.z);
-      if (!x.allFinite()) throw Error(what + ": vertex " + std::to_string(v) + " is not finite");
+      if (!x.allFinite())
+        throw Error(what + ": mesh " + std::to_string(i) + ", vertex " + std::to_string(v) + " is not finite");
       points.push_back(x);
     }
   }
   if (points.empty()) throw Error(what + ": the mesh has no vertices");
-  const std::vector<int> hull = convex_hull_vertex_indices(points);
+  std::vector<int> hull;
+  try {
+    hull = convex_hull_vertex_indices(points);
+  } catch (const Error& e) {
+    throw Error(what + ": its convex hull: " + e.what());
+  }
   if (hull.empty())
     throw Error(what + ": the mesh is flat (its " + std::to_string(points.size()) +
                 " vertices lie in a plane, on a line or at a point): no solid to touch the ground with");

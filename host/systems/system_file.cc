@@ -293,6 +293,53 @@ bool ends_with(const std::string& s, const std::string& tail) {
 
 bool is_system_file(const std::string& s) { return ends_with(s, ".json") || ends_with(s, ".urdf"); }
 
+namespace {
+
+// "state": the layout of the system's data files (io/system_tosses.h's StateLayout)
+StateLayout read_layout(const Reader& r, const json& j, const MultibodySystem& sys, const std::vector<Declared>& declared) {
+  r.only_keys(j, "state", {"rotation", "angular_velocity", "joints"});
+  StateLayout L;
+  if (j.contains("rotation")) {
+    const std::string v = r.text(j["rotation"], "state.rotation");
+    if (v == "quaternion_wxyz") L.rotation = StateLayout::Rotation::kQuaternionWxyz;
+    else if (v == "quaternion_xyzw") L.rotation = StateLayout::Rotation::kQuaternionXyzw;
+    else if (v == "matrix") L.rotation = StateLayout::Rotation::kMatrix;
+    else r.fail("state.rotation: expected quaternion_wxyz, quaternion_xyzw or matrix, got '" + v + "'");
+  }
+  if (j.contains("angular_velocity")) {
+    const std::string v = r.text(j["angular_velocity"], "state.angular_velocity");
+    if (v != "body" && v != "world") r.fail("state.angular_velocity: expected body or world, got '" + v + "'");
+    L.world_angular_velocity = v == "world";
+  }
+  if (j.contains("joints")) {
+    const json& jj = j["joints"];
+    if (!jj.is_array()) r.fail("state.joints: expected a list of link names (each names its revolute joint)");
+    if (static_cast<int>(jj.size()) != sys.joints())
+      r.fail("state.joints: lists " + std::to_string(jj.size()) + " joint(s), the system has " +
+             std::to_string(sys.joints()) + " revolute joint(s)");
+    std::vector<char> seen(static_cast<size_t>(sys.joints()), 0);
+    for (size_t i = 0; i < jj.size(); ++i) {
+      const std::string n = r.text(jj[i], "state.joints[" + std::to_string(i) + "]");
+      int found = -1;
+      for (int l = 1; l < sys.num_links(); ++l)
+        if (sys.links[size_t(l)].name == n) found = l - 1;
+      if (found < 0) {
+        for (const Declared& d : declared)
+          if (d.name == n && d.joint == "fixed")
+            r.fail("state.joints[" + std::to_string(i) + "]: link '" + n +
+                   "' hangs on a fixed joint (merged into its parent): it has no joint angle");
+        r.fail("state.joints[" + std::to_string(i) + "]: no link '" + n + "' with a revolute joint");
+      }
+      if (seen[size_t(found)]) r.fail("state.joints[" + std::to_string(i) + "]: link '" + n + "' is listed twice");
+      seen[size_t(found)] = 1;
+      L.joints.push_back(found);
+    }
+  }
+  return L;
+}
+
+}  // namespace
+
 MultibodySystem system_from_json(const std::string& text, const std::string& where, const std::string& base_dir) {
   const Reader r{where, base_dir};
   json j;
@@ -301,7 +348,7 @@ MultibodySystem system_from_json(const std::string& text, const std::string& whe
   } catch (const json::parse_error& e) {
     r.fail(std::string("not valid JSON (") + e.what() + ")");
   }
-  r.only_keys(j, "the system", {"format", "name", "gravity", "friction", "links"});
+  r.only_keys(j, "the system", {"format", "name", "gravity", "friction", "links", "state"});
   if (!j.contains("format") || !j["format"].is_string() || j["format"].get<std::string>() != "impulse-system-1")
     r.fail("expected \"format\": \"impulse-system-1\" (an impulse system description)");
   const std::string name = j.contains("name") ? r.text(j["name"], "name") : where;
@@ -311,7 +358,9 @@ MultibodySystem system_from_json(const std::string& text, const std::string& whe
   if (!j.contains("links") || !j["links"].is_array() || j["links"].empty()) r.fail("no links (\"links\": [ ... ])");
   std::vector<Declared> links;
   for (size_t i = 0; i < j["links"].size(); ++i) links.push_back(read_link(r, j["links"][i], i));
-  return build_declared(where, name, gravity, mu, links);
+  MultibodySystem sys = build_declared(where, name, gravity, mu, links);
+  if (j.contains("state")) sys.layout = read_layout(r, j["state"], sys, links);
+  return sys;
 }
 
 MultibodySystem load_system(const std::string& s) {
@@ -353,7 +402,23 @@ std::string system_json(const MultibodySystem& sys) {
     }
     o << "\n      ]\n    }";
   }
-  o << "\n  ]\n}\n";
+  o << "\n  ]";
+  const StateLayout& L = sys.layout;
+  if (!L.is_model()) {
+    o << ",\n  \"state\": {\"rotation\": \""
+      << (L.rotation == StateLayout::Rotation::kMatrix            ? "matrix"
+          : L.rotation == StateLayout::Rotation::kQuaternionXyzw ? "quaternion_xyzw"
+                                                                  : "quaternion_wxyz")
+      << "\", \"angular_velocity\": \"" << (L.world_angular_velocity ? "world" : "body") << "\"";
+    if (!L.joints.empty()) {
+      o << ", \"joints\": [";
+      for (size_t j = 0; j < L.joints.size(); ++j)
+        o << (j ? ", " : "") << json(sys.links[size_t(L.joints[j] + 1)].name).dump();
+      o << "]";
+    }
+    o << "}";
+  }
+  o << "\n}\n";
   return o.str();
 }
 

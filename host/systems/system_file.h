@@ -6,7 +6,11 @@
 //   { "format": "impulse-system-1", "name": "elbow",
 //     "gravity": 9.81,            (optional, m/s², along -z world)
 //     "friction": 0.3,            (optional, the nominal coefficient)
-//     "links": [ LINK, ... ] }
+//     "links": [ LINK, ... ],
+//     "state": { "rotation": "quaternion_wxyz" | "quaternion_xyzw" | "matrix",
+//                "angular_velocity": "body" | "world",
+//                "joints": ["tip", "middle"] }  (optional: the data files' layout,
+//                io/system_tosses.h's StateLayout; joints named by the link each moves) }
 //
 //   LINK: { "name": "elbow_2",
 //           "parent": "elbow_1",  (absent for the base: exactly one link has none)
@@ -20,8 +24,8 @@
 //                                                        "centre": [x, y, z] (optional) }
 //           and/or "mesh": { "file": "hull.stl" (relative to the description's folder;
 //                                     any format assimp reads: STL, OBJ, COLLADA, PLY, ...),
-//                            "scale": s or [sx, sy, sz] (optional), "origin": [x, y, z],
-//                            "rpy": [r, p, y] (optional: the mesh frame in the link's) }
+//                            "scale": s or [sx, sy, sz], "origin": [x, y, z],
+//                            "rpy": [r, p, y] (each optional: the mesh frame in the link's) }
 //                   (the convex hull's vertices of the mesh's vertices become contacts),
 //           "size": [sx, sy, sz] (optional: the nominal box size a random initial
 //                   guess draws around; default the box's, else the vertices' extent) }

@@ -95,8 +95,11 @@ def load_system(system) -> dict:
     JSON description or a URDF, docs/systems.md), as the CLI's --system reads it: a dict
     of name, gravity, friction, width (the state's) and links, each with name, parent (-1
     for the base), joint_origin, axis, mass, com, inertia (3 x 3 about the COM) and
-    vertices (k x 3) as NumPy arrays. A bad file raises ValueError naming the file and the
-    link. The same names and files go to load_tosses, train and impulse.torch.CcnLoss."""
+    vertices (k x 3) as NumPy arrays, and state: the layout its data files use (rotation
+    quaternion_wxyz | quaternion_xyzw | matrix, angular_velocity body | world, joints: the
+    data's joint columns by link name), which load_tosses converts from. A bad file raises
+    ValueError naming the file and the link. The same names and files go to load_tosses,
+    train and impulse.torch.CcnLoss."""
     if not isinstance(system, (str, _os.PathLike)):
         raise ValueError(f"system: expected a system name or a file, got {system!r}")
     d = dict(_impulse.load_system(_os.fspath(system)))
@@ -114,8 +117,9 @@ def load_system(system) -> dict:
 def load_tosses(path, system=None, *, dt=0.0) -> Tosses:
     """Reads toss data in every format the CLI reads (ContactNets' .pt folders, CCN's zip
     .pt folders, impulse's .npz; float64 or float32 tensors) and returns a Tosses. With
-    system (cube | asymmetric | elbow), the tosses are read as that multibody system's
-    (its row width, checked). dt > 0 is the time step in seconds where it differs from
+    system (cube | asymmetric | elbow, or a system file), the tosses are read as that
+    multibody system's (its row width, checked; a file's "state" layout converted to the
+    model's). dt > 0 is the time step in seconds where it differs from
     what the data say (experiment.json, the .npz's meta, 0.0068 for CCN folders), as the
     CLI's --dt. A missing, corrupt or inconsistent file raises ValueError naming the
     file, and the row and column of a value where that is the fault."""

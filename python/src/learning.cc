@@ -99,6 +99,18 @@ nb::dict load_system_description(const std::string& name_or_path) {
     links.append(k);
   }
   d["links"] = links;
+  // the data files' layout (a description's "state"; docs/systems.md)
+  const impulse::StateLayout& L = sys.layout;
+  nb::dict st;
+  st["rotation"] = L.rotation == impulse::StateLayout::Rotation::kMatrix            ? "matrix"
+                   : L.rotation == impulse::StateLayout::Rotation::kQuaternionXyzw ? "quaternion_xyzw"
+                                                                                   : "quaternion_wxyz";
+  st["angular_velocity"] = L.world_angular_velocity ? "world" : "body";
+  nb::list joints;
+  for (int j = 0; j < sys.joints(); ++j)
+    joints.append(sys.links[static_cast<size_t>((L.joints.empty() ? j : L.joints[static_cast<size_t>(j)]) + 1)].name);
+  st["joints"] = joints;
+  d["state"] = st;
   return d;
 }
 
@@ -108,7 +120,7 @@ nb::dict load_system_tosses(const std::string& path, const std::string& system, 
   impulse::SystemTossSet set;
   {
     nb::gil_scoped_release release;
-    set = impulse::load_system_tosses(path, sys.width(), dt);
+    set = impulse::load_system_tosses(path, sys.width(), dt, sys.layout);
   }
   nb::dict r;
   r["format"] = set.format;

@@ -140,6 +140,51 @@ def test_load_system_reads_the_builtins_files_and_urdfs_as_the_cli_does(tmp_path
         impulse.load_system("pendulum")
 
 
+def test_a_mesh_collision_and_a_stated_layout_load_as_the_cli_reads_them(tmp_path):
+    wedge = impulse.load_system(os.path.join(ROOT, "tests", "data", "systems", "wedge.urdf"))
+    # the STL's 7 points, one on the bottom face: the hull's 6 vertices (assimp reads floats)
+    want = np.array([[0, 0, 0], [0.08, 0, 0], [0, 0.05, 0], [0.01, 0.01, 0.04], [0.06, 0.005, 0.035],
+                     [0.005, 0.045, 0.03]])
+    got = wedge["links"][0]["vertices"]
+    assert got.shape == (6, 3)
+    assert max(np.min(np.linalg.norm(got - w, axis=1)) for w in want) < 2e-8
+    # the chain with its data as rotation matrices, world-axes ω and the joints as (tip, middle)
+    desc = json.loads(open(os.path.join(ROOT, "tests", "data", "systems", "chain3.json")).read())
+    desc["state"] = {"rotation": "matrix", "angular_velocity": "world", "joints": ["tip", "middle"]}
+    stated = tmp_path / "chain3_matrix.json"
+    stated.write_text(json.dumps(desc))
+    s = impulse.load_system(stated)
+    assert s["state"] == {"rotation": "matrix", "angular_velocity": "world", "joints": ["tip", "middle"]}
+    assert impulse.load_system("elbow")["state"]["rotation"] == "quaternion_wxyz"
+    # model rows: a base turning about a tilted axis, joints and rates distinct
+    rows = []
+    for k in range(5):
+        a = 0.2 + 0.5 * k
+        q = [np.cos(a), 0.6 * np.sin(a), 0.0, 0.8 * np.sin(a)]
+        rows.append(q + [0.01 * k, 0.02, 0.3, 0.4 - 0.1 * k, -0.6, 1.0 + k, 2.0, -3.0, 4.0, 5.0 - k, 6.0, -2.5, 1.5 + k])
+    model = np.array(rows)
+    foreign = []
+    for r in model:
+        w, x, y, z = r[:4]
+        R = np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+                      [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+                      [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]])
+        foreign.append(np.concatenate([R.ravel(), r[4:7], r[[8, 7]], R @ r[9:12], r[12:15], r[[16, 15]]]))
+    path = tmp_path / "recorded.npz"
+    np.savez(path, states=np.array(foreign), offsets=np.array([0, 5], dtype=np.int64), dt=np.array([0.01]))
+    t = impulse.load_tosses(path, stated)
+    assert t.width == 17
+    np.testing.assert_allclose(t.states[0], model, rtol=0, atol=1e-13)
+    with pytest.raises(ValueError, match=r"has 17 columns, expected 22 .*rotation matrix"):
+        impulse.load_tosses(_write_model(tmp_path, model), stated)
+
+
+def _write_model(tmp_path, model):
+    p = tmp_path / "model.npz"
+    np.savez(p, states=model, offsets=np.array([0, len(model)], dtype=np.int64), dt=np.array([0.01]))
+    return p
+
+
 def test_tosses_load_for_a_system_from_its_file():
     elbow = os.path.join(ROOT, "data", "systems", "elbow.json")
     c = cli()
