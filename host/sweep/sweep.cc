@@ -669,7 +669,9 @@ struct Child {
   std::chrono::steady_clock::time_point started;
 };
 
-SweepResult run_sweep_impl(const SweepOptions& opt, std::ostream& log, const Mpi& mpi) {
+// The shard this process runs (--shard i/N, or MPI's rank of its size), after the
+// options' own checks.
+std::pair<int, int> checked_shard(const SweepOptions& opt, const Mpi& mpi) {
   if (opt.out.empty()) throw Error("sweep: --out is required");
   if (opt.jobs < 0) throw Error("sweep: --jobs must be >= 0");
   if (opt.threads_per_run < 0) throw Error("sweep: --threads-per-run must be >= 0");
@@ -682,10 +684,384 @@ SweepResult run_sweep_impl(const SweepOptions& opt, std::ostream& log, const Mpi
     shard = mpi.rank;
     shards = mpi.size;
   }
+  return {shard, shards};
+}
+
+// --list: every run's state and command, nothing written or started
+SweepResult list_sweep(const SweepSpec& spec, const SweepPaths& P, const SweepOptions& opt, int shard, int shards,
+                       std::ostream& log) {
+  SweepResult res;
+  int threads = opt.threads_per_run > 0 ? opt.threads_per_run : std::max(1, spec.threads_per_run);
+  for (const SweepRun& r : spec.runs) {
+    const SweepRow row = row_of(P, r.name, r.grid);
+    const bool mine = r.index % shards == shard;
+    res.mine += mine;
+    ++res.total;
+    res.done += row.status == "done";
+    res.failed += row.status == "failed";
+    res.pending += row.status == "pending";
+    log << r.index << " " << r.name << " [" << row.status << (mine ? "" : ", another shard's") << "]: "
+        << shell_command("impulse", train_arguments(r, P.run(r.name).string(), threads)) << "\n";
+    res.rows.push_back(row);
+  }
+  log << spec.runs.size() << " runs: " << res.done << " done, " << res.failed << " failed, " << res.pending
+      << " to run\n";
+  return res;
+}
+
+void make_sweep_folders(const SweepOptions& opt, const SweepPaths& P) {
+  std::error_code ec;
+  for (const char* d : {"runs", "logs", "status"}) {
+    fs::create_directories(P.root / d, ec);
+    if (ec) throw Error("--out " + opt.out + ": cannot create " + (P.root / d).string() + " (" + ec.message() + ")");
+  }
+}
+
+// one configuration per sweep directory: its record (sweep.json) written, or checked
+void check_or_write_record(const SweepOptions& opt, const SweepPaths& P, const SweepSpec& spec) {
+  const nlohmann::ordered_json rec = sweep_record(spec);
+  const fs::path rec_path = P.root / "sweep.json";
+  if (!fs::exists(rec_path)) {
+    write_text_atomic(rec_path.string(), rec.dump(2) + "\n");
+    return;
+  }
+  nlohmann::ordered_json old;
+  try {
+    old = nlohmann::ordered_json::parse(read_text_file(rec_path.string()));
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(rec_path.string() + ": damaged (" + e.what() + "); move the sweep directory aside to start over");
+  }
+  if (old.value("runs", nlohmann::ordered_json()) != rec["runs"] || old.value("eval_tosses", std::string()) != spec.eval_tosses) {
+    std::string first = "the number of runs";
+    const auto& oruns = old.value("runs", nlohmann::ordered_json::array());
+    for (size_t i = 0; i < std::min(oruns.size(), spec.runs.size()); ++i)
+      if (oruns[i] != rec["runs"][i]) {
+        first = "run " + std::to_string(i) + " (" + spec.runs[i].name + ")";
+        break;
+      }
+    throw Error(opt.out + " holds a sweep with another configuration (first difference: " + first +
+                "); choose another --out, or the same configuration to continue it");
+  }
+}
+
+// Runs a shard's runs as child processes (`impulse train`, then `impulse eval`), so many
+// at a time, each cuda run on a GPU with a free slot; keeps the event log, the live line
+// and the summary; a signal stops the children, which resume from their checkpoints.
+class SweepScheduler {
+ public:
+  SweepScheduler(const SweepSpec& spec, const SweepPaths& P, const SweepOptions& opt, std::ostream& log,
+                 const Mpi& mpi, int shard, int shards, std::vector<int> mine, std::string exe)
+      : spec_(spec), P_(P), opt_(opt), log_(log), mpi_(mpi), shard_(shard), shards_(shards), mine_(std::move(mine)),
+        exe_(std::move(exe)) {
+    share_machine();
+    event_log_.open(P_.root / "sweep.log", std::ios::app);
+    // (mpirun gives its ranks a pseudo-terminal even when its own output is a file:
+    // no live line there, where the ranks' lines would interleave)
+    live_ = opt_.progress && ::isatty(::fileno(stdout)) && &log_ == &std::cout && !mpi_.active;
+    queue_what_is_left();
+    // the summary's rows, kept here: a run that ends updates its own row, and the
+    // files are rewritten at most every few seconds (never more than about a tenth
+    // of the time), so a large grid costs its summary no more per run than a small one
+    rows_ = collect_sweep_rows(opt_.out);
+  }
+
+  void run() {
+    t_start_ = std::chrono::steady_clock::now();
+    auto last_live = t_start_ - std::chrono::seconds(10);
+    while (!queue_.empty() || !running_.empty()) {
+      if (g_stop.load() != 0 && !interrupted_) stop_all();
+      start_what_fits();
+      int st = 0;
+      const pid_t pid = ::waitpid(-1, &st, WNOHANG);
+      if (pid > 0) {
+        reap(pid, st);
+        continue;
+      }
+      if (pid < 0 && errno == ECHILD) {
+        running_.clear();  // nothing of ours is alive (should not happen)
+        continue;
+      }
+      const auto now = std::chrono::steady_clock::now();
+      if (live_ && now - last_live > std::chrono::milliseconds(500)) {
+        last_live = now;
+        show_live(now);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    if (live_) log_ << "\r\033[K";
+  }
+
+  // the summary: every rank's rows gathered on rank 0 (or this shard's view of the files)
+  SweepResult finish() {
+    SweepResult res;
+    res.interrupted = interrupted_;
+    res.mine = static_cast<int>(mine_.size());
+    rows_ = collect_sweep_rows(opt_.out);
+    if (mpi_.active && mpi_.size > 1) {
+      nlohmann::json part = nlohmann::json::array();
+      for (const SweepRow& r : rows_)
+        if (spec_.runs[static_cast<size_t>(&r - rows_.data())].index % shards_ == shard_) part.push_back(row_json(r));
+      const std::vector<std::string> all = mpi_.gather(part.dump());
+      if (mpi_.rank == 0) {
+        std::map<std::string, SweepRow> by_name;
+        for (const std::string& s : all)
+          for (const auto& j : nlohmann::json::parse(s)) by_name[j.at("name").get<std::string>()] = row_from_json(j);
+        for (SweepRow& r : rows_) r = by_name.at(r.name);
+      }
+    }
+    if (!(mpi_.active && mpi_.size > 1 && mpi_.rank != 0)) write_summary(P_, rows_, spec_.grid_keys);
+    for (const SweepRow& r : rows_) {
+      ++res.total;
+      if (r.status == "done") ++res.done;
+      else if (r.status == "failed") ++res.failed;
+      else ++res.pending;
+    }
+    res.rows = std::move(rows_);
+    const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start_).count();
+    if (!(mpi_.active && mpi_.rank != 0)) {
+      event(std::string(interrupted_ ? "stopped" : "finished") + " after " + duration_text(el) + ": " +
+            std::to_string(res.done) + " done, " + std::to_string(res.failed) + " failed, " +
+            std::to_string(res.pending) + " not run, of " + std::to_string(res.total) + "; " +
+            (P_.root / "summary.csv").string());
+      for (const SweepRow& r : res.rows)
+        if (r.status == "failed") event("  failed: " + r.name + ": " + r.error);
+    }
+    return res;
+  }
+
+ private:
+  // machine shares: threads per run, runs at a time, the GPUs
+  void share_machine() {
+    int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    if (const char* l = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE"); l != nullptr && mpi_.active)
+      cores = std::max(1, cores / std::max(1, std::atoi(l)));
+    threads_ = opt_.threads_per_run > 0 ? opt_.threads_per_run : spec_.threads_per_run;
+    if (threads_ <= 0) threads_ = mine_.empty() ? 1 : std::max(1, cores / static_cast<int>(mine_.size()));
+    jobs_ = opt_.jobs > 0 ? opt_.jobs : std::max(1, cores / threads_);
+    gpus_ = cuda::device_info().count;
+    on_device_.assign(static_cast<size_t>(std::max(gpus_, 0)), 0);
+  }
+
+  // what is left: runs without a finished run directory (failed ones tried again)
+  void queue_what_is_left() {
+    std::error_code ec;
+    int retried = 0;
+    for (int i : mine_) {
+      const SweepRun& r = spec_.runs[static_cast<size_t>(i)];
+      if (run_done(P_.run(r.name))) {
+        ++done_;
+        fs::remove(P_.status(r.name), ec);
+        continue;
+      }
+      if (fs::exists(P_.status(r.name))) ++retried;
+      queue_.push_back(i);
+    }
+    event("sweep " + opt_.out + ": " + std::to_string(spec_.runs.size()) + " runs" +
+          (shards_ > 1 ? ", " + std::to_string(mine_.size()) + " in this shard" : std::string()) + "; " +
+          std::to_string(done_) + " done, " + std::to_string(queue_.size()) + " to run" +
+          (retried > 0 ? " (" + std::to_string(retried) + " failed before, tried again)" : std::string()) + "; " +
+          std::to_string(jobs_) + " at a time, " + std::to_string(threads_) + " thread(s) each" +
+          (gpus_ > 0 ? ", " + std::to_string(gpus_) + " GPU(s)" : std::string()));
+  }
+
+  void event(const std::string& s) {
+    const std::string line = "[" + now_text() + "] " +
+                             (shards_ > 1 ? "shard " + std::to_string(shard_) + "/" + std::to_string(shards_) + ": " : "") + s;
+    event_log_ << line << "\n";
+    event_log_.flush();
+    if (live_) log_ << "\r\033[K";
+    log_ << line << "\n";
+    if (live_) log_ << live_line_;
+    log_.flush();
+  }
+
+  void update_summary(int run, bool force) {
+    if (run >= 0) {
+      const SweepRun& r = spec_.runs[static_cast<size_t>(run)];
+      rows_[static_cast<size_t>(run)] = row_of(P_, r.name, r.grid);
+    }
+    const auto now = std::chrono::steady_clock::now();
+    if (!force && std::chrono::duration<double>(now - last_summary_).count() < std::max(2.0, 10 * summary_cost_)) return;
+    write_summary(P_, rows_, spec_.grid_keys);
+    last_summary_ = std::chrono::steady_clock::now();
+    summary_cost_ = std::chrono::duration<double>(last_summary_ - now).count();
+  }
+
+  void record_failure(int run, const std::string& stage, nlohmann::json s) {
+    const SweepRun& r = spec_.runs[static_cast<size_t>(run)];
+    ++failed_;
+    s["stage"] = stage;
+    s["log"] = P_.log(r.name).string();
+    s["when"] = now_text();
+    write_text_atomic(P_.status(r.name).string(), s.dump(2) + "\n");
+    event("FAILED " + r.name + " (" + stage + "): " + s["error"].get<std::string>());
+  }
+
+  bool uses_cuda(int i) const {
+    const auto& o = spec_.runs[static_cast<size_t>(i)].options;
+    return o.contains("backend") && o["backend"] == "cuda";
+  }
+
+  // a run's stage as a child process: 0 train (a damaged checkpoint fails the run with
+  // the advice, keeping what it had), 1 eval
+  void start_stage(Child c) {
+    std::error_code ec;
+    const SweepRun& r = spec_.runs[static_cast<size_t>(c.run)];
+    const std::string dir = P_.run(r.name).string();
+    std::vector<std::string> args;
+    if (c.stage == 0) {
+      fs::create_directories(dir, ec);
+      const fs::path ckpt = fs::path(dir) / "checkpoint.json";
+      if (fs::exists(ckpt, ec)) {
+        try {
+          read_json_file(ckpt.string());
+        } catch (const Error& e) {
+          record_failure(c.run, "train",
+                         {{"error", std::string(e.what()) + "; the run cannot be resumed: move " + dir +
+                                        " aside (or remove it) and run the sweep again to train it anew"}});
+          if (c.device >= 0) --on_device_[static_cast<size_t>(c.device)];
+          update_summary(c.run, false);
+          return;
+        }
+      }
+      fs::remove(fs::path(dir) / "metrics.json", ec);  // never a stale score beside a newer model
+      args = train_arguments(r, dir, threads_);
+    } else {
+      args = {"eval", "--run", dir, "--out", (fs::path(dir) / "metrics.json").string(), "--threads",
+              std::to_string(threads_)};
+      if (!spec_.eval_tosses.empty()) args.insert(args.end(), {"--subset", spec_.eval_tosses});
+    }
+    const std::string lp = P_.log(r.name).string();
+    {
+      std::ofstream l(lp, std::ios::app);
+      l << "== " << now_text() << " " << shell_command("impulse", args) << "\n";
+      c.log_from = l.tellp();
+    }
+    std::vector<std::pair<std::string, std::string>> env;
+    if (c.device >= 0) env.emplace_back("CUDA_VISIBLE_DEVICES", std::to_string(c.device));
+    c.pid = spawn(exe_, args, lp, env);
+    if (c.stage == 0) c.started = std::chrono::steady_clock::now();
+    running_.push_back(c);
+  }
+
+  void stop_all() {
+    interrupted_ = true;
+    event("stopping (signal " + std::to_string(g_stop.load()) + "): the runs in progress are stopped and resume from "
+          "their checkpoints when the same command is given again");
+    for (const Child& c : running_) ::kill(c.pid, SIGTERM);
+    queue_.clear();
+  }
+
+  // the first queued runs that have a slot (a cuda run needs a free GPU)
+  void start_what_fits() {
+    while (!interrupted_ && !queue_.empty() && static_cast<int>(running_.size()) < jobs_) {
+      bool started = false;
+      for (auto it = queue_.begin(); it != queue_.end(); ++it) {
+        Child c;
+        c.run = *it;
+        if (uses_cuda(c.run) && gpus_ > 0) {
+          c.device = pick_device(on_device_, opt_.runs_per_gpu);
+          if (c.device < 0) continue;
+          ++on_device_[static_cast<size_t>(c.device)];
+        }
+        queue_.erase(it);
+        event("start " + spec_.runs[static_cast<size_t>(c.run)].name);
+        start_stage(c);
+        started = true;
+        break;
+      }
+      if (!started) break;
+    }
+  }
+
+  // a child that ended: its next stage, or the run done or failed
+  void reap(pid_t pid, int st) {
+    std::error_code ec;
+    auto it = std::find_if(running_.begin(), running_.end(), [&](const Child& c) { return c.pid == pid; });
+    if (it == running_.end()) return;
+    Child c = *it;
+    running_.erase(it);
+    const SweepRun& r = spec_.runs[static_cast<size_t>(c.run)];
+    const bool ok = WIFEXITED(st) && WEXITSTATUS(st) == 0;
+    if (ok && c.stage == 0 && !interrupted_) {
+      c.stage = 1;
+      start_stage(c);
+      return;
+    }
+    if (c.device >= 0) --on_device_[static_cast<size_t>(c.device)];
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - c.started).count();
+    if (ok && c.stage == 1) {
+      ++done_;
+      durations_.push_back(secs);
+      fs::remove(P_.status(r.name), ec);
+      std::string m;
+      try {
+        const nlohmann::json mj = read_json_file((P_.run(r.name) / "metrics.json").string());
+        char b[160];
+        std::snprintf(b, sizeof b, ": position error %.4g m, rotation error %.3g deg",
+                      mj.value("position_error_m", NAN), mj.value("rotation_error_deg", NAN));
+        m = b;
+      } catch (const std::exception&) {
+      }
+      event("done " + r.name + " in " + duration_text(secs) + m);
+    } else if (!interrupted_) {
+      nlohmann::json s = {{"error", error_from_log(P_.log(r.name).string(), c.log_from, st)}};
+      if (WIFEXITED(st))
+        s["exit_code"] = WEXITSTATUS(st);
+      else if (WIFSIGNALED(st))
+        s["signal"] = WTERMSIG(st);
+      record_failure(c.run, c.stage == 0 ? "train" : "eval", s);
+    }
+    if (!interrupted_) update_summary(c.run, false);
+  }
+
+  void show_live(std::chrono::steady_clock::time_point now) {
+    const int left = static_cast<int>(queue_.size() + running_.size());
+    std::string eta = "ETA -";
+    if (!durations_.empty()) {
+      double mean = 0;
+      for (double d : durations_) mean += d;
+      mean /= static_cast<double>(durations_.size());
+      eta = "ETA " + duration_text(mean * left / jobs_);
+    }
+    live_line_ = "sweep: " + std::to_string(done_) + "/" + std::to_string(mine_.size()) + " done, " +
+                 std::to_string(running_.size()) + " running, " + std::to_string(failed_) + " failed, " +
+                 std::to_string(queue_.size()) + " queued, " +
+                 duration_text(std::chrono::duration<double>(now - t_start_).count()) + " elapsed, " + eta;
+    log_ << "\r\033[K" << live_line_;
+    log_.flush();
+  }
+
+  const SweepSpec& spec_;
+  const SweepPaths& P_;
+  const SweepOptions& opt_;
+  std::ostream& log_;
+  const Mpi& mpi_;
+  const int shard_, shards_;
+  const std::vector<int> mine_;
+  const std::string exe_;
+  int threads_ = 1, jobs_ = 1, gpus_ = 0;
+  std::vector<int> on_device_;
+  std::ofstream event_log_;
+  bool live_ = false;
+  std::string live_line_;
+  std::deque<int> queue_;
+  int done_ = 0, failed_ = 0;
+  std::vector<SweepRow> rows_;
+  std::chrono::steady_clock::time_point last_summary_ = std::chrono::steady_clock::now() - std::chrono::hours(1);
+  double summary_cost_ = 0;
+  SignalGuard signals_;
+  std::vector<Child> running_;
+  std::vector<double> durations_;
+  std::chrono::steady_clock::time_point t_start_ = std::chrono::steady_clock::now();
+  bool interrupted_ = false;
+};
+
+SweepResult run_sweep_impl(const SweepOptions& opt, std::ostream& log, const Mpi& mpi) {
+  const auto [shard, shards] = checked_shard(opt, mpi);
   const SweepSpec spec = load_sweep_config(opt.config, opt.max_runs);
   const std::string exe = opt.exe.empty() ? self_exe() : opt.exe;
   if (::access(exe.c_str(), X_OK) != 0) throw Error("sweep: " + exe + " is not an executable impulse binary");
-
   const SweepPaths P{fs::path(opt.out)};
   // every run's options as `impulse train` reads them, before anything is written or started
   if (opt.check_run_args)
@@ -696,316 +1072,16 @@ SweepResult run_sweep_impl(const SweepOptions& opt, std::ostream& log, const Mpi
         throw Error(opt.config + ": run " + r.name + ": " + e.what());
       }
     }
-  std::error_code ec;
-  if (opt.list_only) {
-    SweepResult res;
-    int threads = opt.threads_per_run > 0 ? opt.threads_per_run : std::max(1, spec.threads_per_run);
-    for (const SweepRun& r : spec.runs) {
-      const SweepRow row = row_of(P, r.name, r.grid);
-      const bool mine = r.index % shards == shard;
-      res.mine += mine;
-      ++res.total;
-      res.done += row.status == "done";
-      res.failed += row.status == "failed";
-      res.pending += row.status == "pending";
-      log << r.index << " " << r.name << " [" << row.status << (mine ? "" : ", another shard's") << "]: "
-          << shell_command("impulse", train_arguments(r, P.run(r.name).string(), threads)) << "\n";
-      res.rows.push_back(row);
-    }
-    log << spec.runs.size() << " runs: " << res.done << " done, " << res.failed << " failed, " << res.pending
-        << " to run\n";
-    return res;
-  }
-  for (const char* d : {"runs", "logs", "status"}) {
-    fs::create_directories(P.root / d, ec);
-    if (ec) throw Error("--out " + opt.out + ": cannot create " + (P.root / d).string() + " (" + ec.message() + ")");
-  }
+  if (opt.list_only) return list_sweep(spec, P, opt, shard, shards, log);
+  make_sweep_folders(opt, P);
   const SweepDirLock lock(P.root, shard, shards, opt.out);
-  // one configuration per sweep directory
-  const nlohmann::ordered_json rec = sweep_record(spec);
-  const fs::path rec_path = P.root / "sweep.json";
-  if (fs::exists(rec_path)) {
-    nlohmann::ordered_json old;
-    try {
-      old = nlohmann::ordered_json::parse(read_text_file(rec_path.string()));
-    } catch (const nlohmann::json::exception& e) {
-      throw Error(rec_path.string() + ": damaged (" + e.what() + "); move the sweep directory aside to start over");
-    }
-    if (old.value("runs", nlohmann::ordered_json()) != rec["runs"] || old.value("eval_tosses", std::string()) != spec.eval_tosses) {
-      std::string first = "the number of runs";
-      const auto& oruns = old.value("runs", nlohmann::ordered_json::array());
-      for (size_t i = 0; i < std::min(oruns.size(), spec.runs.size()); ++i)
-        if (oruns[i] != rec["runs"][i]) {
-          first = "run " + std::to_string(i) + " (" + spec.runs[i].name + ")";
-          break;
-        }
-      throw Error(opt.out + " holds a sweep with another configuration (first difference: " + first +
-                  "); choose another --out, or the same configuration to continue it");
-    }
-  } else {
-    write_text_atomic(rec_path.string(), rec.dump(2) + "\n");
-  }
-
+  check_or_write_record(opt, P, spec);
   std::vector<int> mine;
   for (const SweepRun& r : spec.runs)
     if (r.index % shards == shard) mine.push_back(r.index);
-
-  // machine shares
-  int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  if (const char* l = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE"); l != nullptr && mpi.active)
-    cores = std::max(1, cores / std::max(1, std::atoi(l)));
-  int threads = opt.threads_per_run > 0 ? opt.threads_per_run : spec.threads_per_run;
-  if (threads <= 0) threads = mine.empty() ? 1 : std::max(1, cores / static_cast<int>(mine.size()));
-  const int jobs = opt.jobs > 0 ? opt.jobs : std::max(1, cores / threads);
-  const int gpus = cuda::device_info().count;
-  std::vector<int> on_device(static_cast<size_t>(std::max(gpus, 0)), 0);
-
-  std::ofstream event_log(P.root / "sweep.log", std::ios::app);
-  // (mpirun gives its ranks a pseudo-terminal even when its own output is a file:
-  // no live line there, where the ranks' lines would interleave)
-  const bool live = opt.progress && ::isatty(::fileno(stdout)) && &log == &std::cout && !mpi.active;
-  std::string live_line;
-  auto event = [&](const std::string& s) {
-    const std::string line = "[" + now_text() + "] " + (shards > 1 ? "shard " + std::to_string(shard) + "/" + std::to_string(shards) + ": " : "") + s;
-    event_log << line << "\n";
-    event_log.flush();
-    if (live) log << "\r\033[K";
-    log << line << "\n";
-    if (live) log << live_line;
-    log.flush();
-  };
-
-  // what is left
-  std::deque<int> queue;
-  int done = 0, failed = 0, retried = 0;
-  for (int i : mine) {
-    const SweepRun& r = spec.runs[static_cast<size_t>(i)];
-    if (run_done(P.run(r.name))) {
-      ++done;
-      fs::remove(P.status(r.name), ec);
-      continue;
-    }
-    if (fs::exists(P.status(r.name))) ++retried;
-    queue.push_back(i);
-  }
-  event("sweep " + opt.out + ": " + std::to_string(spec.runs.size()) + " runs" +
-        (shards > 1 ? ", " + std::to_string(mine.size()) + " in this shard" : std::string()) + "; " + std::to_string(done) +
-        " done, " + std::to_string(queue.size()) + " to run" +
-        (retried > 0 ? " (" + std::to_string(retried) + " failed before, tried again)" : std::string()) + "; " +
-        std::to_string(jobs) + " at a time, " + std::to_string(threads) + " thread(s) each" +
-        (gpus > 0 ? ", " + std::to_string(gpus) + " GPU(s)" : std::string()));
-
-  // the summary's rows, kept here: a run that ends updates its own row, and the
-  // files are rewritten at most every few seconds (never more than about a tenth
-  // of the time), so a large grid costs its summary no more per run than a small one
-  std::vector<SweepRow> rows = collect_sweep_rows(opt.out);
-  auto last_summary = std::chrono::steady_clock::now() - std::chrono::hours(1);
-  double summary_cost = 0;
-  auto update_summary = [&](int run, bool force) {
-    if (run >= 0) {
-      const SweepRun& r = spec.runs[static_cast<size_t>(run)];
-      rows[static_cast<size_t>(run)] = row_of(P, r.name, r.grid);
-    }
-    const auto now = std::chrono::steady_clock::now();
-    if (!force && std::chrono::duration<double>(now - last_summary).count() < std::max(2.0, 10 * summary_cost)) return;
-    write_summary(P, rows, spec.grid_keys);
-    last_summary = std::chrono::steady_clock::now();
-    summary_cost = std::chrono::duration<double>(last_summary - now).count();
-  };
-  auto record_failure = [&](int run, const std::string& stage, nlohmann::json s) {
-    const SweepRun& r = spec.runs[static_cast<size_t>(run)];
-    ++failed;
-    s["stage"] = stage;
-    s["log"] = P.log(r.name).string();
-    s["when"] = now_text();
-    write_text_atomic(P.status(r.name).string(), s.dump(2) + "\n");
-    event("FAILED " + r.name + " (" + stage + "): " + s["error"].get<std::string>());
-  };
-
-  SignalGuard signals;
-  std::vector<Child> running;
-  std::vector<double> durations;
-  const int total_mine = static_cast<int>(mine.size());
-  const auto t_start = std::chrono::steady_clock::now();
-  auto last_live = t_start - std::chrono::seconds(10);
-  bool interrupted = false;
-
-  auto uses_cuda = [&](int i) {
-    const auto& o = spec.runs[static_cast<size_t>(i)].options;
-    return o.contains("backend") && o["backend"] == "cuda";
-  };
-  auto start_stage = [&](Child c) {
-    const SweepRun& r = spec.runs[static_cast<size_t>(c.run)];
-    const std::string dir = P.run(r.name).string();
-    std::vector<std::string> args;
-    if (c.stage == 0) {
-      fs::create_directories(dir, ec);
-      // a damaged checkpoint cannot be resumed: the run fails with the advice, and
-      // keeps whatever it had (its metrics included)
-      const fs::path ckpt = fs::path(dir) / "checkpoint.json";
-      if (fs::exists(ckpt, ec)) {
-        try {
-          read_json_file(ckpt.string());
-        } catch (const Error& e) {
-          record_failure(c.run, "train",
-                         {{"error", std::string(e.what()) + "; the run cannot be resumed: move " + dir +
-                                        " aside (or remove it) and run the sweep again to train it anew"}});
-          if (c.device >= 0) --on_device[static_cast<size_t>(c.device)];
-          update_summary(c.run, false);
-          return;
-        }
-      }
-      fs::remove(fs::path(dir) / "metrics.json", ec);  // never a stale score beside a newer model
-      args = train_arguments(r, dir, threads);
-    } else {
-      args = {"eval", "--run", dir, "--out", (fs::path(dir) / "metrics.json").string(), "--threads",
-              std::to_string(threads)};
-      if (!spec.eval_tosses.empty()) args.insert(args.end(), {"--subset", spec.eval_tosses});
-    }
-    const std::string lp = P.log(r.name).string();
-    {
-      std::ofstream l(lp, std::ios::app);
-      l << "== " << now_text() << " " << shell_command("impulse", args) << "\n";
-      c.log_from = l.tellp();
-    }
-    std::vector<std::pair<std::string, std::string>> env;
-    if (c.device >= 0) env.emplace_back("CUDA_VISIBLE_DEVICES", std::to_string(c.device));
-    c.pid = spawn(exe, args, lp, env);
-    if (c.stage == 0) c.started = std::chrono::steady_clock::now();
-    running.push_back(c);
-  };
-
-  while (!queue.empty() || !running.empty()) {
-    if (g_stop.load() != 0 && !interrupted) {
-      interrupted = true;
-      event("stopping (signal " + std::to_string(g_stop.load()) + "): the runs in progress are stopped and resume from "
-            "their checkpoints when the same command is given again");
-      for (const Child& c : running) ::kill(c.pid, SIGTERM);
-      queue.clear();
-    }
-    // start what fits
-    while (!interrupted && !queue.empty() && static_cast<int>(running.size()) < jobs) {
-      // the first queued run that has a slot (a cuda run needs a free GPU)
-      bool started = false;
-      for (auto it = queue.begin(); it != queue.end(); ++it) {
-        Child c;
-        c.run = *it;
-        if (uses_cuda(c.run) && gpus > 0) {
-          c.device = pick_device(on_device, opt.runs_per_gpu);
-          if (c.device < 0) continue;
-          ++on_device[static_cast<size_t>(c.device)];
-        }
-        queue.erase(it);
-        event("start " + spec.runs[static_cast<size_t>(c.run)].name);
-        start_stage(c);
-        started = true;
-        break;
-      }
-      if (!started) break;
-    }
-    // reap
-    int st = 0;
-    const pid_t pid = ::waitpid(-1, &st, WNOHANG);
-    if (pid > 0) {
-      auto it = std::find_if(running.begin(), running.end(), [&](const Child& c) { return c.pid == pid; });
-      if (it == running.end()) continue;
-      Child c = *it;
-      running.erase(it);
-      const SweepRun& r = spec.runs[static_cast<size_t>(c.run)];
-      const bool ok = WIFEXITED(st) && WEXITSTATUS(st) == 0;
-      if (ok && c.stage == 0 && !interrupted) {
-        c.stage = 1;
-        start_stage(c);
-        continue;
-      }
-      if (c.device >= 0) --on_device[static_cast<size_t>(c.device)];
-      const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - c.started).count();
-      if (ok && c.stage == 1) {
-        ++done;
-        durations.push_back(secs);
-        fs::remove(P.status(r.name), ec);
-        std::string m;
-        try {
-          const nlohmann::json mj = read_json_file((P.run(r.name) / "metrics.json").string());
-          char b[160];
-          std::snprintf(b, sizeof b, ": position error %.4g m, rotation error %.3g deg",
-                        mj.value("position_error_m", NAN), mj.value("rotation_error_deg", NAN));
-          m = b;
-        } catch (const std::exception&) {
-        }
-        event("done " + r.name + " in " + duration_text(secs) + m);
-      } else if (!interrupted) {
-        nlohmann::json s = {{"error", error_from_log(P.log(r.name).string(), c.log_from, st)}};
-        if (WIFEXITED(st))
-          s["exit_code"] = WEXITSTATUS(st);
-        else if (WIFSIGNALED(st))
-          s["signal"] = WTERMSIG(st);
-        record_failure(c.run, c.stage == 0 ? "train" : "eval", s);
-      }
-      if (!interrupted) update_summary(c.run, false);
-      continue;
-    }
-    if (pid < 0 && errno == ECHILD) {
-      running.clear();  // nothing of ours is alive (should not happen)
-      continue;
-    }
-    // the live line
-    const auto now = std::chrono::steady_clock::now();
-    if (live && now - last_live > std::chrono::milliseconds(500)) {
-      last_live = now;
-      const int left = static_cast<int>(queue.size() + running.size());
-      std::string eta = "ETA -";
-      if (!durations.empty()) {
-        double mean = 0;
-        for (double d : durations) mean += d;
-        mean /= static_cast<double>(durations.size());
-        eta = "ETA " + duration_text(mean * left / jobs);
-      }
-      live_line = "sweep: " + std::to_string(done) + "/" + std::to_string(total_mine) + " done, " +
-                  std::to_string(running.size()) + " running, " + std::to_string(failed) + " failed, " +
-                  std::to_string(queue.size()) + " queued, " +
-                  duration_text(std::chrono::duration<double>(now - t_start).count()) + " elapsed, " + eta;
-      log << "\r\033[K" << live_line;
-      log.flush();
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  if (live) log << "\r\033[K";
-
-  // the summary: every rank's rows gathered on rank 0 (or this shard's view of the files)
-  SweepResult res;
-  res.interrupted = interrupted;
-  res.mine = total_mine;
-  rows = collect_sweep_rows(opt.out);
-  if (mpi.active && mpi.size > 1) {
-    nlohmann::json part = nlohmann::json::array();
-    for (const SweepRow& r : rows)
-      if (spec.runs[static_cast<size_t>(&r - rows.data())].index % shards == shard) part.push_back(row_json(r));
-    const std::vector<std::string> all = mpi.gather(part.dump());
-    if (mpi.rank == 0) {
-      std::map<std::string, SweepRow> by_name;
-      for (const std::string& s : all)
-        for (const auto& j : nlohmann::json::parse(s)) by_name[j.at("name").get<std::string>()] = row_from_json(j);
-      for (SweepRow& r : rows) r = by_name.at(r.name);
-    }
-  }
-  if (!(mpi.active && mpi.size > 1 && mpi.rank != 0)) write_summary(P, rows, spec.grid_keys);
-  for (const SweepRow& r : rows) {
-    ++res.total;
-    if (r.status == "done") ++res.done;
-    else if (r.status == "failed") ++res.failed;
-    else ++res.pending;
-  }
-  res.rows = std::move(rows);
-  const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
-  if (!(mpi.active && mpi.rank != 0)) {
-    event(std::string(interrupted ? "stopped" : "finished") + " after " + duration_text(el) + ": " + std::to_string(res.done) +
-          " done, " + std::to_string(res.failed) + " failed, " + std::to_string(res.pending) + " not run, of " +
-          std::to_string(res.total) + "; " + (P.root / "summary.csv").string());
-    for (const SweepRow& r : res.rows)
-      if (r.status == "failed") event("  failed: " + r.name + ": " + r.error);
-  }
-  return res;
+  SweepScheduler scheduler(spec, P, opt, log, mpi, shard, shards, std::move(mine), exe);
+  scheduler.run();
+  return scheduler.finish();
 }
 
 }  // namespace
