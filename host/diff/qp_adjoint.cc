@@ -175,49 +175,61 @@ struct Scratch {
   SchurWork schur;
 };
 
-// 0: solved; 1: by least squares; 2: a non-finite input (NaN gradients)
+// One problem's inputs and outputs in the batch (outputs null where not asked).
 template <class T>
-int one_problem(const QpAdjointBatch<T>& in, const QpAdjointOut<T>& out, int k, Scratch& w, int& unknowns) {
-  const int n = in.n, m = in.m();
-  const ConeSpec& c = in.cones;
-  const T* P = in.P + size_t(k) * n * n;
-  const T* A = in.A + size_t(k) * m * n;
-  const T* b = in.b + size_t(k) * m;
-  const T* x = in.x + size_t(k) * n;
-  const T* y = in.y + size_t(k) * m;
-  const T* gx = in.gx ? in.gx + size_t(k) * n : nullptr;
-  const T* gy = in.gy ? in.gy + size_t(k) * m : nullptr;
-  const double gv = in.gv ? double(in.gv[k]) : 0.0;
-  T* gP = out.gP ? out.gP + size_t(k) * n * n : nullptr;
-  T* gq = out.gq ? out.gq + size_t(k) * n : nullptr;
-  T* gA = out.gA ? out.gA + size_t(k) * m * n : nullptr;
-  T* gb = out.gb ? out.gb + size_t(k) * m : nullptr;
-  if (!finite(P, size_t(n) * n) || !finite(A, size_t(m) * n) || !finite(b, size_t(m)) || !finite(x, size_t(n)) ||
-      !finite(y, size_t(m)) || (gx && !finite(gx, size_t(n))) || (gy && !finite(gy, size_t(m))) ||
-      (in.gv && !finite(in.gv + k, 1))) {
-    const T nan = T(NAN);
-    if (gP) std::fill(gP, gP + size_t(n) * n, nan);
-    if (gq) std::fill(gq, gq + n, nan);
-    if (gA) std::fill(gA, gA + size_t(m) * n, nan);
-    if (gb) std::fill(gb, gb + m, nan);
-    unknowns = 0;
-    return 2;
-  }
+struct Problem {
+  int n, m;
+  const T *P, *A, *b, *x, *y, *gx, *gy;
+  double gv;
+  T *gP, *gq, *gA, *gb;
+};
 
-  // u = s - y with s = b - A x
+template <class T>
+Problem<T> problem_of(const QpAdjointBatch<T>& in, const QpAdjointOut<T>& out, int k) {
+  const int n = in.n, m = in.m();
+  Problem<T> p{n, m, in.P + size_t(k) * n * n, in.A + size_t(k) * m * n, in.b + size_t(k) * m,
+               in.x + size_t(k) * n, in.y + size_t(k) * m,
+               in.gx ? in.gx + size_t(k) * n : nullptr, in.gy ? in.gy + size_t(k) * m : nullptr,
+               in.gv ? double(in.gv[k]) : 0.0,
+               out.gP ? out.gP + size_t(k) * n * n : nullptr, out.gq ? out.gq + size_t(k) * n : nullptr,
+               out.gA ? out.gA + size_t(k) * m * n : nullptr, out.gb ? out.gb + size_t(k) * m : nullptr};
+  return p;
+}
+
+template <class T>
+bool finite_inputs(const Problem<T>& p, const T* gv) {
+  const int n = p.n, m = p.m;
+  return finite(p.P, size_t(n) * n) && finite(p.A, size_t(m) * n) && finite(p.b, size_t(m)) && finite(p.x, size_t(n)) &&
+         finite(p.y, size_t(m)) && (!p.gx || finite(p.gx, size_t(n))) && (!p.gy || finite(p.gy, size_t(m))) &&
+         (!gv || finite(gv, 1));
+}
+
+template <class T>
+void fill_nan(const Problem<T>& p) {
+  const T nan = T(NAN);
+  const int n = p.n, m = p.m;
+  if (p.gP) std::fill(p.gP, p.gP + size_t(n) * n, nan);
+  if (p.gq) std::fill(p.gq, p.gq + n, nan);
+  if (p.gA) std::fill(p.gA, p.gA + size_t(m) * n, nan);
+  if (p.gb) std::fill(p.gb, p.gb + m, nan);
+}
+
+// u = s − y with s = b − Ax, and the row groups that stay: D = 0 rows and boundary
+// cones (D = 1 rows have lu = 0). Returns the reduced system's size, n + their rows.
+template <class T>
+int active_groups(const Problem<T>& p, const ConeSpec& c, double eps, Scratch& w) {
+  const int n = p.n, m = p.m;
   w.s.assign(m, 0.0);
   w.u.assign(m, 0.0);
   double ymax = 1.0;
   for (int i = 0; i < m; ++i) {
     double ax = 0;
-    for (int j = 0; j < n; ++j) ax += double(A[size_t(i) * n + j]) * double(x[j]);
-    w.s[i] = double(b[i]) - ax;
-    w.u[i] = w.s[i] - double(y[i]);
-    ymax = std::max(ymax, std::abs(double(y[i])));
+    for (int j = 0; j < n; ++j) ax += double(p.A[size_t(i) * n + j]) * double(p.x[j]);
+    w.s[i] = double(p.b[i]) - ax;
+    w.u[i] = w.s[i] - double(p.y[i]);
+    ymax = std::max(ymax, std::abs(double(p.y[i])));
   }
-  const double tol = 10 * in.eps * ymax;
-
-  // the rows that stay: D = 0 rows and boundary cones (D = 1 rows have lu = 0)
+  const double tol = 10 * eps * ymax;
   w.groups.clear();
   for (int i = 0; i < c.n_zero; ++i) w.groups.push_back(Group{i, 1, false, {}});
   for (int i = c.n_zero; i < c.n_zero + c.n_nonneg; ++i)
@@ -236,160 +248,163 @@ int one_problem(const QpAdjointBatch<T>& in, const QpAdjointOut<T>& out, int k, 
   }
   int extra = 0;
   for (const Group& g : w.groups) extra += g.rows;
-  const int N = n + extra;
-  unknowns = N;
+  return n + extra;
+}
 
-  // the whole reduced system, J' restricted to (lx, lu of the groups):
-  // [P  A_G'; (D - I) A_G  D_G], for the factorizations when the null-space solve does not apply
-  const auto assemble_whole = [&] {
-    w.K.setZero(N, N);
-    w.r.setZero(N);
-    for (int i = 0; i < n; ++i) {
-      for (int j = 0; j < n; ++j) w.K(i, j) = double(P[size_t(i) * n + j]);
-      w.r[i] = gx ? double(gx[i]) : 0.0;
-    }
-    int col = n;
-    for (const Group& g : w.groups) {
-      for (int a = 0; a < g.rows; ++a) {
-        const int row = g.row + a, eq = col + a;
-        for (int j = 0; j < n; ++j) {
-          const double Aij = double(A[size_t(row) * n + j]);
-          w.K(j, eq) = Aij;  // A_G' in the first block row
-          if (!g.boundary) w.K(eq, j) = -Aij;  // (D - I) A with D = 0
-        }
-        if (g.boundary) {
-          for (int j = 0; j < n; ++j) {
-            double v = 0;
-            for (int bb = 0; bb < 3; ++bb)
-              v += (g.D[a][bb] - (a == bb ? 1.0 : 0.0)) * double(A[size_t(g.row + bb) * n + j]);
-            w.K(eq, j) = v;
-          }
-          for (int bb = 0; bb < 3; ++bb) w.K(eq, col + bb) = g.D[a][bb];
-        }
-        // the right side's second block: (D - I) gy on the group's rows
-        double rr = 0;
-        if (gy) {
-          if (g.boundary)
-            for (int bb = 0; bb < 3; ++bb) rr += (g.D[a][bb] - (a == bb ? 1.0 : 0.0)) * double(gy[g.row + bb]);
-          else
-            rr = -double(gy[row]);
-        }
-        w.r[eq] = rr;
+// the whole reduced system, J' restricted to (lx, lu of the groups):
+// [P  A_G'; (D - I) A_G  D_G], for the factorizations when the null-space solve does not apply
+template <class T>
+void assemble_whole(const Problem<T>& p, int N, Scratch& w) {
+  const int n = p.n;
+  w.K.setZero(N, N);
+  w.r.setZero(N);
+  for (int i = 0; i < n; ++i) {
+    for (int j = 0; j < n; ++j) w.K(i, j) = double(p.P[size_t(i) * n + j]);
+    w.r[i] = p.gx ? double(p.gx[i]) : 0.0;
+  }
+  int col = n;
+  for (const Group& g : w.groups) {
+    for (int a = 0; a < g.rows; ++a) {
+      const int row = g.row + a, eq = col + a;
+      for (int j = 0; j < n; ++j) {
+        const double Aij = double(p.A[size_t(row) * n + j]);
+        w.K(j, eq) = Aij;  // A_G' in the first block row
+        if (!g.boundary) w.K(eq, j) = -Aij;  // (D - I) A with D = 0
       }
-      col += g.rows;
+      if (g.boundary) {
+        for (int j = 0; j < n; ++j) {
+          double v = 0;
+          for (int bb = 0; bb < 3; ++bb)
+            v += (g.D[a][bb] - (a == bb ? 1.0 : 0.0)) * double(p.A[size_t(g.row + bb) * n + j]);
+          w.K(eq, j) = v;
+        }
+        for (int bb = 0; bb < 3; ++bb) w.K(eq, col + bb) = g.D[a][bb];
+      }
+      // the right side's second block: (D - I) gy on the group's rows
+      double rr = 0;
+      if (p.gy) {
+        if (g.boundary)
+          for (int bb = 0; bb < 3; ++bb) rr += (g.D[a][bb] - (a == bb ? 1.0 : 0.0)) * double(p.gy[g.row + bb]);
+        else
+          rr = -double(p.gy[row]);
+      }
+      w.r[eq] = rr;
     }
+    col += g.rows;
+  }
+}
+
+// The null-space solve (solve_null_space, or solve_schur where P is definite) on the
+// system's symmetric form. A cone on its boundary enters through its projection
+// derivative's eigen-directions (D = V diag(0, 1, (1 + r)/2) V', v0 = (1, -w)/√2,
+// v1 = (1, w)/√2, v2 = (0, w⊥)): in μ = V'lu_c its rows read (λ - 1) v'A_c lx + λ μ =
+// (λ - 1) v'gy, so v0 is an active row (a = v0'A_c), v1 has μ = 0, and v2's μ =
+// c (a2 lx - v2'gy) with c = (1 - λ)/λ, which adds c a2'a2 to P and c a2' v2'gy to the
+// first right side. lx being unique there (solve_null_space's condition), the
+// minimum-norm solution is the one with μ0 minimum-norm. False where neither applies;
+// else w.z holds (lx, lu of the groups) and least_squares whether the rows were dependent.
+template <class T>
+bool solve_reduced(const Problem<T>& p, int N, Scratch& w, bool& least_squares) {
+  const int n = p.n;
+  int kr = 0;
+  for (const Group& g : w.groups) kr += g.boundary ? 1 : g.rows;
+  w.Pm.resize(n, n);
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < n; ++j) w.Pm(i, j) = double(p.P[size_t(i) * n + j]);
+  w.Am.resize(kr, n);
+  Vec r1(n), r2(kr);
+  for (int i = 0; i < n; ++i) r1[i] = p.gx ? double(p.gx[i]) : 0.0;
+  struct Dir {
+    double v0[3], v2[3], c, a2y;
   };
-
-  bool least_squares = false;
-  bool done = false;
-  if (gx || gy) {
-    // the null-space solve (solve_null_space) on the system's symmetric form. A
-    // cone on its boundary enters through its projection derivative's eigen-
-    // directions (D = V diag(0, 1, (1 + r)/2) V', v0 = (1, -w)/√2, v1 = (1, w)/√2,
-    // v2 = (0, w⊥)): in μ = V'lu_c its rows read (λ - 1) v'A_c lx + λ μ =
-    // (λ - 1) v'gy, so v0 is an active row (a = v0'A_c), v1 has μ = 0, and v2's μ =
-    // c (a2 lx - v2'gy) with c = (1 - λ)/λ, which adds c a2'a2 to P and c a2' v2'gy
-    // to the first right side. lx being unique there (solve_null_space's
-    // condition), the minimum-norm solution is the one with μ0 minimum-norm.
-    int kr = 0;
-    for (const Group& g : w.groups) kr += g.boundary ? 1 : g.rows;
-    w.Pm.resize(n, n);
-    for (int i = 0; i < n; ++i)
-      for (int j = 0; j < n; ++j) w.Pm(i, j) = double(P[size_t(i) * n + j]);
-    w.Am.resize(kr, n);
-    Vec r1(n), r2(kr);
-    for (int i = 0; i < n; ++i) r1[i] = gx ? double(gx[i]) : 0.0;
-    struct Dir {
-      double v0[3], v2[3], c, a2y;
-    };
-    std::vector<Dir> dirs;
-    int row = 0;
-    for (const Group& g : w.groups) {
-      if (!g.boundary) {
-        for (int a = 0; a < g.rows; ++a, ++row) {
-          for (int j = 0; j < n; ++j) w.Am(row, j) = double(A[size_t(g.row + a) * n + j]);
-          r2[row] = gy ? -double(gy[g.row + a]) : 0.0;
-        }
-        continue;
+  std::vector<Dir> dirs;
+  int row = 0;
+  for (const Group& g : w.groups) {
+    if (!g.boundary) {
+      for (int a = 0; a < g.rows; ++a, ++row) {
+        for (int j = 0; j < n; ++j) w.Am(row, j) = double(p.A[size_t(g.row + a) * n + j]);
+        r2[row] = p.gy ? -double(p.gy[g.row + a]) : 0.0;
       }
-      const double* uc = &w.u[g.row];
-      const double nz = std::hypot(uc[1], uc[2]);
-      const double wv[2] = {uc[1] / nz, uc[2] / nz};
-      const double lam = 0.5 * (1 + uc[0] / nz);
-      const double h = std::sqrt(0.5);
-      Dir d{{h, -h * wv[0], -h * wv[1]}, {0.0, -wv[1], wv[0]}, (1 - lam) / lam, 0.0};
-      Vec a2 = Vec::Zero(n);
-      double gy0 = 0, gy2 = 0;
-      w.Am.row(row).setZero();
+      continue;
+    }
+    const double* uc = &w.u[g.row];
+    const double nz = std::hypot(uc[1], uc[2]);
+    const double wv[2] = {uc[1] / nz, uc[2] / nz};
+    const double lam = 0.5 * (1 + uc[0] / nz);
+    const double h = std::sqrt(0.5);
+    Dir d{{h, -h * wv[0], -h * wv[1]}, {0.0, -wv[1], wv[0]}, (1 - lam) / lam, 0.0};
+    Vec a2 = Vec::Zero(n);
+    double gy0 = 0, gy2 = 0;
+    w.Am.row(row).setZero();
+    for (int bb = 0; bb < 3; ++bb) {
+      const T* Ar = &p.A[size_t(g.row + bb) * n];
+      for (int j = 0; j < n; ++j) {
+        w.Am(row, j) += d.v0[bb] * double(Ar[j]);
+        a2[j] += d.v2[bb] * double(Ar[j]);
+      }
+      if (p.gy) {
+        gy0 += d.v0[bb] * double(p.gy[g.row + bb]);
+        gy2 += d.v2[bb] * double(p.gy[g.row + bb]);
+      }
+    }
+    r2[row] = -gy0;
+    w.Pm.noalias() += d.c * a2 * a2.transpose();
+    r1 += (d.c * gy2) * a2;
+    d.a2y = gy2;
+    dirs.push_back(d);
+    ++row;
+  }
+  Vec lx, lu;
+  int rank = 0;
+  if (!solve_schur(w.Pm, w.Am, r1, r2, lx, lu, rank, w.schur) && !solve_null_space(w.Pm, w.Am, r1, r2, lx, lu, rank))
+    return false;
+  w.z.resize(N);
+  w.z.head(n) = lx;
+  int gc = n, r = 0, bi = 0;
+  for (const Group& g : w.groups) {
+    if (!g.boundary) {
+      for (int a = 0; a < g.rows; ++a) w.z[gc + a] = lu[r++];
+    } else {
+      const Dir& d = dirs[size_t(bi++)];
+      double a2lx = 0;
       for (int bb = 0; bb < 3; ++bb) {
-        const T* Ar = &A[size_t(g.row + bb) * n];
-        for (int j = 0; j < n; ++j) {
-          w.Am(row, j) += d.v0[bb] * double(Ar[j]);
-          a2[j] += d.v2[bb] * double(Ar[j]);
-        }
-        if (gy) {
-          gy0 += d.v0[bb] * double(gy[g.row + bb]);
-          gy2 += d.v2[bb] * double(gy[g.row + bb]);
-        }
+        const T* Ar = &p.A[size_t(g.row + bb) * n];
+        double t = 0;
+        for (int j = 0; j < n; ++j) t += double(Ar[j]) * lx[j];
+        a2lx += d.v2[bb] * t;
       }
-      r2[row] = -gy0;
-      w.Pm.noalias() += d.c * a2 * a2.transpose();
-      r1 += (d.c * gy2) * a2;
-      d.a2y = gy2;
-      dirs.push_back(d);
-      ++row;
+      const double mu0 = lu[r++], mu2 = d.c * (a2lx - d.a2y);
+      for (int bb = 0; bb < 3; ++bb) w.z[gc + bb] = d.v0[bb] * mu0 + d.v2[bb] * mu2;
     }
-    Vec lx, lu;
-    int rank = 0;
-    if (solve_schur(w.Pm, w.Am, r1, r2, lx, lu, rank, w.schur) ||
-        solve_null_space(w.Pm, w.Am, r1, r2, lx, lu, rank)) {
-      w.z.resize(N);
-      w.z.head(n) = lx;
-      int gc = n, r = 0, bi = 0;
-      for (const Group& g : w.groups) {
-        if (!g.boundary) {
-          for (int a = 0; a < g.rows; ++a) w.z[gc + a] = lu[r++];
-        } else {
-          const Dir& d = dirs[size_t(bi++)];
-          double a2lx = 0;
-          for (int bb = 0; bb < 3; ++bb) {
-            const T* Ar = &A[size_t(g.row + bb) * n];
-            double t = 0;
-            for (int j = 0; j < n; ++j) t += double(Ar[j]) * lx[j];
-            a2lx += d.v2[bb] * t;
-          }
-          const double mu0 = lu[r++], mu2 = d.c * (a2lx - d.a2y);
-          for (int bb = 0; bb < 3; ++bb) w.z[gc + bb] = d.v0[bb] * mu0 + d.v2[bb] * mu2;
-        }
-        gc += g.rows;
-      }
-      least_squares = rank < kr;
-      done = true;
-    }
+    gc += g.rows;
   }
-  if (!done && (gx || gy)) {
-    assemble_whole();
-    // LU where the system is well conditioned; where it is singular or nearly so
-    // (a degenerate solution: more rows at their bound than the variables fix, or
-    // P singular on the active rows' null space) LU's answer is a solution of
-    // arbitrary size along the null space (1e37 was seen), so the minimum-norm
-    // least-squares one is taken, with the directions below kRankTol of the
-    // largest treated as null
-    Eigen::PartialPivLU<Mat> lu(w.K);
-    w.z = lu.solve(w.r);
-    const double scale = w.K.cwiseAbs().rowwise().sum().maxCoeff() * w.z.cwiseAbs().maxCoeff() +
-                         w.r.cwiseAbs().maxCoeff();
-    const double resid = (w.K * w.z - w.r).cwiseAbs().maxCoeff();
-    if (!w.z.allFinite() || !(resid <= 1e-10 * scale) || !(lu.rcond() > kRankTol)) {
-      Eigen::CompleteOrthogonalDecomposition<Mat> cod;
-      cod.setThreshold(kRankTol);
-      cod.compute(w.K);
-      w.z = cod.solve(w.r);
-      least_squares = true;
-    }
-  } else if (!done) {  // no gradient of x or y: only the value's terms
-    w.z.setZero(N);
-  }
+  least_squares = rank < kr;
+  return true;
+}
+
+// The whole reduced system (assemble_whole) by LU where it is well conditioned; where it
+// is singular or nearly so (a degenerate solution: more rows at their bound than the
+// variables fix, or P singular on the active rows' null space) LU's answer is a solution
+// of arbitrary size along the null space (1e37 was seen), so the minimum-norm least-
+// squares one is taken, with the directions below kRankTol of the largest treated as null.
+// Returns whether it took least squares.
+bool solve_whole(Scratch& w) {
+  Eigen::PartialPivLU<Mat> lu(w.K);
+  w.z = lu.solve(w.r);
+  const double scale = w.K.cwiseAbs().rowwise().sum().maxCoeff() * w.z.cwiseAbs().maxCoeff() + w.r.cwiseAbs().maxCoeff();
+  const double resid = (w.K * w.z - w.r).cwiseAbs().maxCoeff();
+  if (w.z.allFinite() && resid <= 1e-10 * scale && lu.rcond() > kRankTol) return false;
+  Eigen::CompleteOrthogonalDecomposition<Mat> cod;
+  cod.setThreshold(kRankTol);
+  cod.compute(w.K);
+  w.z = cod.solve(w.r);
+  return true;
+}
+
+// the gradients from (lx, lu) = w.z and the value's terms (envelope: gv)
+template <class T>
+void write_gradients(const Problem<T>& p, Scratch& w) {
+  const int n = p.n, m = p.m;
   // lu on every row (0 where D = 1)
   w.lu.setZero(m);
   int col = n;
@@ -397,20 +412,42 @@ int one_problem(const QpAdjointBatch<T>& in, const QpAdjointOut<T>& out, int k, 
     for (int a = 0; a < g.rows; ++a) w.lu[g.row + a] = w.z[col + a];
     col += g.rows;
   }
-
-  if (gq)
-    for (int i = 0; i < n; ++i) gq[i] = T(-w.z[i] + gv * double(x[i]));
-  if (gb)
-    for (int i = 0; i < m; ++i) gb[i] = T(w.lu[i] - gv * double(y[i]));
-  for (int i = 0; gP && i < n; ++i)
+  const double gv = p.gv;
+  if (p.gq)
+    for (int i = 0; i < n; ++i) p.gq[i] = T(-w.z[i] + gv * double(p.x[i]));
+  if (p.gb)
+    for (int i = 0; i < m; ++i) p.gb[i] = T(w.lu[i] - gv * double(p.y[i]));
+  for (int i = 0; p.gP && i < n; ++i)
     for (int j = 0; j < n; ++j) {
-      const double xi = double(x[i]), xj = double(x[j]);
+      const double xi = double(p.x[i]), xj = double(p.x[j]);
       // 1/2 (G + G') of G = -lx x' + 1/2 gv x x'
-      gP[size_t(i) * n + j] = T(-0.5 * (w.z[i] * xj + w.z[j] * xi) + 0.5 * gv * xi * xj);
+      p.gP[size_t(i) * n + j] = T(-0.5 * (w.z[i] * xj + w.z[j] * xi) + 0.5 * gv * xi * xj);
     }
-  for (int i = 0; gA && i < m; ++i)
+  for (int i = 0; p.gA && i < m; ++i)
     for (int j = 0; j < n; ++j)
-      gA[size_t(i) * n + j] = T(-double(y[i]) * w.z[j] - w.lu[i] * double(x[j]) + gv * double(y[i]) * double(x[j]));
+      p.gA[size_t(i) * n + j] =
+          T(-double(p.y[i]) * w.z[j] - w.lu[i] * double(p.x[j]) + gv * double(p.y[i]) * double(p.x[j]));
+}
+
+// 0: solved; 1: by least squares; 2: a non-finite input (NaN gradients)
+template <class T>
+int one_problem(const QpAdjointBatch<T>& in, const QpAdjointOut<T>& out, int k, Scratch& w, int& unknowns) {
+  const Problem<T> p = problem_of(in, out, k);
+  if (!finite_inputs(p, in.gv ? in.gv + k : nullptr)) {
+    fill_nan(p);
+    unknowns = 0;
+    return 2;
+  }
+  const int N = active_groups(p, in.cones, in.eps, w);
+  unknowns = N;
+  bool least_squares = false;
+  if (!p.gx && !p.gy) {
+    w.z.setZero(N);  // no gradient of x or y: only the value's terms
+  } else if (!solve_reduced(p, N, w, least_squares)) {
+    assemble_whole(p, N, w);
+    least_squares = solve_whole(w);
+  }
+  write_gradients(p, w);
   return least_squares ? 1 : 0;
 }
 
