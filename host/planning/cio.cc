@@ -167,39 +167,54 @@ void CioProblem::bounds(Eigen::VectorXd& lo, Eigen::VectorXd& hi) const {
   }
 }
 
-double CioProblem::evaluate(const Eigen::VectorXd& x, const CioWeights& w, Eigen::VectorXd* grad, CioTerms* terms) const {
-  if (x.size() != size()) throw Error("plan: " + std::to_string(x.size()) + " variables, expected " + std::to_string(size()));
-  if (!x.allFinite()) throw Error("plan: non-finite variables");
-  const int N = task_.fingers, J = contacts(), S = S_, K = K_;
-  const double T = task_.duration, dt = task_.dt, R = task_.radius;
-  CioTerms tm;
-  if (grad) grad->setZero(size());
+// one sample's values and the costs' gradients with respect to them
+struct CioProblem::Sample {
+  SplineWeights w;
+  int interval = 0;
+  Eigen::Vector3d xo, ao, xp, ap;
+  std::vector<Eigen::Vector3d> p, ap_i, r;
+  std::vector<double> c;
+  // gradients
+  Eigen::Vector3d g_xo = Eigen::Vector3d::Zero(), g_vo = Eigen::Vector3d::Zero(), g_ao = Eigen::Vector3d::Zero(), g_xp = Eigen::Vector3d::Zero(),
+                  g_ap = Eigen::Vector3d::Zero();
+  std::vector<Eigen::Vector3d> g_p, g_api, g_r;
+  std::vector<double> g_c;
+  std::vector<CapsuleProjection> proj;
+  std::vector<Eigen::Vector3d> eo, eh;
+  std::vector<double> gamma, ceff;  // the gate γ(e) and c γ, per contact
+  // the orientation (SLERP): q, the world inertia, ω; gradients with respect to a left
+  // rotation-vector perturbation ε of q(t) and to ω
+  SlerpSample sl;
+  Eigen::Matrix3d Iw;
+  Eigen::Vector3d g_rot = Eigen::Vector3d::Zero(), g_om = Eigen::Vector3d::Zero();
 
-  // per-sample values and the gradients with respect to them
-  struct At {
-    SplineWeights w;
-    int interval = 0;
-    Eigen::Vector3d xo, ao, xp, ap;
-    std::vector<Eigen::Vector3d> p, ap_i, r;
-    std::vector<double> c;
-    // gradients
-    Eigen::Vector3d g_xo = Eigen::Vector3d::Zero(), g_vo = Eigen::Vector3d::Zero(), g_ao = Eigen::Vector3d::Zero(), g_xp = Eigen::Vector3d::Zero(),
-                    g_ap = Eigen::Vector3d::Zero();
-    std::vector<Eigen::Vector3d> g_p, g_api, g_r;
-    std::vector<double> g_c;
-    std::vector<CapsuleProjection> proj;
-    std::vector<Eigen::Vector3d> eo, eh;
-    std::vector<double> gamma, ceff;  // the gate γ(e) and c γ, per contact
-    // the orientation (SLERP): q, the world inertia, ω; gradients with respect to a left
-    // rotation-vector perturbation ε of q(t) and to ω
-    SlerpSample sl;
-    Eigen::Matrix3d Iw;
-    Eigen::Vector3d g_rot = Eigen::Vector3d::Zero(), g_om = Eigen::Vector3d::Zero();
-  };
+  // a cost's gradient with respect to e^O / e^H of contact j, pushed to r, x_O and the hand
+  void push_eo(int j, const Eigen::Vector3d& g) {
+    const CapsuleProjection& pr = proj[static_cast<size_t>(j)];
+    g_r[static_cast<size_t>(j)] += (pr.dpoint_dx - Eigen::Matrix3d::Identity()).transpose() * g;
+    g_xo += pr.dpoint_dp.transpose() * g;
+    g_rot += pr.dpoint_drot.transpose() * g;
+  }
+  void push_eh(int j, int N, const Eigen::Vector3d& g) {
+    if (j < N) {
+      g_p[static_cast<size_t>(j)] += g;
+      g_r[static_cast<size_t>(j)] -= g;
+    } else if (j == N) {
+      g_xp += g;
+      g_r[static_cast<size_t>(j)] -= g;
+    } else {
+      g_r[static_cast<size_t>(j)] += Eigen::Vector3d(0, 0, -g(2));  // e^H = (0, 0, −r_z)
+    }
+  }
+};
+
+std::vector<CioProblem::Sample> CioProblem::sample_values(const Eigen::VectorXd& x, const CioWeights& w) const {
+  const int N = task_.fingers, J = contacts(), S = S_, K = K_;
+  const double T = task_.duration, dt = task_.dt;
   const std::vector<Eigen::Quaterniond> keys = orientations(x);
-  std::vector<At> at(static_cast<size_t>(S));
+  std::vector<Sample> at(static_cast<size_t>(S));
   for (int s = 0; s < S; ++s) {
-    At& a = at[static_cast<size_t>(s)];
+    Sample& a = at[static_cast<size_t>(s)];
     const double t = std::min(T, s * dt);
     a.w = catmull_rom_weights(K, T, t);
     a.interval = a.w.interval;
@@ -238,44 +253,31 @@ double CioProblem::evaluate(const Eigen::VectorXd& x, const CioWeights& w, Eigen
       a.ceff.push_back(a.c[static_cast<size_t>(j)] * gm);
     }
   }
-  // gradient of a cost with respect to e^O / e^H of (s, j), pushed to r, x_O and the hand
-  auto push_eo = [&](int s, int j, const Eigen::Vector3d& g) {
-    At& a = at[static_cast<size_t>(s)];
-    const CapsuleProjection& pr = a.proj[static_cast<size_t>(j)];
-    a.g_r[static_cast<size_t>(j)] += (pr.dpoint_dx - Eigen::Matrix3d::Identity()).transpose() * g;
-    a.g_xo += pr.dpoint_dp.transpose() * g;
-    a.g_rot += pr.dpoint_drot.transpose() * g;
-  };
-  auto push_eh = [&](int s, int j, const Eigen::Vector3d& g) {
-    At& a = at[static_cast<size_t>(s)];
-    if (j < N) {
-      a.g_p[static_cast<size_t>(j)] += g;
-      a.g_r[static_cast<size_t>(j)] -= g;
-    } else if (j == N) {
-      a.g_xp += g;
-      a.g_r[static_cast<size_t>(j)] -= g;
-    } else {
-      a.g_r[static_cast<size_t>(j)] += Eigen::Vector3d(0, 0, -g(2));  // e^H = (0, 0, −r_z)
-    }
-  };
+  return at;
+}
 
-  // contact invariance
+// contact invariance: c (‖e‖² + ‖ė‖²) per contact and sample
+void CioProblem::add_contact_invariance(std::vector<Sample>& at, const CioWeights& w, bool want_grad, CioTerms& tm) const {
+  const int N = task_.fingers, J = contacts(), S = S_;
+  const double dt = task_.dt;
+  auto push_eo = [&](int s, int j, const Eigen::Vector3d& g) { at[static_cast<size_t>(s)].push_eo(j, g); };
+  auto push_eh = [&](int s, int j, const Eigen::Vector3d& g) { at[static_cast<size_t>(s)].push_eh(j, task_.fingers, g); };
   for (int s = 0; s < S; ++s) {
-    At& a = at[static_cast<size_t>(s)];
+    Sample& a = at[static_cast<size_t>(s)];
     for (int j = 0; j < J; ++j) {
       const double c = a.c[static_cast<size_t>(j)];
       const Eigen::Vector3d& eo = a.eo[static_cast<size_t>(j)];
       const Eigen::Vector3d& eh = a.eh[static_cast<size_t>(j)];
       double e2 = eo.squaredNorm() + eh.squaredNorm();
-      if (grad) {
+      if (want_grad) {
         push_eo(s, j, w.ci * dt * c * 2 * eo);
         push_eh(s, j, w.ci * dt * c * 2 * eh);
       }
       if (s + 1 < S && !w.no_slip) {  // the notes' ė: the rate of e
-        const At& b = at[static_cast<size_t>(s + 1)];
+        const Sample& b = at[static_cast<size_t>(s + 1)];
         const Eigen::Vector3d deo = (b.eo[static_cast<size_t>(j)] - eo) / dt, deh = (b.eh[static_cast<size_t>(j)] - eh) / dt;
         e2 += deo.squaredNorm() + deh.squaredNorm();
-        if (grad) {
+        if (want_grad) {
           const Eigen::Vector3d go = w.ci * dt * c * 2 * deo / dt, gh = w.ci * dt * c * 2 * deh / dt;
           push_eo(s + 1, j, go);
           push_eo(s, j, -go);
@@ -286,7 +288,7 @@ double CioProblem::evaluate(const Eigen::VectorXd& x, const CioWeights& w, Eigen
         // ė: the contact point's velocity relative to the material points it touches,
         // the object's (ẋ_O + ω × (r − x_O)) and the hand's, or the ground's (at rest):
         // an active contact does not slide
-        const At& b = at[static_cast<size_t>(s + 1)];
+        const Sample& b = at[static_cast<size_t>(s + 1)];
         const Eigen::Vector3d dr = (b.r[static_cast<size_t>(j)] - a.r[static_cast<size_t>(j)]) / dt;
         const Eigen::Vector3d arm = a.r[static_cast<size_t>(j)] - a.xo;
         const Eigen::Vector3d deo = (b.xo - a.xo) / dt + a.sl.omega.cross(arm) - dr;
@@ -297,9 +299,9 @@ double CioProblem::evaluate(const Eigen::VectorXd& x, const CioWeights& w, Eigen
           dh = (b.xp - a.xp) / dt;
         const Eigen::Vector3d deh = dh - dr;
         e2 += deo.squaredNorm() + deh.squaredNorm();
-        if (grad) {
+        if (want_grad) {
           const Eigen::Vector3d go = w.ci * dt * c * 2 * deo / dt, gh = w.ci * dt * c * 2 * deh / dt;
-          At& bm = at[static_cast<size_t>(s + 1)];
+          Sample& bm = at[static_cast<size_t>(s + 1)];
           bm.g_xo += go;
           a.g_xo -= go;
           bm.g_r[static_cast<size_t>(j)] -= go + gh;
@@ -320,18 +322,25 @@ double CioProblem::evaluate(const Eigen::VectorXd& x, const CioWeights& w, Eigen
         }
       }
       tm.ci += w.ci * dt * c * e2;
-      if (grad) a.g_c[static_cast<size_t>(j)] += w.ci * dt * e2;
+      if (want_grad) a.g_c[static_cast<size_t>(j)] += w.ci * dt * e2;
     }
   }
 
-  // physics: one batch over the samples
+}
+
+// physics: one batch of the inner QPs over the samples
+void CioProblem::add_physics(std::vector<Sample>& at, const CioWeights& w, bool want_grad, CioTerms& tm) const {
+  const int N = task_.fingers, J = contacts(), S = S_;
+  const double dt = task_.dt;
+  auto push_eo = [&](int s, int j, const Eigen::Vector3d& g) { at[static_cast<size_t>(s)].push_eo(j, g); };
+  auto push_eh = [&](int s, int j, const Eigen::Vector3d& g) { at[static_cast<size_t>(s)].push_eh(j, task_.fingers, g); };
   {
     std::vector<PhysicsSample> ps;
     // a knot between samples s − 1 and s: sample s's forces turn ω_{s−1} into ω_s
     auto knot = [&](int s) { return w.knot_forces && s > 0 && at[static_cast<size_t>(s)].sl.interval != at[static_cast<size_t>(s - 1)].sl.interval; };
     for (int s = 0; s < S; ++s) {
-      const At& a = at[static_cast<size_t>(s)];
-      const At& prev = at[static_cast<size_t>(std::max(0, s - 1))];
+      const Sample& a = at[static_cast<size_t>(s)];
+      const Sample& prev = at[static_cast<size_t>(std::max(0, s - 1))];
       ps.push_back(physics_sample(a.xo, a.ao, a.sl.q, a.sl.omega, a.r, a.ceff,
                                   knot_rate(w.knot_forces, a.sl.interval, prev.sl.interval, a.Iw, a.sl.omega, prev.sl.omega, dt)));
     }
@@ -339,8 +348,8 @@ double CioProblem::evaluate(const Eigen::VectorXd& x, const CioWeights& w, Eigen
     for (int s = 0; s < S; ++s) {
       const PhysicsGradient& g = pg[static_cast<size_t>(s)];
       tm.physics += w.physics * dt * g.value;
-      if (!grad) continue;
-      At& a = at[static_cast<size_t>(s)];
+      if (!want_grad) continue;
+      Sample& a = at[static_cast<size_t>(s)];
       const double f = w.physics * dt;
       a.g_xo += f * g.d_x_obj;
       a.g_ao += f * g.d_accel;
@@ -350,7 +359,7 @@ double CioProblem::evaluate(const Eigen::VectorXd& x, const CioWeights& w, Eigen
         a.g_om += (skew(om) * a.Iw - skew(a.Iw * om)).transpose() * gl;
         a.g_rot += (skew(om) * (a.Iw * skew(om) - skew(a.Iw * om))).transpose() * gl;
         if (knot(s)) {  // + I_w u / dt, u = ω_s − ω_{s−1}; δ(I_w u) = (I_w [u]× − [I_w u]×) ε
-          At& prev = at[static_cast<size_t>(s - 1)];
+          Sample& prev = at[static_cast<size_t>(s - 1)];
           const Eigen::Vector3d u = om - prev.sl.omega;
           a.g_om += a.Iw * gl / dt;
           prev.g_om -= a.Iw * gl / dt;
@@ -380,40 +389,50 @@ double CioProblem::evaluate(const Eigen::VectorXd& x, const CioWeights& w, Eigen
     }
   }
 
-  // task, penetration, reach, smoothness
+}
+
+// the task: at the target at rest, and at rest over the first interval
+void CioProblem::add_task(std::vector<Sample>& at, const Eigen::VectorXd& x, const CioWeights& w, bool want_grad,
+                          CioTerms& tm) const {
+  const int S = S_;
   {
-    At& a = at[static_cast<size_t>(S - 1)];
+    Sample& a = at[static_cast<size_t>(S - 1)];
     const Eigen::Vector3d d = a.xo - task_.target;
     tm.task = w.task * d.squaredNorm();
-    if (grad) a.g_xo += 2 * w.task * d;
+    if (want_grad) a.g_xo += 2 * w.task * d;
     // at rest at the end, and over the whole first interval (the capsule waits on the
     // floor while the hand reaches it: it must leave the floor from rest, which the
     // Catmull-Rom tangent at the first inner knot otherwise contradicts)
     std::vector<int> rest = {S - 1};
     for (int s = 0; s < S && at[static_cast<size_t>(s)].w.interval == 0; ++s) rest.push_back(s);
     for (int e : rest) {
-      At& b = at[static_cast<size_t>(e)];
+      Sample& b = at[static_cast<size_t>(e)];
       Eigen::Vector3d v = Eigen::Vector3d::Zero();
       for (int k = b.w.first; k <= b.w.last; ++k) v += b.w.velocity(k) * block(x, obj(k));
       tm.task += w.task * v.squaredNorm();
-      if (grad) b.g_vo += 2 * w.task * v;
+      if (want_grad) b.g_vo += 2 * w.task * v;
       const Eigen::Vector3d& om = b.sl.omega;  // and not turning
       tm.task += w.task * om.squaredNorm();
-      if (grad) b.g_om += 2 * w.task * om;
+      if (want_grad) b.g_om += 2 * w.task * om;
     }
   }
-  // SLERP's ω is constant on each interval and jumps at the knots: the jump takes an
-  // angular impulse I_w Δω. Without knot_forces (the notes) it is charged as the physics
-  // term charges an unexplained moment over one sample, w_physics w_M ‖I_w Δω / dt‖² dt;
-  // with them, the knot's sample asks its forces for it (above)
+}
+
+// SLERP's ω is constant on each interval and jumps at the knots: the jump takes an
+// angular impulse I_w Δω. Without knot_forces (the notes) it is charged as the physics
+// term charges an unexplained moment over one sample, w_physics w_M ‖I_w Δω / dt‖² dt;
+// with them, the knot's sample asks its forces for it (above)
+void CioProblem::add_knot_jumps(std::vector<Sample>& at, const CioWeights& w, bool want_grad, CioTerms& tm) const {
+  const int S = S_;
+  const double dt = task_.dt;
   for (int s = 1; s < S && !w.knot_forces; ++s) {
-    At& a = at[static_cast<size_t>(s - 1)];
-    At& b = at[static_cast<size_t>(s)];
+    Sample& a = at[static_cast<size_t>(s - 1)];
+    Sample& b = at[static_cast<size_t>(s)];
     if (a.sl.interval == b.sl.interval) continue;
     const Eigen::Vector3d dL = b.Iw * (b.sl.omega - a.sl.omega);
     const double f = w.physics * moment_weight_ / dt;
     tm.physics += f * dL.squaredNorm();
-    if (grad) {
+    if (want_grad) {
       const Eigen::Vector3d g = 2 * f * b.Iw * dL;  // I_w symmetric
       b.g_om += g;
       a.g_om -= g;
@@ -422,8 +441,16 @@ double CioProblem::evaluate(const Eigen::VectorXd& x, const CioWeights& w, Eigen
       b.g_rot += (b.Iw * skew(u) - skew(b.Iw * u)).transpose() * (2 * f * dL);
     }
   }
+}
+
+// penetration (the hand into the capsule or the ground, the capsule into the ground),
+// the fingers' reach from the palm, and smoothness (the hand's accelerations)
+void CioProblem::add_penetration_reach_smooth(std::vector<Sample>& at, const CioWeights& w, bool want_grad,
+                                              CioTerms& tm) const {
+  const int N = task_.fingers, S = S_;
+  const double dt = task_.dt, R = task_.radius;
   for (int s = 0; s < S; ++s) {
-    At& a = at[static_cast<size_t>(s)];
+    Sample& a = at[static_cast<size_t>(s)];
     const Capsule cap = capsule_at(a.xo, a.sl.q);
     const double f = w.penetration * dt;
     for (int i = 0; i <= N; ++i) {  // fingertips, then the palm
@@ -432,7 +459,7 @@ double CioProblem::evaluate(const Eigen::VectorXd& x, const CioWeights& w, Eigen
       const CapsuleProjection pr = project_to_capsule(cap, h);
       if (pr.distance < 0) {
         tm.penetration += f * pr.distance * pr.distance;
-        if (grad) {
+        if (want_grad) {
           gh += f * 2 * pr.distance * pr.ddistance_dx.transpose();
           a.g_xo += f * 2 * pr.distance * pr.ddistance_dp.transpose();
           a.g_rot += f * 2 * pr.distance * pr.ddistance_drot.transpose();
@@ -440,14 +467,14 @@ double CioProblem::evaluate(const Eigen::VectorXd& x, const CioWeights& w, Eigen
       }
       if (h(2) < 0) {
         tm.penetration += f * h(2) * h(2);
-        if (grad) gh(2) += f * 2 * h(2);
+        if (want_grad) gh(2) += f * 2 * h(2);
       }
       if (i < N) {
         const Eigen::Vector3d v = h - a.xp;
         const double over = v.norm() - task_.reach;
         if (over > 0) {
           tm.reach += w.reach * dt * over * over;
-          if (grad) {
+          if (want_grad) {
             const Eigen::Vector3d g = w.reach * dt * 2 * over * v / v.norm();
             gh += g;
             a.g_xp -= g;
@@ -464,34 +491,29 @@ double CioProblem::evaluate(const Eigen::VectorXd& x, const CioWeights& w, Eigen
         if (low >= 0) continue;
         const double fg = w.ground * dt;
         tm.penetration += fg * low * low;
-        if (grad) {
+        if (want_grad) {
           a.g_xo(2) += fg * 2 * low;
           a.g_rot += fg * 2 * low * dlow_drot;
         }
       }
     }
     tm.smooth += w.smooth * dt * a.ap.squaredNorm();
-    if (grad) a.g_ap += w.smooth * dt * 2 * a.ap;
+    if (want_grad) a.g_ap += w.smooth * dt * 2 * a.ap;
     for (int i = 0; i < N; ++i) {
       tm.smooth += w.smooth * dt * a.ap_i[static_cast<size_t>(i)].squaredNorm();
-      if (grad) a.g_api[static_cast<size_t>(i)] += w.smooth * dt * 2 * a.ap_i[static_cast<size_t>(i)];
+      if (want_grad) a.g_api[static_cast<size_t>(i)] += w.smooth * dt * 2 * a.ap_i[static_cast<size_t>(i)];
     }
   }
-  if (w.weight_bounds > 0)  // the notes' c ∈ [0, 1] as a penalty (counted with penetration)
-    for (int j = 0; j < J; ++j)
-      for (int m = 0; m + 1 < K; ++m) {
-        const double c = x(weight(j, m)), v = c < 0 ? c : (c > 1 ? c - 1 : 0.0);
-        tm.penetration += w.weight_bounds * v * v;
-        if (grad) (*grad)(weight(j, m)) += 2 * w.weight_bounds * v;
-      }
-  tm.total = tm.ci + tm.physics + tm.task + tm.penetration + tm.reach + tm.smooth;
-  if (terms) *terms = tm;
-  if (!grad) return tm.total;
+}
 
-  // to the keyframes
-  Eigen::VectorXd& G = *grad;
+// the samples' gradients to the variables: the keyframes through the splines'
+// weights, the contact weights, and the orientations per sample to the interval's two
+// keyframes (left perturbations δ_k), then to the rotation vectors,
+// exp(φ + dφ) = exp(J_l(φ) dφ) exp(φ)
+void CioProblem::chain_to_variables(const std::vector<Sample>& at, const Eigen::VectorXd& x, Eigen::VectorXd& G) const {
+  const int N = task_.fingers, J = contacts(), S = S_, K = K_;
   for (int s = 0; s < S; ++s) {
-    const At& a = at[static_cast<size_t>(s)];
+    const Sample& a = at[static_cast<size_t>(s)];
     for (int k = a.w.first; k <= a.w.last; ++k) {
       const double v = a.w.value(k), acc = a.w.acceleration(k);
       G.segment<3>(obj(k)) += v * a.g_xo + a.w.velocity(k) * a.g_vo + acc * a.g_ao;
@@ -502,17 +524,42 @@ double CioProblem::evaluate(const Eigen::VectorXd& x, const CioWeights& w, Eigen
     }
     for (int j = 0; j < J; ++j) G(weight(j, a.interval)) += a.g_c[static_cast<size_t>(j)];
   }
-  // orientations: per sample to the interval's two keyframes (left perturbations δ_k),
-  // then to the rotation vectors, exp(φ + dφ) = exp(J_l(φ) dφ) exp(φ)
   std::vector<Eigen::Vector3d> g_key(static_cast<size_t>(K), Eigen::Vector3d::Zero());
   for (int s = 0; s < S; ++s) {
-    const At& a = at[static_cast<size_t>(s)];
+    const Sample& a = at[static_cast<size_t>(s)];
     const size_t i = static_cast<size_t>(a.sl.interval);
     g_key[i] += a.sl.dq_dkey0.transpose() * a.g_rot + a.sl.domega_dkey0.transpose() * a.g_om;
     g_key[i + 1] += a.sl.dq_dkey1.transpose() * a.g_rot + a.sl.domega_dkey1.transpose() * a.g_om;
   }
   for (int k = 0; k < K; ++k)
     G.segment<3>(rot(k)) += so3_left_jacobian(x.segment<3>(rot(k))).transpose() * g_key[static_cast<size_t>(k)];
+}
+
+double CioProblem::evaluate(const Eigen::VectorXd& x, const CioWeights& w, Eigen::VectorXd* grad, CioTerms* terms) const {
+  if (x.size() != size()) throw Error("plan: " + std::to_string(x.size()) + " variables, expected " + std::to_string(size()));
+  if (!x.allFinite()) throw Error("plan: non-finite variables");
+  const int J = contacts(), K = K_;
+  CioTerms tm;
+  if (grad) grad->setZero(size());
+  const bool want_grad = grad != nullptr;
+  // per-sample values, then each cost's value and its gradient with respect to them
+  std::vector<Sample> at = sample_values(x, w);
+  add_contact_invariance(at, w, want_grad, tm);
+  add_physics(at, w, want_grad, tm);
+  add_task(at, x, w, want_grad, tm);
+  add_knot_jumps(at, w, want_grad, tm);
+  add_penetration_reach_smooth(at, w, want_grad, tm);
+  if (w.weight_bounds > 0)  // the notes' c ∈ [0, 1] as a penalty (counted with penetration)
+    for (int j = 0; j < J; ++j)
+      for (int m = 0; m + 1 < K; ++m) {
+        const double c = x(weight(j, m)), v = c < 0 ? c : (c > 1 ? c - 1 : 0.0);
+        tm.penetration += w.weight_bounds * v * v;
+        if (grad) (*grad)(weight(j, m)) += 2 * w.weight_bounds * v;
+      }
+  tm.total = tm.ci + tm.physics + tm.task + tm.penetration + tm.reach + tm.smooth;
+  if (terms) *terms = tm;
+  if (!grad) return tm.total;
+  chain_to_variables(at, x, *grad);
   return tm.total;
 }
 

@@ -147,6 +147,18 @@ class CioProblem {
                                const Eigen::Vector3d& omega, const std::vector<Eigen::Vector3d>& r,
                                const std::vector<double>& c, const Eigen::Vector3d& impulse_rate) const;
   PhysicsQpOptions physics_options(const CioWeights& w, int threads) const;
+  // evaluate()'s steps (cio.cc): the samples' values (positions, accelerations, contact
+  // errors, gates, orientations), each cost's value and its gradient with respect to
+  // them, then the chain rule to the variables
+  struct Sample;
+  std::vector<Sample> sample_values(const Eigen::VectorXd& x, const CioWeights& w) const;
+  void add_contact_invariance(std::vector<Sample>& at, const CioWeights& w, bool want_grad, CioTerms& tm) const;
+  void add_physics(std::vector<Sample>& at, const CioWeights& w, bool want_grad, CioTerms& tm) const;
+  void add_task(std::vector<Sample>& at, const Eigen::VectorXd& x, const CioWeights& w, bool want_grad,
+                CioTerms& tm) const;
+  void add_knot_jumps(std::vector<Sample>& at, const CioWeights& w, bool want_grad, CioTerms& tm) const;
+  void add_penetration_reach_smooth(std::vector<Sample>& at, const CioWeights& w, bool want_grad, CioTerms& tm) const;
+  void chain_to_variables(const std::vector<Sample>& at, const Eigen::VectorXd& x, Eigen::VectorXd& G) const;
 };
 
 struct CioStage {
