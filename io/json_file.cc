@@ -1,6 +1,6 @@
 #include "io/json_file.h"
 
-#include "io/zip.h"
+#include "io/files.h"
 #include "solvers/error.h"
 
 namespace impulse {

@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <utility>
 
-#include "io/zip.h"
+#include "io/files.h"
 
 namespace impulse {
 

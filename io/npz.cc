@@ -1,5 +1,6 @@
 #include "io/npz.h"
 
+#include "io/files.h"
 #include "io/zip.h"
 
 namespace impulse {

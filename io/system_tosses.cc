@@ -10,7 +10,7 @@
 
 #include "io/npz.h"
 #include "io/toss_data.h"
-#include "io/zip.h"
+#include "io/files.h"
 #include "solvers/error.h"
 
 namespace impulse {

@@ -15,6 +15,7 @@
 
 #include "solvers/error.h"
 #include "io/npz.h"
+#include "io/files.h"
 #include "io/zip.h"
 
 namespace impulse {

@@ -1,5 +1,5 @@
 // A minimal ZIP archive reader and writer, enough for NumPy .npz files and
-// PyTorch zip checkpoints, plus the whole-file read and atomic write they use.
+// PyTorch zip checkpoints (whole files are read and written atomically by io/files.h).
 //
 // encode_zip stores entries uncompressed (method 0) with CRC-32 and no zip64,
 // the layout np.savez produces. decode_zip finds entries through the end of
@@ -31,15 +31,5 @@ std::vector<uint8_t> encode_zip(const std::vector<ZipEntry>& entries);
 // Rejects encrypted, multi-disk, corrupt, duplicate-named and CRC-failing
 // entries, and compression methods other than stored and deflate.
 std::vector<ZipEntry> decode_zip(const std::vector<uint8_t>& bytes, const std::string& name_for_errors);
-
-// The whole contents of a regular file; errors name the path.
-std::vector<uint8_t> read_file_bytes(const std::string& path);
-
-// Writes path + ".tmp.<pid>", fsyncs it, renames it over path and syncs the
-// directory, so readers see the old file or the new one, never a partial one.
-// The temporary file is removed on failure.
-void write_file_atomic(const std::string& path, const std::vector<uint8_t>& bytes);
-// The same for text (CSV, JSON, logs a person reads).
-void write_text_atomic(const std::string& path, const std::string& text);
 
 }  // namespace impulse

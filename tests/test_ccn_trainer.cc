@@ -17,7 +17,7 @@
 #include "host/learning/evaluate.h"
 #include "host/learning/trainer.h"
 #include "io/system_tosses.h"
-#include "io/zip.h"
+#include "io/files.h"
 #include "solvers/error.h"
 #include "tests/test_util.h"
 

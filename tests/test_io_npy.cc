@@ -18,6 +18,7 @@
 #include "solvers/error.h"
 #include "io/npy.h"
 #include "io/npz.h"
+#include "io/files.h"
 #include "io/zip.h"
 #include "tests/test_util.h"
 

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 
+#include "host/batch/friction_model.h"
 #include "host/batch/qp_batch.h"
 
 namespace impulse {
@@ -35,8 +36,6 @@ struct RandomQpShape {
   double density = 1.0;  // (0, 1]
 };
 GeneratedQps random_benchmark_batch(int size, const RandomQpShape& shape, uint64_t seed);
-
-enum class FrictionModel { kCone, kOctagon };
 
 // The cube's ContactNets loss QP (8 corner contacts, 32 variables
 // [λ_n (8), λ_t (16, x/y per contact), penetration slack (8)]) at random

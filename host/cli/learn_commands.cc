@@ -19,7 +19,7 @@
 #include "host/learning/trainer.h"
 #include "host/systems/system_file.h"
 #include "io/toss_data.h"
-#include "io/zip.h"
+#include "io/files.h"
 
 namespace impulse::cli {
 namespace {

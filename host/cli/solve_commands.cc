@@ -14,7 +14,7 @@
 #include "host/batch/qp_batch.h"
 #include "host/batch/qp_file.h"
 #include "host/batch/qp_forms.h"
-#include "io/zip.h"
+#include "io/files.h"
 #include "io/npz.h"
 #include "host/cli/commands.h"
 #include "solvers/error.h"

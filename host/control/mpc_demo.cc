@@ -14,7 +14,7 @@
 #include "host/control/mpc_tasks.h"
 #include "host/control/residual_learner.h"
 #include "solvers/error.h"
-#include "io/zip.h"
+#include "io/files.h"
 
 namespace impulse {
 

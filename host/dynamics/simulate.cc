@@ -10,7 +10,7 @@
 
 #include "host/batch/qp_batch.h"
 #include "solvers/error.h"
-#include "io/zip.h"
+#include "io/files.h"
 
 namespace impulse {
 

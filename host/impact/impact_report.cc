@@ -19,7 +19,7 @@
 #include "io/file_lock.h"
 #include "io/impact_data.h"
 #include "io/json_file.h"
-#include "io/zip.h"
+#include "io/files.h"
 #include "solvers/error.h"
 
 namespace fs = std::filesystem;

@@ -31,7 +31,7 @@
 #include <vector>
 
 #include "host/dynamics/contact_model.h"
-#include "host/batch/generate.h"
+#include "host/batch/friction_model.h"
 #include "host/batch/qp_batch.h"
 #include "host/dynamics/rigid_body.h"
 #include "solvers/contactnets_qp.h"

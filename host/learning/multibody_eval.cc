@@ -13,7 +13,7 @@
 #include "host/systems/system_file.h"
 #include "io/system_tosses.h"
 #include "io/json_file.h"
-#include "io/zip.h"
+#include "io/files.h"
 #include "solvers/error.h"
 
 namespace impulse {

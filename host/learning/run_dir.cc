@@ -10,7 +10,7 @@
 
 #include "io/json_file.h"
 #include "io/npz.h"
-#include "io/zip.h"
+#include "io/files.h"
 #include "solvers/error.h"
 
 namespace impulse {

@@ -40,7 +40,7 @@
 #include "io/system_tosses.h"
 #include "io/file_lock.h"
 #include "io/json_file.h"
-#include "io/zip.h"
+#include "io/files.h"
 
 namespace impulse {
 namespace fs = std::filesystem;

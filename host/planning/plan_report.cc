@@ -19,7 +19,7 @@
 #include "host/planning/capsule.h"
 #include "io/figure_script.h"
 #include "io/file_lock.h"
-#include "io/zip.h"
+#include "io/files.h"
 #include "solvers/error.h"
 
 namespace impulse {

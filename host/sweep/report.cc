@@ -14,7 +14,7 @@
 #include "host/learning/evaluate.h"
 #include "io/figure_script.h"
 #include "io/json_file.h"
-#include "io/zip.h"
+#include "io/files.h"
 #include "solvers/error.h"
 
 namespace fs = std::filesystem;

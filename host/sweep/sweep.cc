@@ -32,7 +32,7 @@
 #include "host/learning/trainer.h"
 #include "io/file_lock.h"
 #include "io/json_file.h"
-#include "io/zip.h"
+#include "io/files.h"
 #include "solvers/error.h"
 
 namespace fs = std::filesystem;
