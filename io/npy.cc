@@ -395,6 +395,9 @@ NpyArray make_npy(const std::vector<int64_t>& shape, const std::vector<float>& v
 NpyArray make_npy(const std::vector<int64_t>& shape, const std::vector<int32_t>& v) {
   return make_from(DType::kInt32, shape, v);
 }
+NpyArray make_npy(const std::vector<int64_t>& shape, const std::vector<int64_t>& v) {
+  return make_from(DType::kInt64, shape, v);
+}
 
 void expect_dtype(const NpyArray& a, DType dtype, const std::string& name_for_errors) {
   if (a.dtype != dtype) {

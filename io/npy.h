@@ -62,6 +62,7 @@ struct NpyArray {
 NpyArray make_npy(const std::vector<int64_t>& shape, const std::vector<double>& v);   // float64
 NpyArray make_npy(const std::vector<int64_t>& shape, const std::vector<float>& v);    // float32
 NpyArray make_npy(const std::vector<int64_t>& shape, const std::vector<int32_t>& v);  // int32
+NpyArray make_npy(const std::vector<int64_t>& shape, const std::vector<int64_t>& v);  // int64
 
 // Throws "NAME: expected dtype <f8, got <i4" unless a.dtype == dtype.
 void expect_dtype(const NpyArray& a, DType dtype, const std::string& name_for_errors);

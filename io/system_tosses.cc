@@ -422,6 +422,12 @@ bool StateLayout::is_model() const {
   return true;
 }
 
+const char* StateLayout::rotation_name() const {
+  return rotation == Rotation::kMatrix            ? "matrix"
+         : rotation == Rotation::kQuaternionXyzw ? "quaternion_xyzw"
+                                                 : "quaternion_wxyz";
+}
+
 std::string StateLayout::describe() const {
   std::string s = rotation == Rotation::kMatrix            ? "rotation matrix"
                   : rotation == Rotation::kQuaternionXyzw ? "quaternion x, y, z, w"
@@ -492,12 +498,7 @@ void write_system_tosses(const std::string& path, const SystemTossSet& set) {
   }
   NpzArchive a;
   a["states"] = make_npy({offsets.back(), static_cast<int64_t>(W)}, states);
-  NpyArray off;
-  off.dtype = DType::kInt64;
-  off.shape = {static_cast<int64_t>(offsets.size())};
-  off.data.resize(8 * offsets.size());
-  std::memcpy(off.data.data(), offsets.data(), off.data.size());
-  a["offsets"] = std::move(off);
+  a["offsets"] = make_npy({static_cast<int64_t>(offsets.size())}, offsets);
   a["dt"] = make_npy({1}, std::vector<double>{set.dt});
   NpyArray mark;
   mark.dtype = DType::kUInt8;

@@ -79,6 +79,8 @@ struct StateLayout {
   int file_width(int nj) const { return rotation_columns() + 9 + 2 * nj; }
   // "rotation matrix, ω in world axes, joints (1, 0)": for messages
   std::string describe() const;
+  // the rotation's name in a description's "state": quaternion_wxyz | quaternion_xyzw | matrix
+  const char* rotation_name() const;
 };
 
 // Whether a set is impulse's own simulated data (the CCN paper's Table 2 weights and no

@@ -1184,12 +1184,7 @@ void write_tosses(const std::string& path, const TossSet& set) {
   const TossMeta& m = set.meta;
   NpzArchive a;
   a["states"] = make_npy({offsets.back(), 13}, states);
-  NpyArray off;
-  off.dtype = DType::kInt64;
-  off.shape = {static_cast<int64_t>(offsets.size())};
-  off.data.resize(8 * offsets.size());
-  std::memcpy(off.data.data(), offsets.data(), off.data.size());
-  a["offsets"] = std::move(off);
+  a["offsets"] = make_npy({static_cast<int64_t>(offsets.size())}, offsets);
   a["meta"] =
       make_npy({9}, std::vector<double>{m.dt, m.mass, m.inertia[0], m.inertia[1], m.inertia[2],
                                         m.gravity, m.half_width, m.mu, m.restitution});

@@ -109,26 +109,38 @@ Eigen::Vector3d principal_moments(const Eigen::Matrix3d& I) {
   return Eigen::SelfAdjointEigenSolver<Eigen::Matrix3d>(I).eigenvalues();  // ascending
 }
 
-// The elbow at joint angle 0 as one rigid body, in link 1's frame (link 2's frame is
-// then link 1's moved to the joint origin): the sum of the links' π about link 1's
-// origin (host/dynamics/inertia.h's parallel-axis pair). Invariant to moving mass
-// along the hinge axis between the links (see the top), so identified by the tosses.
+// the run's metrics from its initialization to its end, for the test's log
+void print_errors(const char* label, const Outcome& o) {
+  std::printf("[ %s ] volume error %.3f -> %.3f, friction error %.4f -> %.4f, inertia error %.3f -> %.3f, "
+              "position error %.4f -> %.4f m\n",
+              label, o.start["volume_error"].get<double>(), o.end["volume_error"].get<double>(),
+              o.start["friction_error"].get<double>(), o.end["friction_error"].get<double>(),
+              o.start["inertia_error"].get<double>(), o.end["inertia_error"].get<double>(),
+              o.start["position_error_m"].get<double>(), o.end["position_error_m"].get<double>());
+}
+
+// A chain at zero joint angles as one rigid body in the base's frame (each child frame
+// is its parent's moved to the joint origin: the elbow's, and a described system's, whose
+// rpy is folded in): the sum of the links' π about the base's origin (host/dynamics/
+// inertia.h's parallel-axis pair). Invariant to moving mass along a hinge axis between
+// the links (see the top), so identified by the tosses.
 LinkInertia composite_at_zero(const MultibodySystem& sys, const std::vector<LinkInertia>& li) {
-  LinkInertia l2 = li[1];
-  l2.com += sys.links[1].joint_origin;
-  return from_inertial(to_inertial(li[0]) + to_inertial(l2));
+  std::vector<Eigen::Vector3d> at(li.size(), Eigen::Vector3d::Zero());
+  Inertial sum = Inertial::Zero();
+  for (size_t l = 0; l < li.size(); ++l) {
+    if (l > 0) at[l] = at[size_t(sys.links[l].parent)] + sys.links[l].joint_origin;
+    LinkInertia moved = li[l];
+    moved.com += at[l];
+    sum += to_inertial(moved);
+  }
+  return from_inertial(sum);
 }
 
 TEST(CcnRecovery, CubeGeometryFrictionCentreOfMassAndInertia) {
   // 150 epochs (a few seconds): the inertia converges more slowly than the
   // geometry (see the top)
   const Outcome o = run("ccn", "cube", synthetic("cube", ModelGap::kNone, 48, 11), 150, 150);
-  std::printf("[ cube ] volume error %.3f -> %.3f, friction error %.4f -> %.4f, inertia error %.3f -> %.3f, "
-              "position error %.4f -> %.4f m\n",
-              o.start["volume_error"].get<double>(), o.end["volume_error"].get<double>(),
-              o.start["friction_error"].get<double>(), o.end["friction_error"].get<double>(),
-              o.start["inertia_error"].get<double>(), o.end["inertia_error"].get<double>(),
-              o.start["position_error_m"].get<double>(), o.end["position_error_m"].get<double>());
+  print_errors("cube", o);
   EXPECT_LT(o.end["volume_error"].get<double>(), 0.15);
   EXPECT_LT(o.end["volume_error"].get<double>(), 0.5 * o.start["volume_error"].get<double>());
   EXPECT_LT(o.end["friction_error"].get<double>(), 0.03);  // μ = 0.18
@@ -149,42 +161,22 @@ TEST(CcnRecovery, CubeGeometryFrictionCentreOfMassAndInertia) {
   EXPECT_LT(pm(2) - pm(0), 0.10 * pm.mean());
 }
 
-// Any described chain at zero joint angles as one rigid body in the base's frame (a
-// described system's child frames are aligned with their parents' at zero: the rpy
-// is folded in), invariant like composite_at_zero to mass moved along hinge axes.
-LinkInertia composite_of_chain(const MultibodySystem& sys, const std::vector<LinkInertia>& li) {
-  std::vector<Eigen::Vector3d> at(li.size(), Eigen::Vector3d::Zero());
-  Inertial sum = Inertial::Zero();
-  for (size_t l = 0; l < li.size(); ++l) {
-    if (l > 0) at[l] = at[size_t(sys.links[l].parent)] + sys.links[l].joint_origin;
-    LinkInertia moved = li[l];
-    moved.com += at[l];
-    sum += to_inertial(moved);
-  }
-  return from_inertial(sum);
-}
-
 TEST(CcnRecovery, ThreeLinkChainFromItsDescription) {
   // tests/data/systems/chain3.json: a box base with a handle on a fixed joint, a middle
   // link on a turned revolute joint, a 5-vertex tip on a second one; 29 vertices in all
   // (the CPU loss's capacity; the device's is 2 links). 80 tosses, 20 epochs.
   const std::string chain = IMPULSE_SOURCE_DIR "/tests/data/systems/chain3.json";
   const Outcome o = run("ccn", chain, synthetic(chain, ModelGap::kNone, 80, 12), 20);
-  std::printf("[ chain3 ] volume error %.3f -> %.3f, friction error %.4f -> %.4f, inertia error %.3f -> %.3f, "
-              "position error %.4f -> %.4f m\n",
-              o.start["volume_error"].get<double>(), o.end["volume_error"].get<double>(),
-              o.start["friction_error"].get<double>(), o.end["friction_error"].get<double>(),
-              o.start["inertia_error"].get<double>(), o.end["inertia_error"].get<double>(),
-              o.start["position_error_m"].get<double>(), o.end["position_error_m"].get<double>());
+  print_errors("chain3", o);
   const MultibodySystem sys = load_system(chain);
   const std::vector<LinkInertia> truth = true_inertia(chain);
-  const LinkInertia cg = composite_of_chain(sys, o.learned), ct = composite_of_chain(sys, truth);
+  const LinkInertia cg = composite_at_zero(sys, o.learned), ct = composite_at_zero(sys, truth);
   const Eigen::Vector3d pg = principal_moments(cg.inertia_com), pt = principal_moments(ct.inertia_com);
   std::printf("[ chain3 ] link masses %.3f %.3f %.3f kg; whole-body COM error %.2f mm, principal moments %.3e %.3e "
               "%.3e (true %.3e %.3e %.3e)\n",
               o.learned[0].mass, o.learned[1].mass, o.learned[2].mass, 1e3 * (cg.com - ct.com).norm(), pg(0), pg(1),
               pg(2), pt(0), pt(1), pt(2));
-  const LinkInertia c0 = composite_of_chain(sys, o.initial);
+  const LinkInertia c0 = composite_at_zero(sys, o.initial);
   const Eigen::Vector3d p0 = principal_moments(c0.inertia_com);
   std::printf("[ chain3 ] start: whole-body COM error %.2f mm, principal moments %.3e %.3e %.3e\n",
               1e3 * (c0.com - ct.com).norm(), p0(0), p0(1), p0(2));
@@ -209,12 +201,7 @@ TEST(CcnRecovery, ThreeLinkChainFromItsDescription) {
 
 TEST(CcnRecovery, ElbowGeometryFrictionAndInertia) {
   const Outcome o = run("ccn", "elbow", synthetic("elbow", ModelGap::kNone, 48, 12), 30);
-  std::printf("[ elbow ] volume error %.3f -> %.3f, friction error %.4f -> %.4f, inertia error %.3f -> %.3f, "
-              "position error %.4f -> %.4f m\n",
-              o.start["volume_error"].get<double>(), o.end["volume_error"].get<double>(),
-              o.start["friction_error"].get<double>(), o.end["friction_error"].get<double>(),
-              o.start["inertia_error"].get<double>(), o.end["inertia_error"].get<double>(),
-              o.start["position_error_m"].get<double>(), o.end["position_error_m"].get<double>());
+  print_errors("elbow", o);
   EXPECT_LT(o.end["volume_error"].get<double>(), 0.25);
   EXPECT_LT(o.end["volume_error"].get<double>(), 0.6 * o.start["volume_error"].get<double>());
   EXPECT_LT(o.end["friction_error"].get<double>(), 0.05);  // μ = 0.3

@@ -34,6 +34,25 @@ namespace {
 
 const std::string kSource = IMPULSE_SOURCE_DIR;
 
+// a quiet CCN run of `epochs` on a system (name or file) and its tosses
+TrainConfig ccn_run(const std::string& system, const std::string& data, const std::string& out, int epochs) {
+  TrainConfig c;
+  c.method = "ccn";
+  c.system = system;
+  c.data = data;
+  c.out = out;
+  c.max_epochs = epochs;
+  c.progress = false;
+  return c;
+}
+
+// trains c and returns its params.json
+std::string trained_params(const TrainConfig& c) {
+  std::ostringstream log;
+  train(c, log);
+  return testing::read_text_file(c.out + "/params.json");
+}
+
 // the links' fields within tol (0: the same doubles); the nominal size, which a URDF
 // derives from the vertices' extent and a JSON box states, is expect_identical's
 void expect_same_links(const MultibodySystem& a, const MultibodySystem& b, double tol) {
@@ -249,16 +268,8 @@ TEST(SystemFile, TheCubeAndTheElbowFromTheirFilesTrainBitForBitAsTheBuiltIns) {
     write_system_tosses(dir + "/tosses.npz", generate_system_tosses(o));
     std::string params[2];
     for (int from_file = 0; from_file < 2; ++from_file) {
-      TrainConfig c;
-      c.method = "ccn";
-      c.system = from_file ? kSource + "/data/systems/" + name + ".json" : name;
-      c.data = dir + "/tosses.npz";
-      c.out = dir + "/run" + std::to_string(from_file);
-      c.max_epochs = 2;
-      c.progress = false;
-      std::ostringstream log;
-      train(c, log);
-      params[from_file] = testing::read_text_file(c.out + "/params.json");
+      params[from_file] = trained_params(ccn_run(from_file ? kSource + "/data/systems/" + name + ".json" : name,
+                                                 dir + "/tosses.npz", dir + "/run" + std::to_string(from_file), 2));
     }
     EXPECT_FALSE(params[0].empty());
     EXPECT_EQ(params[0], params[1]);
@@ -313,33 +324,20 @@ TEST(SystemFile, AStatedLayoutReadsItsDataAsTheModelsAndTrainsTheSame) {
   }
   NpzArchive a;
   a["states"] = make_npy({offsets.back(), int64_t(W)}, states);
-  NpyArray off;
-  off.dtype = DType::kInt64;
-  off.shape = {int64_t(offsets.size())};
-  off.data.resize(8 * offsets.size());
-  std::memcpy(off.data.data(), offsets.data(), off.data.size());
-  a["offsets"] = std::move(off);
+  a["offsets"] = make_npy({int64_t(offsets.size())}, offsets);
   a["dt"] = make_npy({1}, std::vector<double>{set.dt});
   write_npz(dir + "/foreign.npz", a);
   EXPECT_EQ(load_system_tosses(dir + "/foreign.npz", W, 0, sys.layout).tosses[1].rows, set.tosses[1].rows);
 
   std::string params[2];
   for (int i = 0; i < 2; ++i) {
-    TrainConfig c;
-    c.method = "ccn";
-    c.system = i ? stated : plain;
-    c.data = dir + (i ? "/foreign.npz" : "/model.npz");
-    c.out = dir + "/run" + std::to_string(i);
-    c.max_epochs = 2;
+    TrainConfig c = ccn_run(i ? stated : plain, dir + (i ? "/foreign.npz" : "/model.npz"), dir + "/run" + std::to_string(i), 2);
     // the foreign file counts as a recording (smoothed, the real data's weights by
     // default; is_synthetic): the same settings for both
     c.smooth_velocities = 0;
     c.w_res = 0.001;
     c.w_res_w = 0.0;
-    c.progress = false;
-    std::ostringstream log;
-    train(c, log);
-    params[i] = testing::read_text_file(c.out + "/params.json");
+    params[i] = trained_params(c);
   }
   EXPECT_FALSE(params[0].empty());
   EXPECT_EQ(params[0], params[1]);
@@ -383,13 +381,7 @@ TEST(SystemFile, ARunKeepsItsSystemAndRefusesAnEditedOne) {
   o.tosses = 6;
   o.seed = 4;
   write_system_tosses(dir + "/tosses.npz", generate_system_tosses(o));
-  TrainConfig c;
-  c.method = "ccn";
-  c.system = file;
-  c.data = dir + "/tosses.npz";
-  c.out = dir + "/run";
-  c.max_epochs = 1;
-  c.progress = false;
+  TrainConfig c = ccn_run(file, dir + "/tosses.npz", dir + "/run", 1);
   std::ostringstream log;
   train(c, log);
   EXPECT_EQ(testing::read_text_file(c.out + "/system.json"), system_json(o.described));

@@ -428,13 +428,7 @@ void write_foreign_npz(const std::string& path, const std::vector<double>& state
   impulse::NpzArchive a;
   const int64_t R = static_cast<int64_t>(states.size()) / width;
   a["states"] = impulse::make_npy({R, width}, states);
-  impulse::NpyArray off;
-  off.dtype = impulse::DType::kInt64;
-  off.shape = {2};
-  const int64_t o[2] = {0, R};
-  off.data.resize(16);
-  std::memcpy(off.data.data(), o, 16);
-  a["offsets"] = std::move(off);
+  a["offsets"] = impulse::make_npy({2}, std::vector<int64_t>{0, R});
   a["dt"] = impulse::make_npy({1}, std::vector<double>{0.01});
   impulse::write_npz(path, a);
 }

@@ -34,6 +34,16 @@ void remove_stale_temporaries(const std::string& dir) {
   }
 }
 
+// the warm-start files of a run folder but `keep` (a checkpoint names the one it uses;
+// the others are orphans of an interrupted write or the previous epoch's)
+void remove_warm_starts_except(const std::string& dir, const std::string& keep) {
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind("warm_starts_", 0) == 0 && name != keep) fs::remove(e.path(), ec);
+  }
+}
+
 // the folder, created before the lock file in it is taken
 const std::string& made(const std::string& out) {
   std::error_code ec;
@@ -145,13 +155,7 @@ void RunDir::restore(const nlohmann::json& ck, const nlohmann::json& config, Met
     throw Error(ckpt_path + ": parameter count differs from the method's");
   method.set_variables(st.theta);
   // a warm-start file the checkpoint does not name is an orphan of an interrupted write
-  for (const auto& e : fs::directory_iterator(out_)) {
-    const std::string name = e.path().filename().string();
-    if (name.rfind("warm_starts_", 0) == 0 && name != ck.value("warm_file", std::string())) {
-      std::error_code ec;
-      fs::remove(e.path(), ec);
-    }
-  }
+  remove_warm_starts_except(out_, ck.value("warm_file", std::string()));
   if (ck.contains("warm_file")) {
     const fs::path wf = fs::path(out_) / ck["warm_file"].get<std::string>();
     if (fs::exists(wf)) {
@@ -198,10 +202,7 @@ void RunDir::write_checkpoint(nlohmann::json ck, const Method& method, int epoch
     if (ck.contains("warm_file")) fs::remove(path(warm_name), ec);
     throw;
   }
-  for (const auto& e : fs::directory_iterator(out_)) {
-    const std::string name = e.path().filename().string();
-    if (name.rfind("warm_starts_", 0) == 0 && name != warm_name) fs::remove(e.path());
-  }
+  remove_warm_starts_except(out_, warm_name);
 }
 
 void RunDir::write_outputs(const RunState& st, const TrainConfig& cfg) const {

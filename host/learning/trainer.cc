@@ -242,10 +242,7 @@ void keep_system_copy(const std::string& out, const std::string& system, const M
   const std::string text = system_json(sys);
   std::error_code ec;
   if (resuming && fs::exists(copy, ec)) {  // a fresh start (no checkpoint) takes the file as it is now
-    std::ifstream in(copy, std::ios::binary);
-    std::ostringstream had;
-    had << in.rdbuf();
-    if (had.str() == text) return;
+    if (read_text_file(copy.string()) == text) return;
     throw Error("--system " + system + ": the system differs from the one this run began with (" + copy.string() +
                 "); a run resumes with its own system: restore the file, or train into another --out");
   }
@@ -258,10 +255,7 @@ MultibodySystem run_system(const std::string& run_dir, const std::string& system
   const fs::path copy = fs::path(run_dir) / kSystemCopy;
   std::error_code ec;
   if (!is_system_file(system) || !fs::is_regular_file(copy, ec)) return load_system(system);
-  std::ifstream in(copy, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return system_from_json(text.str(), copy.string());
+  return system_from_json(read_text_file(copy.string()), copy.string());
 }
 
 namespace {

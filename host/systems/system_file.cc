@@ -172,7 +172,7 @@ LinkInertia combined(const LinkInertia& a, const LinkInertia& b) {
 
 MultibodySystem build_declared(const std::string& where, const std::string& name, double gravity, double mu,
                                const std::vector<Declared>& links) {
-  const Reader r{where};
+  const Reader r{where, ""};
   std::map<std::string, size_t> index;
   for (size_t i = 0; i < links.size(); ++i)
     if (!index.emplace(links[i].name, i).second) r.fail("two links are named '" + links[i].name + "'");
@@ -405,11 +405,8 @@ std::string system_json(const MultibodySystem& sys) {
   o << "\n  ]";
   const StateLayout& L = sys.layout;
   if (!L.is_model()) {
-    o << ",\n  \"state\": {\"rotation\": \""
-      << (L.rotation == StateLayout::Rotation::kMatrix            ? "matrix"
-          : L.rotation == StateLayout::Rotation::kQuaternionXyzw ? "quaternion_xyzw"
-                                                                  : "quaternion_wxyz")
-      << "\", \"angular_velocity\": \"" << (L.world_angular_velocity ? "world" : "body") << "\"";
+    o << ",\n  \"state\": {\"rotation\": \"" << L.rotation_name() << "\", \"angular_velocity\": \""
+      << (L.world_angular_velocity ? "world" : "body") << "\"";
     if (!L.joints.empty()) {
       o << ", \"joints\": [";
       for (size_t j = 0; j < L.joints.size(); ++j)

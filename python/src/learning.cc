@@ -102,9 +102,7 @@ nb::dict load_system_description(const std::string& name_or_path) {
   // the data files' layout (a description's "state"; docs/systems.md)
   const impulse::StateLayout& L = sys.layout;
   nb::dict st;
-  st["rotation"] = L.rotation == impulse::StateLayout::Rotation::kMatrix            ? "matrix"
-                   : L.rotation == impulse::StateLayout::Rotation::kQuaternionXyzw ? "quaternion_xyzw"
-                                                                                   : "quaternion_wxyz";
+  st["rotation"] = L.rotation_name();
   st["angular_velocity"] = L.world_angular_velocity ? "world" : "body";
   nb::list joints;
   for (int j = 0; j < sys.joints(); ++j)
